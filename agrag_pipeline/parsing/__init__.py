@@ -1,0 +1,158 @@
+"""Parsing: raw document bytes -> ``ParsedDocument`` (text layer + section tree).
+
+One entry point, ``parse_document``; one module per format (``markdown``, ``plaintext``,
+``html``, ``pdf``), chosen by media type or, without one, by the file extension.
+
+Documented results for bad input (every error is a ``DocumentError`` naming the source key):
+- no parser for the media type / extension: ``UnsupportedFormatError``;
+- more than ``max_bytes``: ``DocumentTooLargeError``, before any parsing;
+- 0 bytes, or a text format whose text is whitespace only: ``EmptyDocumentError``;
+- text that is not UTF-8 (with or without BOM) or BOM-marked UTF-16, or binary data behind a
+  text extension: ``EncodingError`` with the byte offset of the first bad byte;
+- a truncated, encrypted or otherwise unreadable PDF: ``CorruptDocumentError``;
+- a PDF over ``pdf.MAX_PAGES`` pages: ``DocumentTooLargeError``; past its time budget:
+  ``ParseTimeoutError``;
+- a PDF without a text layer (a scan): *not* an error: an empty text layer, no sections, and a
+  warning in ``ParsedDocument.warnings`` (the file is fine; it needs OCR, which we do not do).
+Any other library failure is wrapped in ``CorruptDocumentError``: nothing but a
+``DocumentError`` leaves ``parse_document``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import PurePosixPath
+
+from agrag_pipeline.fingerprints import content_hash
+from agrag_pipeline.models import Document
+from agrag_pipeline.parsing import html, markdown, pdf, plaintext
+from agrag_pipeline.parsing.encoding import decode_text
+from agrag_pipeline.parsing.errors import (
+    CorruptDocumentError,
+    DocumentError,
+    DocumentTooLargeError,
+    EmptyDocumentError,
+    UnsupportedFormatError,
+)
+from agrag_pipeline.parsing.parsed import ParsedDocument
+
+#: Default size limit: larger files are refused before any parsing.
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+#: File extension (lower case, with the dot) -> media type.
+EXTENSION_MEDIA_TYPES: dict[str, str] = {
+    ".md": markdown.MEDIA_TYPE,
+    ".markdown": markdown.MEDIA_TYPE,
+    ".txt": plaintext.MEDIA_TYPE,
+    ".html": html.MEDIA_TYPE,
+    ".htm": html.MEDIA_TYPE,
+    ".pdf": pdf.MEDIA_TYPE,
+}
+
+Parser = Callable[[bytes, Document], ParsedDocument]
+
+
+def _text_parser(parse_text: Callable[[str, Document], ParsedDocument]) -> Parser:
+    def parse(raw: bytes, document: Document) -> ParsedDocument:
+        text = decode_text(raw, document.source_key)
+        if not text.strip():
+            raise EmptyDocumentError(document.source_key, "the file holds only whitespace")
+        return parse_text(text, document)
+
+    return parse
+
+
+def _markdown(text: str, document: Document) -> ParsedDocument:
+    return ParsedDocument(
+        document=document, text_layer=text, sections=markdown.parse(text, document)
+    )
+
+
+def _plaintext(text: str, document: Document) -> ParsedDocument:
+    return ParsedDocument(
+        document=document, text_layer=text, sections=plaintext.parse(text, document)
+    )
+
+
+def _html(text: str, document: Document) -> ParsedDocument:
+    parsed = html.parse(text, document)
+    if not parsed.text_layer.strip():
+        raise EmptyDocumentError(document.source_key, "the HTML has no visible text")
+    return parsed
+
+
+#: Media type -> parser. Other modules may look here to see which formats are supported.
+PARSERS: dict[str, Parser] = {
+    markdown.MEDIA_TYPE: _text_parser(_markdown),
+    plaintext.MEDIA_TYPE: _text_parser(_plaintext),
+    html.MEDIA_TYPE: _text_parser(_html),
+    pdf.MEDIA_TYPE: pdf.parse,
+}
+
+
+def media_type_for(source_key: str) -> str:
+    """The media type a source key's extension implies.
+
+    Raises:
+        UnsupportedFormatError: an extension we have no parser for.
+    """
+    suffix = PurePosixPath(source_key).suffix.lower()
+    try:
+        return EXTENSION_MEDIA_TYPES[suffix]
+    except KeyError:
+        known = ", ".join(sorted(EXTENSION_MEDIA_TYPES))
+        raise UnsupportedFormatError(
+            source_key, f"no parser for extension {suffix or '(none)'!r} (known: {known})"
+        ) from None
+
+
+def parse_document(
+    raw: bytes,
+    source_key: str,
+    media_type: str | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> ParsedDocument:
+    """Parse one document version into its text layer and section tree.
+
+    ``media_type`` wins over the extension; parameters such as ``; charset=...`` are ignored.
+
+    Raises:
+        DocumentError: one of its subclasses (see the module docstring); never anything else.
+    """
+    if media_type is None:
+        media_type = media_type_for(source_key)
+    media_type = media_type.split(";", 1)[0].strip().lower()
+    parser = PARSERS.get(media_type)
+    if parser is None:
+        raise UnsupportedFormatError(source_key, f"no parser for media type {media_type!r}")
+    if len(raw) > max_bytes:
+        raise DocumentTooLargeError(
+            source_key, f"{len(raw):,} bytes is over the limit of {max_bytes:,} bytes"
+        )
+    document = Document(
+        source_key=source_key,
+        media_type=media_type,
+        size_bytes=len(raw),
+        content_hash=content_hash(raw),
+    )
+    try:
+        return parser(raw, document)
+    except DocumentError:
+        raise
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # pyo3 panics are BaseExceptions; wrap them too
+        raise CorruptDocumentError(
+            source_key, f"could not be parsed as {media_type}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "EXTENSION_MEDIA_TYPES",
+    "PARSERS",
+    "ParsedDocument",
+    "media_type_for",
+    "parse_document",
+]

@@ -1,0 +1,329 @@
+"""HTML with selectolax's Lexbor backend (a real HTML5 parser, in C).
+
+The text layer is text we extract, recording spans as we write it, so every section span is
+exact by construction:
+- block elements are separated by line breaks (paragraph-like ones by a blank line); runs of
+  HTML whitespace collapse to one space, except inside ``<pre>`` (kept verbatim);
+- ``h1``–``h6`` sit on their own lines and open sections (a heading inside a table cell is cell
+  text, not a section heading);
+- list items start a line with ``- `` (``ul``) or ``N. `` (``ol``); ``dt``/``dd`` get a line each;
+- a table is written one row per line, cells joined by `` | ``; leading rows of ``<th>`` cells
+  (or rows in ``<thead>``) are its header; a ``<caption>`` is a text line before the table;
+- ``script``, ``style``, ``template``, ``noscript``, ``head`` and comments are skipped.
+The DOM is walked with an explicit stack, never by Python recursion: HTML nested thousands of
+levels deep parses in time linear in its size.
+"""
+
+from __future__ import annotations
+
+import re
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from agrag_pipeline.models import Document
+from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
+
+MEDIA_TYPE = "text/html"
+
+CELL_SEPARATOR = " | "
+
+_SKIP = frozenset(
+    {
+        "script",
+        "style",
+        "template",
+        "noscript",
+        "head",
+        "title",
+        "meta",
+        "link",
+        "svg",
+        "iframe",
+        "object",
+        "canvas",
+        "-comment",
+    }
+)
+#: Separated from their neighbours by a blank line.
+_PARAGRAPH_LIKE = frozenset(
+    {
+        "p",
+        "pre",
+        "blockquote",
+        "ul",
+        "ol",
+        "dl",
+        "table",
+        "figure",
+        "hr",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "main",
+        "nav",
+        "aside",
+        "form",
+        "fieldset",
+        "details",
+        "address",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+    }
+)
+#: Separated from their neighbours by a line break.
+_LINE_LIKE = frozenset(
+    {
+        "div",
+        "li",
+        "dt",
+        "dd",
+        "tr",
+        "br",
+        "figcaption",
+        "summary",
+        "caption",
+        "center",
+        "body",
+        "html",
+        "option",
+        "legend",
+    }
+)
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
+
+
+class _Layer:
+    """The text layer being written, with pending separators resolved lazily."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.pos = 0
+        self.pending_break = 0
+        self.pending_space = False
+        self.last = "\n"
+
+    def block(self, lines: int) -> None:
+        self.pending_break = max(self.pending_break, lines)
+
+    def _emit(self, chunk: str) -> None:
+        self.parts.append(chunk)
+        self.pos += len(chunk)
+        self.last = chunk[-1]
+
+    def write(self, content: str) -> int:
+        """Writes non-empty ``content`` after any pending separator; returns where it starts."""
+        if self.pos:
+            if self.pending_break:
+                newlines = self.pending_break - (1 if self.last == "\n" else 0)
+                if newlines > 0:
+                    self._emit("\n" * newlines)
+            elif self.pending_space and self.last not in " \n":
+                self._emit(" ")
+        self.pending_break = 0
+        self.pending_space = False
+        start = self.pos
+        self._emit(content)
+        return start
+
+    def text(self, raw: str) -> int | None:
+        """Writes flowing HTML text (whitespace collapsed); returns where it starts, if any."""
+        collapsed = _HTML_SPACE.sub(" ", raw)
+        if not collapsed:
+            return None
+        if collapsed[0] == " ":
+            self.pending_space = True
+        body = collapsed.strip(" ")
+        if not body:
+            return None
+        start = self.write(body)
+        self.pending_space = collapsed[-1] == " "
+        return start
+
+    def value(self) -> str:
+        return "".join(self.parts)
+
+
+def _children(node: LexborNode) -> list[LexborNode]:
+    out = []
+    child = node.child
+    while child is not None:
+        out.append(child)
+        child = child.next
+    return out
+
+
+def _inline_text(node: LexborNode) -> str:
+    """The flowing text of ``node`` on one line (blocks and ``<br>`` become spaces)."""
+    pieces: list[str] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        tag = current.tag
+        if tag == "-text":
+            pieces.append(current.text_content or "")
+            continue
+        if tag in _SKIP:
+            continue
+        if tag in _PARAGRAPH_LIKE or tag in _LINE_LIKE or tag in ("td", "th"):
+            pieces.append(" ")
+        stack.extend(reversed(_children(current)))
+    return _HTML_SPACE.sub(" ", "".join(pieces)).strip()
+
+
+def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
+    """(is header row, cell texts) for the rows of ``table`` itself (not of nested tables)."""
+    rows: list[tuple[bool, list[str]]] = []
+    groups: list[tuple[bool, LexborNode]] = []
+    for child in _children(table):
+        if child.tag == "tr":
+            groups.append((False, child))
+        elif child.tag in ("thead", "tbody", "tfoot"):
+            groups.extend((child.tag == "thead", tr) for tr in _children(child) if tr.tag == "tr")
+    for in_head, tr in groups:
+        cells = [c for c in _children(tr) if c.tag in ("td", "th")]
+        texts = [_inline_text(c) for c in cells]
+        if not any(texts):
+            continue
+        rows.append((in_head or all(c.tag == "th" for c in cells), texts))
+    return rows
+
+
+def _list_start(node: LexborNode) -> int:
+    """The first number of an ordered list (its ``start`` attribute, default 1)."""
+    try:
+        return int((node.attributes.get("start") or "1").strip())
+    except ValueError:
+        return 1
+
+
+class _Extractor:
+    def __init__(self) -> None:
+        self.layer = _Layer()
+        self.headings: list[HeadingMark] = []
+        self.tables: list[TableMark] = []
+        self.lists: list[list[int]] = []  # per open list: [is ordered, next number]
+        self.pre_depth = 0
+        self.heading: tuple[LexborNode, int] | None = None  # open heading element and level
+        self.heading_start: int | None = None
+
+    def _written(self, start: int | None) -> None:
+        if start is not None and self.heading is not None and self.heading_start is None:
+            self.heading_start = start
+
+    def run(self, top: LexborNode) -> None:
+        stack: list[tuple[LexborNode, bool]] = [(top, True)]
+        while stack:
+            node, entering = stack.pop()
+            if entering:
+                self._enter(node, stack)
+            else:
+                self._leave(node)
+
+    def _enter(self, node: LexborNode, stack: list[tuple[LexborNode, bool]]) -> None:
+        tag = node.tag
+        layer = self.layer
+        if tag == "-text":
+            raw = node.text_content or ""
+            if self.pre_depth:
+                if raw:
+                    self._written(layer.write(raw))
+            else:
+                self._written(layer.text(raw))
+            return
+        if tag is None or tag in _SKIP:
+            return
+        if tag == "table":
+            self._table(node)
+            return
+        if tag in _PARAGRAPH_LIKE:
+            layer.block(2)
+        elif tag in _LINE_LIKE:
+            layer.block(1)
+        if tag in _HEADINGS and self.heading is None:
+            self.heading, self.heading_start = (node, _HEADINGS[tag]), None
+        elif tag in ("ul", "ol"):
+            self.lists.append([tag == "ol", _list_start(node)])
+        elif tag == "li":
+            marker = "- "
+            if self.lists and self.lists[-1][0]:
+                marker = f"{self.lists[-1][1]}. "
+                self.lists[-1][1] += 1
+            layer.write(marker.strip())
+            layer.pending_space = True
+        elif tag == "pre":
+            self.pre_depth += 1
+        stack.append((node, False))
+        stack.extend((child, True) for child in reversed(_children(node)))
+
+    def _leave(self, node: LexborNode) -> None:
+        tag = node.tag
+        layer = self.layer
+        if self.heading is not None and node is self.heading[0]:
+            if self.heading_start is not None:
+                # Heading text is filled in from the finished layer (``parse``).
+                self.headings.append(
+                    HeadingMark(self.heading_start, layer.pos, self.heading[1], "")
+                )
+            self.heading, self.heading_start = None, None
+        if tag in ("ul", "ol") and self.lists:
+            self.lists.pop()
+        elif tag == "pre":
+            self.pre_depth -= 1
+        if tag in _PARAGRAPH_LIKE:
+            layer.block(2)
+        elif tag in _LINE_LIKE:
+            layer.block(1)
+
+    def _table(self, table: LexborNode) -> None:
+        layer = self.layer
+        captions = [c for c in _children(table) if c.tag == "caption"]
+        for caption in captions:
+            text = _inline_text(caption)
+            if text:
+                layer.block(2)
+                self._written(layer.write(text))
+        rows = _table_rows(table)
+        if not rows:
+            return
+        layer.block(2)
+        spans: list[tuple[int, int]] = []
+        for _, cells in rows:
+            layer.block(1)
+            start = layer.write(CELL_SEPARATOR.join(cells))
+            self._written(start)
+            spans.append((start, layer.pos))
+        layer.block(2)
+        if self.heading is not None:
+            return  # a table inside a heading element is heading text, not a table section
+        header_count = 0
+        while header_count < len(rows) and rows[header_count][0]:
+            header_count += 1
+        if header_count == len(rows) and header_count > 1:
+            header_count = 1  # a table of <th> rows only: the first is its header
+        header = (spans[0][0], spans[header_count - 1][1]) if header_count else None
+        self.tables.append(
+            TableMark(spans[0][0], spans[-1][1], header, tuple(spans[header_count:]))
+        )
+
+
+def parse(text: str, document: Document) -> ParsedDocument:
+    """The extracted text layer and sections of decoded HTML ``text``."""
+    tree = LexborHTMLParser(text)
+    extractor = _Extractor()
+    top = tree.body if tree.body is not None else tree.root
+    if top is not None:
+        extractor.run(top)
+    layer = extractor.layer.value()
+    headings = [
+        HeadingMark(h.start, h.end, h.level, " ".join(layer[h.start : h.end].split()))
+        for h in extractor.headings
+    ]
+    sections = build_sections(layer, document, headings, extractor.tables)
+    return ParsedDocument(document=document, text_layer=layer, sections=sections)
