@@ -1,4 +1,4 @@
-"""``ChunkerSettings``: everything a user tunes about chunking; its fingerprint is ``chunker_hash``."""
+"""``ChunkerSettings``: what a user tunes about chunking; its fingerprint is ``chunker_hash``."""
 
 from __future__ import annotations
 

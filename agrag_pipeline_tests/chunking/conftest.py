@@ -1,0 +1,147 @@
+"""Fixtures and the invariant checks shared by the chunking tests."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agrag_pipeline.chunking.chunker import StructureChunker
+from agrag_pipeline.chunking.settings import ChunkerSettings
+from agrag_pipeline.chunking.tokens import TokenCounter
+from agrag_pipeline.models import Chunk
+from agrag_pipeline.parsing import parse_document
+from agrag_pipeline.parsing.errors import DocumentError
+from agrag_pipeline.parsing.parsed import ParsedDocument
+
+_WORD = re.compile(r"\S+")
+
+
+@pytest.fixture(scope="session")
+def counter() -> TokenCounter:
+    return TokenCounter()
+
+
+@pytest.fixture(scope="session")
+def corpus_parsed(corpus_dir: Path) -> list[ParsedDocument]:
+    """Every corpus document the parser accepts, parsed once per session."""
+    parsed = []
+    for path in sorted(corpus_dir.rglob("*")):
+        if path.suffix.lower() not in {".md", ".html", ".pdf", ".txt"}:
+            continue
+        try:
+            parsed.append(
+                parse_document(path.read_bytes(), path.relative_to(corpus_dir).as_posix())
+            )
+        except DocumentError:
+            continue  # a file the parser refuses (scan, corrupt) is the parser's tests' business
+    return parsed
+
+
+def expected_overlap_start(
+    text: str, start: int, end: int, overlap: int, counter: TokenCounter
+) -> int:
+    """Independent reading of the overlap rule: the longest whole-word suffix of
+    ``text[start:end]`` whose own token count is at most ``overlap`` (``end`` when none).
+    An ``overlap`` of 0 means no overlap at all (not even words that count zero tokens)."""
+    best = end
+    for word in reversed(list(_WORD.finditer(text, start, end))):
+        if counter.count(text[word.start() : end]) > overlap:
+            break
+        best = word.start()
+    return best
+
+
+def _assert_word_too_long(text: str, cut: int, room: int, counter: TokenCounter) -> None:
+    """A cut inside a word is allowed only where that word alone exceeds a chunk's room."""
+    start = cut
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    end = cut
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    assert counter.count(text[start:end]) > room, ("word cut", text[start:end][:80])
+
+
+def check_invariants(
+    parsed: ParsedDocument,
+    chunks: list[Chunk],
+    chunker: StructureChunker,
+    counter: TokenCounter,
+) -> None:
+    """Everything issue 4 promises of one document's chunks."""
+    text = parsed.text_layer
+    settings: ChunkerSettings = chunker.settings
+    doc = parsed.document
+    assert doc.id is not None
+    order = {s.id: i for i, s in enumerate(parsed.sections)}
+    covered = bytearray(len(text))
+    last_first_section = -1
+    for i, c in enumerate(chunks):
+        assert c.index == i
+        assert Chunk.model_validate(c.model_dump()) == c  # a valid row, field for field
+        assert c.id == Chunk.id_for(doc.id, doc.content_hash, chunker.chunker_hash, i)
+        assert c.document_id == doc.id and c.content_hash == doc.content_hash
+        assert c.chunker == "agrag-structure" and c.chunker_hash == chunker.chunker_hash
+        assert c.provenance.extract(text) == c.text, (c.index, c.text[:80])
+        assert c.text and c.text == c.text.strip()
+        assert c.provenance.kind == ("page" if parsed.paged else "text")
+        tokens = counter.count(c.contextual_text) + counter.special_tokens
+        assert tokens <= settings.max_tokens, (tokens, c.contextual_text[:120])
+        assert c.metadata["token_count"] == tokens
+        positions = [order[s] for s in c.section_ids]
+        assert positions == sorted(positions) and len(set(positions)) == len(positions)
+        assert positions[0] >= last_first_section
+        last_first_section = positions[0]
+        covered[c.provenance.start : c.provenance.end] = b"\x01" * (
+            c.provenance.end - c.provenance.start
+        )
+        if c.content_kind == "text":
+            own = [parsed.sections[p] for p in positions]
+            start, end = c.provenance.start, c.provenance.end
+            label = c.section_label()
+            room = settings.max_tokens - counter.special_tokens - settings.overlap_tokens
+            room -= counter.count(label) if label else 0
+            if text[own[0].start : start].strip() and not text[start - 1].isspace():
+                _assert_word_too_long(text, start, room, counter)
+            if text[end : own[-1].end].strip() and not text[end].isspace():
+                _assert_word_too_long(text, end, room, counter)
+    for section in parsed.sections:
+        lost = [
+            j for j in range(section.start, section.end) if not covered[j] and not text[j].isspace()
+        ]
+        assert not lost, (section.heading_path, text[lost[0] : lost[0] + 40])
+    for prev, c in itertools.pairwise(chunks):
+        same_split = (
+            c.content_kind == prev.content_kind == "text"
+            and len(c.section_ids) == len(prev.section_ids) == 1
+            and c.section_ids == prev.section_ids
+        )
+        if same_split and settings.overlap_tokens > 0:
+            want = expected_overlap_start(
+                text, prev.provenance.start, prev.provenance.end, settings.overlap_tokens, counter
+            )
+            if want == prev.provenance.end:
+                assert c.provenance.start >= prev.provenance.end
+            else:
+                assert c.provenance.start == want
+        else:
+            assert c.provenance.start >= prev.provenance.end
+
+
+def _rows_without_time(chunks: list[Chunk]) -> list[dict[str, object]]:
+    return [c.model_dump(mode="json", exclude={"created_at"}) for c in chunks]
+
+
+@pytest.fixture(scope="session")
+def rows_without_time() -> Callable[[list[Chunk]], list[dict[str, object]]]:
+    """Chunk rows as stored, ``created_at`` aside (the one field allowed to differ by run)."""
+    return _rows_without_time
+
+
+@pytest.fixture(scope="session")
+def invariants() -> Callable[..., None]:
+    return check_invariants

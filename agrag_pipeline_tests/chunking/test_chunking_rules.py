@@ -1,0 +1,214 @@
+"""The packing rules of issue 4, each on a small document built for it."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from agrag_pipeline.chunking.chunker import CHUNKER_NAME, CHUNKER_VERSION, StructureChunker
+from agrag_pipeline.chunking.errors import ChunkingError
+from agrag_pipeline.chunking.settings import ChunkerSettings
+from agrag_pipeline.chunking.tokens import TokenCounter
+from agrag_pipeline.fingerprints import chunker_hash
+from agrag_pipeline.models import Chunk, Document, PageBox, Section
+from agrag_pipeline.parsing import parse_document
+from agrag_pipeline.parsing.parsed import LayoutSpan, ParsedDocument
+
+WORDS = ["ownership", "borrowing", "lifetimes", "traits", "generics", "closures", "iterators"]
+
+
+def prose(n_words: int, seed: int = 0) -> str:
+    """Sentences of real words, so token counts are predictable in kind if not in number."""
+    words = [WORDS[(i * 7 + seed) % len(WORDS)] for i in range(n_words)]
+    return " ".join(w + ("." if i % 12 == 11 else "") for i, w in enumerate(words)) + "."
+
+
+def chunks_of(
+    markdown: str, counter: TokenCounter, **settings: object
+) -> tuple[ParsedDocument, list[Chunk]]:
+    parsed = parse_document(markdown.encode("utf-8"), "rules.md")
+    chunker = StructureChunker(ChunkerSettings(**settings), counter)  # type: ignore[arg-type]
+    return parsed, chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=None)
+
+
+def test_long_table_is_split_by_rows_with_the_header_repeated(counter: TokenCounter) -> None:
+    header = "| crate | version | purpose |\n|---|---|---|"
+    rows = [f"| crate{i} | 1.{i}.0 | {prose(6, i)} |" for i in range(60)]
+    parsed, chunks = chunks_of(
+        f"# Deps\n\n{prose(20)}\n\n{header}\n" + "\n".join(rows) + "\n", counter
+    )
+    tables = [c for c in chunks if c.content_kind == "table"]
+    assert len(tables) > 1
+    assert tables[0].provenance.repeated_header is None and tables[0].text.startswith(header)
+    seen_rows = []
+    for c in tables:
+        assert c.text.startswith(header + "\n")
+        assert c.provenance.extract(parsed.text_layer) == c.text
+        body = c.text[len(header) + 1 :].split("\n")
+        assert all(line.startswith("| crate") for line in body)
+        seen_rows.extend(body)
+    for c in tables[1:]:
+        span = c.provenance.repeated_header
+        assert span is not None and parsed.text_layer[span.start : span.end] == header
+    assert seen_rows == rows
+    assert all(c.content_kind == "text" for c in chunks if c not in tables)
+
+
+def test_table_rows_per_chunk_is_honoured(counter: TokenCounter) -> None:
+    rows = [f"| {i} | x |" for i in range(10)]
+    _, chunks = chunks_of(
+        "| n | v |\n|---|---|\n" + "\n".join(rows) + "\n", counter, table_rows_per_chunk=3
+    )
+    assert [c.text.count("\n") - 1 for c in chunks] == [3, 3, 3, 1]
+
+
+def test_code_fence_that_fits_is_never_split(counter: TokenCounter) -> None:
+    fence = '```rust\nfn main() {\n\n    let x = 5;\n\n    println!("{x}");\n}\n```'
+    doc = f"# Ch\n\n{prose(120)}\n\n{fence}\n\n{prose(120, 3)}\n"
+    _, chunks = chunks_of(doc, counter, target_tokens=100, max_tokens=128, min_tokens=10)
+    assert len(chunks) > 2
+    assert [c for c in chunks if fence in c.text]
+    assert all(c.text.count("```") in (0, 2) for c in chunks)
+
+
+def test_code_fence_longer_than_a_chunk_is_split_at_lines(counter: TokenCounter) -> None:
+    lines = [f"    let value_{i} = compute({i});" for i in range(80)]
+    fence = "```rust\n" + "\n".join(lines) + "\n```"
+    parsed, chunks = chunks_of(f"# Code\n\n{fence}\n", counter, target_tokens=100, max_tokens=128)
+    assert len(chunks) > 1
+    for c in chunks:
+        assert parsed.text_layer[c.provenance.end] == "\n"  # every cut is at a line end
+
+
+def test_a_word_is_never_split(counter: TokenCounter) -> None:
+    text = " ".join(["incomprehensibilities"] * 400)
+    _parsed, chunks = chunks_of(text, counter, target_tokens=50, max_tokens=64, min_tokens=0)
+    assert len(chunks) > 5
+    for c in chunks:
+        assert set(c.text.split()) == {"incomprehensibilities"}
+
+
+def test_overlap_repeats_whole_words_within_the_configured_tokens(counter: TokenCounter) -> None:
+    parsed, chunks = chunks_of(
+        prose(600), counter, target_tokens=60, max_tokens=80, min_tokens=0, overlap_tokens=7
+    )
+    assert len(chunks) > 3
+    for prev, c in itertools.pairwise(chunks):
+        shared = parsed.text_layer[c.provenance.start : prev.provenance.end]
+        assert prev.text.endswith(shared) and c.text.startswith(shared)
+        assert 0 < counter.count(shared) <= 7
+        # One more word from the previous chunk would exceed the overlap.
+        before = prev.text[: len(prev.text) - len(shared)].split()[-1]
+        assert counter.count(before + " " + shared) > 7
+
+
+def test_small_sibling_sections_merge_under_their_parent(counter: TokenCounter) -> None:
+    doc = (
+        "# Guide\n\n## Install\n\nRun cargo.\n\n"
+        "## Build\n\nRun cargo build.\n\n## Test\n\nRun it.\n"
+    )
+    parsed, chunks = chunks_of(doc, counter)
+    assert len(chunks) == 1
+    assert chunks[0].heading_path == ["Guide"]
+    assert chunks[0].section_ids == [s.id for s in parsed.sections]
+    assert chunks[0].text == doc.strip()
+
+
+def test_no_merge_when_min_tokens_is_zero(counter: TokenCounter) -> None:
+    doc = "# Guide\n\n## Install\n\nRun cargo.\n\n## Build\n\nRun cargo build.\n"
+    parsed, chunks = chunks_of(doc, counter, min_tokens=0)
+    assert len(chunks) == len(parsed.sections) == 3
+    assert [c.heading_path for c in chunks] == [["Guide"], ["Guide", "Install"], ["Guide", "Build"]]
+
+
+def test_heading_path_too_long_for_the_budget_is_a_clear_error(counter: TokenCounter) -> None:
+    doc = "# " + " ".join(["word"] * 300) + "\n\nbody\n"
+    with pytest.raises(ChunkingError, match=r"rules\.md: the heading path .* takes \d+ tokens"):
+        chunks_of(doc, counter)
+
+
+def test_max_tokens_above_the_model_sequence_length_is_refused(counter: TokenCounter) -> None:
+    with pytest.raises(ValueError, match="maximum sequence length"):
+        StructureChunker(ChunkerSettings(max_tokens=512), counter, max_sequence_tokens=256)
+
+
+def test_every_setting_tokenizer_and_limit_changes_the_fingerprint_and_ids(
+    counter: TokenCounter,
+) -> None:
+    base = ChunkerSettings()
+    variants = [
+        StructureChunker(base, counter),
+        StructureChunker(base, counter, max_sequence_tokens=512),
+        StructureChunker(base, TokenCounter(backend="tokenizers"), 256),
+    ]
+    changes = {
+        "target_tokens": 150,
+        "max_tokens": 240,
+        "min_tokens": 10,
+        "overlap_tokens": 5,
+        "table_rows_per_chunk": 4,
+        "repeat_table_header": False,
+        "keep_code_blocks_whole": False,
+        "min_text_tokens": 20,
+    }
+    assert set(changes) == set(ChunkerSettings.model_fields)
+    variants += [
+        StructureChunker(base.model_copy(update={k: v}), counter) for k, v in changes.items()
+    ]
+    hashes = [v.chunker_hash for v in variants]
+    # The backend is not part of the identity (same tokenizer.json, same counts).
+    assert hashes[2] == hashes[0]
+    del hashes[2]
+    assert len(set(hashes)) == len(hashes)
+    assert variants[0].chunker_hash == chunker_hash(
+        CHUNKER_NAME,
+        CHUNKER_VERSION,
+        {
+            "settings": base.model_dump(mode="json"),
+            "tokenizer_sha256": counter.identity,
+            "max_sequence_tokens": 256,
+        },
+    )
+    parsed = parse_document(b"# A\n\nsome text\n", "ids.md")
+    ids = {
+        v.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=None)[0].id
+        for v in variants
+    }
+    assert len(ids) == len(hashes)
+
+
+def _paged_document(counter: TokenCounter) -> ParsedDocument:
+    text = "Title\n\nFirst page line.\nSecond page line.\n"
+    document = Document(
+        source_key="p.pdf", media_type="application/pdf", size_bytes=1, content_hash="0" * 64
+    )
+    assert document.id is not None
+    box = {"x0": 0.0, "y0": 0.0, "x1": 10.0, "y1": 10.0}
+    layout = [
+        LayoutSpan(start=0, end=5, box=PageBox(page=1, **box)),
+        LayoutSpan(start=7, end=23, box=PageBox(page=1, **box)),
+        LayoutSpan(start=24, end=41, box=PageBox(page=2, **box)),
+    ]
+    section = Section(
+        id=Section.node_id_for(document.id, document.content_hash, "0"),
+        document_id=document.id,
+        content_hash=document.content_hash,
+        ordinal=0,
+        heading="Title",
+        level=1,
+        heading_path=["Title"],
+        start=0,
+        end=len(text),
+        pages=[1, 2],
+    )
+    return ParsedDocument(document=document, text_layer=text, sections=[section], layout=layout)
+
+
+def test_paged_sources_get_pages_and_boxes(counter: TokenCounter) -> None:
+    parsed = _paged_document(counter)
+    chunker = StructureChunker(ChunkerSettings(), counter)
+    [chunk] = chunker.chunk(parsed, schema_fingerprint="s", extraction_fingerprint="e")
+    assert chunk.provenance.kind == "page"
+    assert chunk.provenance.pages == [1, 2] and len(chunk.provenance.boxes) == 3
+    assert chunk.schema_fingerprint == "s" and chunk.extraction_fingerprint == "e"
