@@ -1,0 +1,209 @@
+"""Arrow tables for sections, layout and chunks: the Parquet files downstream loaders read.
+
+Every model field has a column of its own, in a flat, loader-friendly shape (UUIDs as strings,
+lists as Arrow lists, provenance both as exact JSON and as plain ``char_start``/``char_end``/
+``pages`` columns for DuckDB or Polars). Reading a table back gives models equal to the ones
+written. Fingerprints go into the Parquet schema's key-value metadata under ``agrag.*`` keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from agrag_pipeline.models import Chunk, PageBox, Section
+from agrag_pipeline.parsing.parsed import LayoutSpan
+
+METADATA_PREFIX = "agrag."
+
+_UTC_TS = pa.timestamp("us", tz="UTC")
+
+CHUNK_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("document_id", pa.string()),
+        ("content_hash", pa.string()),
+        ("index", pa.int32()),
+        ("text", pa.large_string()),
+        ("content_kind", pa.string()),
+        ("heading_path", pa.list_(pa.string())),
+        ("section_ids", pa.list_(pa.string())),
+        ("provenance", pa.string()),
+        ("provenance_kind", pa.string()),
+        ("char_start", pa.int64()),
+        ("char_end", pa.int64()),
+        ("pages", pa.list_(pa.int32())),
+        ("chunker", pa.string()),
+        ("chunker_hash", pa.string()),
+        ("schema_fingerprint", pa.string()),
+        ("extraction_fingerprint", pa.string()),
+        ("token_count", pa.int32()),
+        ("created_at", _UTC_TS),
+        ("metadata", pa.string()),
+    ]
+)
+
+_BOX = pa.struct(
+    [
+        ("page", pa.int32()),
+        ("x0", pa.float64()),
+        ("y0", pa.float64()),
+        ("x1", pa.float64()),
+        ("y1", pa.float64()),
+        ("origin", pa.string()),
+    ]
+)
+_SPAN = pa.struct([("start", pa.int64()), ("end", pa.int64())])
+
+SECTION_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("document_id", pa.string()),
+        ("content_hash", pa.string()),
+        ("ordinal", pa.int32()),
+        ("heading", pa.string()),
+        ("level", pa.int8()),
+        ("heading_path", pa.list_(pa.string())),
+        ("kind", pa.string()),
+        ("parent_id", pa.string()),
+        ("char_start", pa.int64()),
+        ("char_end", pa.int64()),
+        ("table_header", _SPAN),
+        ("table_rows", pa.list_(_SPAN)),
+        ("pages", pa.list_(pa.int32())),
+        ("boxes", pa.list_(_BOX)),
+        ("created_at", _UTC_TS),
+        ("metadata", pa.string()),
+    ]
+)
+
+LAYOUT_SCHEMA = pa.schema([("char_start", pa.int64()), ("char_end", pa.int64()), ("box", _BOX)])
+
+
+def with_metadata(table: pa.Table, metadata: Mapping[str, str | None]) -> pa.Table:
+    """Attach ``agrag.*`` key-value metadata (fingerprints, ids) to a table's schema."""
+    kv = {f"{METADATA_PREFIX}{k}".encode(): str(v).encode() for k, v in metadata.items() if v}
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), **kv})
+
+
+def read_metadata(table_or_schema: pa.Table | pa.Schema) -> dict[str, str]:
+    schema = table_or_schema.schema if isinstance(table_or_schema, pa.Table) else table_or_schema
+    prefix = METADATA_PREFIX.encode()
+    return {
+        k[len(prefix) :].decode(): v.decode()
+        for k, v in (schema.metadata or {}).items()
+        if k.startswith(prefix)
+    }
+
+
+# -- chunks -----------------------------------------------------------------------------------
+def chunks_to_table(chunks: Sequence[Chunk]) -> pa.Table:
+    rows: dict[str, list[Any]] = {name: [] for name in CHUNK_SCHEMA.names}
+    for c in chunks:
+        prov = c.provenance
+        rows["id"].append(str(c.id) if c.id else None)
+        rows["document_id"].append(str(c.document_id))
+        rows["content_hash"].append(c.content_hash)
+        rows["index"].append(c.index)
+        rows["text"].append(c.text)
+        rows["content_kind"].append(c.content_kind)
+        rows["heading_path"].append(list(c.heading_path))
+        rows["section_ids"].append([str(s) for s in c.section_ids])
+        rows["provenance"].append(_json(prov.model_dump(mode="json")))
+        rows["provenance_kind"].append(prov.kind)
+        rows["char_start"].append(prov.start)
+        rows["char_end"].append(prov.end)
+        rows["pages"].append(list(prov.pages) if prov.kind == "page" else [])
+        rows["chunker"].append(c.chunker)
+        rows["chunker_hash"].append(c.chunker_hash)
+        rows["schema_fingerprint"].append(c.schema_fingerprint)
+        rows["extraction_fingerprint"].append(c.extraction_fingerprint)
+        token_count = c.metadata.get("token_count")
+        rows["token_count"].append(int(token_count) if token_count is not None else None)
+        rows["created_at"].append(c.created_at)
+        rows["metadata"].append(_json(c.metadata))
+    return pa.table(rows, schema=CHUNK_SCHEMA)
+
+
+def chunks_from_table(table: pa.Table) -> list[Chunk]:
+    return [
+        Chunk.model_validate(
+            {
+                "id": row["id"],
+                "document_id": row["document_id"],
+                "content_hash": row["content_hash"],
+                "index": row["index"],
+                "text": row["text"],
+                "content_kind": row["content_kind"],
+                "heading_path": row["heading_path"],
+                "section_ids": row["section_ids"],
+                "provenance": json.loads(row["provenance"]),
+                "chunker": row["chunker"],
+                "chunker_hash": row["chunker_hash"],
+                "schema_fingerprint": row["schema_fingerprint"],
+                "extraction_fingerprint": row["extraction_fingerprint"],
+                "created_at": row["created_at"],
+                "metadata": json.loads(row["metadata"]),
+            }
+        )
+        for row in table.to_pylist()
+    ]
+
+
+# -- sections and layout ----------------------------------------------------------------------
+def sections_to_table(sections: Sequence[Section]) -> pa.Table:
+    rows: dict[str, list[Any]] = {name: [] for name in SECTION_SCHEMA.names}
+    for s in sections:
+        rows["id"].append(str(s.id) if s.id else None)
+        rows["document_id"].append(str(s.document_id))
+        rows["content_hash"].append(s.content_hash)
+        rows["ordinal"].append(s.ordinal)
+        rows["heading"].append(s.heading)
+        rows["level"].append(s.level)
+        rows["heading_path"].append(list(s.heading_path))
+        rows["kind"].append(s.kind)
+        rows["parent_id"].append(str(s.parent_id) if s.parent_id else None)
+        rows["char_start"].append(s.start)
+        rows["char_end"].append(s.end)
+        rows["table_header"].append(s.table_header.model_dump() if s.table_header else None)
+        rows["table_rows"].append([r.model_dump() for r in s.table_rows])
+        rows["pages"].append(list(s.pages))
+        rows["boxes"].append([b.model_dump() for b in s.boxes])
+        rows["created_at"].append(s.created_at)
+        rows["metadata"].append(_json(s.metadata))
+    return pa.table(rows, schema=SECTION_SCHEMA)
+
+
+def sections_from_table(table: pa.Table) -> list[Section]:
+    sections = []
+    for row in table.to_pylist():
+        row["start"] = row.pop("char_start")
+        row["end"] = row.pop("char_end")
+        row["metadata"] = json.loads(row["metadata"])
+        sections.append(Section.model_validate(row))
+    return sections
+
+
+def layout_to_table(layout: Sequence[LayoutSpan]) -> pa.Table:
+    return pa.table(
+        {
+            "char_start": [s.start for s in layout],
+            "char_end": [s.end for s in layout],
+            "box": [s.box.model_dump() for s in layout],
+        },
+        schema=LAYOUT_SCHEMA,
+    )
+
+
+def layout_from_table(table: pa.Table) -> list[LayoutSpan]:
+    return [
+        LayoutSpan(start=row["char_start"], end=row["char_end"], box=PageBox(**row["box"]))
+        for row in table.to_pylist()
+    ]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

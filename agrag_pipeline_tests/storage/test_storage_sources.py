@@ -1,0 +1,103 @@
+"""Source keys and change detection over the raw root."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agrag_pipeline.fingerprints import content_hash
+from agrag_pipeline.freshness import contiguous_runs, plan_changes
+from agrag_pipeline.sources import SourceKeyError, scan_raw_root, validate_source_key
+
+
+def test_source_keys_are_posix_paths_relative_to_the_raw_root(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "doc.md").write_text("# x")
+    (tmp_path / "top.txt").write_text("x")
+    (tmp_path / ".hidden.md").write_text("x")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("x")
+    files, refused = scan_raw_root(tmp_path)
+    assert [f.source_key for f in files] == ["a/b/doc.md", "top.txt"]
+    assert refused == []
+
+
+@pytest.mark.parametrize("key", ["bad\nname.md", "tab\there.md", "so...md", "bell\a.md"])
+def test_keys_dagster_cannot_hold_are_refused_naming_the_file(key: str) -> None:
+    with pytest.raises(SourceKeyError, match="cannot hold"):
+        validate_source_key(key)
+
+
+def test_a_file_with_a_control_character_is_reported_not_renamed(tmp_path: Path) -> None:
+    (tmp_path / "ok.md").write_text("x")
+    (tmp_path / "bad\nname.md").write_text("x")
+    files, refused = scan_raw_root(tmp_path)
+    assert [f.source_key for f in files] == ["ok.md"]
+    assert len(refused) == 1 and "bad\nname.md" in refused[0] and "control character" in refused[0]
+
+
+def test_plan_finds_new_changed_deleted_and_unchanged(tmp_path: Path) -> None:
+    for name in ("keep.md", "edit.md", "gone.md"):
+        (tmp_path / name).write_text(f"# {name}")
+    first = plan_changes(tmp_path, None, [])
+    assert first.new == ["edit.md", "gone.md", "keep.md"]
+    registered = first.new
+    (tmp_path / "edit.md").write_text("# edited")
+    (tmp_path / "gone.md").unlink()
+    (tmp_path / "fresh.md").write_text("# new")
+    second = plan_changes(tmp_path, first.cursor(), registered)
+    assert second.new == ["fresh.md"]
+    assert second.changed == ["edit.md"]
+    assert second.deleted == ["gone.md"]
+    assert second.unchanged == 1
+    assert second.to_run == ["edit.md", "fresh.md"]
+
+
+def test_a_touch_without_a_content_change_is_not_a_change(tmp_path: Path) -> None:
+    path = tmp_path / "doc.md"
+    path.write_text("# same")
+    first = plan_changes(tmp_path, None, [])
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    second = plan_changes(tmp_path, first.cursor(), ["doc.md"])
+    assert second.to_run == [] and second.unchanged == 1
+
+
+def test_unchanged_stat_means_the_file_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "doc.md"
+    path.write_text("# same")
+    first = plan_changes(tmp_path, None, [])
+    reads: list[Path] = []
+    real_read_bytes = Path.read_bytes
+
+    def recording_read_bytes(self: Path) -> bytes:
+        reads.append(self)
+        return real_read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", recording_read_bytes)
+    second = plan_changes(tmp_path, first.cursor(), ["doc.md"])
+    assert second.unchanged == 1 and reads == []
+    path.write_text("# different")
+    third = plan_changes(tmp_path, first.cursor(), ["doc.md"])
+    assert third.changed == ["doc.md"] and reads == [path]
+
+
+def test_a_registered_document_the_cursor_never_saw_is_compared_with_the_warehouse(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "doc.md").write_text("# v1")
+    stored = {"doc.md": content_hash(b"# v1")}
+    plan = plan_changes(tmp_path, None, ["doc.md"], stored.get)
+    assert plan.to_run == [] and plan.unchanged == 1
+    (tmp_path / "doc.md").write_text("# v2")
+    assert plan_changes(tmp_path, None, ["doc.md"], stored.get).changed == ["doc.md"]
+
+
+def test_contiguous_runs_group_neighbours_and_respect_the_size_limit() -> None:
+    ordered = ["a", "b", "c", "d", "e", "f"]
+    assert contiguous_runs(ordered, ["a", "b", "d", "e", "f"], 2) == [["a", "b"], ["d", "e"], ["f"]]
+    assert contiguous_runs(ordered, [], 3) == []
