@@ -1,0 +1,32 @@
+"""The one ``Definitions`` of the project (``dagster dev`` loads it through workspace.yaml)."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from agrag_pipeline.defs.assets import build_assets
+from agrag_pipeline.defs.checks import asset_checks
+from agrag_pipeline.defs.resources import PipelineResource, default_pipeline_resource
+from agrag_pipeline.defs.schedules import ingest_job, nightly_refresh
+from agrag_pipeline.defs.sensors import raw_documents_sensor
+
+
+def build_definitions(pipeline: PipelineResource | None = None) -> dg.Definitions:
+    """Definitions for one configuration; code versions fold in its settings fingerprints."""
+    pipeline = pipeline or default_pipeline_resource()
+    code_versions = pipeline.runtime().code_versions()
+    return dg.Definitions(
+        assets=build_assets(code_versions),
+        asset_checks=asset_checks,
+        jobs=[ingest_job],
+        sensors=[raw_documents_sensor],
+        schedules=[nightly_refresh],
+        resources={"pipeline": pipeline},
+        # One process per run: each asset already loops over its documents and isolates their
+        # failures, and the parts (the embedding model above all) load once per run. Dagster's
+        # default multiprocess executor would start a process per step and load the model twice.
+        executor=dg.in_process_executor,
+    )
+
+
+defs = build_definitions()

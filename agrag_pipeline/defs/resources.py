@@ -1,0 +1,51 @@
+"""``PipelineResource``: where documents come from, where outputs go, which settings apply."""
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import dagster as dg
+
+from agrag_pipeline.runtime import DEFAULT_RAW_ROOT, DEFAULT_WAREHOUSE_ROOT, Runtime
+from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+
+
+class PipelineResource(dg.ConfigurableResource):
+    """Paths of the raw root, the warehouse (a path or an fsspec URI) and the settings file.
+
+    Defaults come from ``AGRAG_RAW_ROOT``, ``AGRAG_WAREHOUSE_ROOT`` and ``AGRAG_SETTINGS`` when
+    set, else from the project's ``data/`` folder.
+    """
+
+    raw_root: str
+    warehouse_root: str
+    settings_path: str
+    cache_dir: str | None = None
+
+    def runtime(self) -> Runtime:
+        """The configured parts, built once per process and settings-file content, so the model
+        loads once per run and an edited settings file is never served from a stale cache."""
+        settings_text = Path(self.settings_path).read_bytes()
+        return _runtime(
+            settings_text, self.settings_path, self.raw_root, self.warehouse_root, self.cache_dir
+        )
+
+
+@lru_cache(maxsize=4)
+def _runtime(
+    settings_text: bytes,
+    settings_path: str,
+    raw_root: str,
+    warehouse_root: str,
+    cache_dir: str | None,
+) -> Runtime:
+    return Runtime.from_files(settings_path, raw_root, warehouse_root, cache_dir)
+
+
+def default_pipeline_resource() -> PipelineResource:
+    return PipelineResource(
+        raw_root=os.environ.get("AGRAG_RAW_ROOT", str(DEFAULT_RAW_ROOT)),
+        warehouse_root=os.environ.get("AGRAG_WAREHOUSE_ROOT", str(DEFAULT_WAREHOUSE_ROOT)),
+        settings_path=os.environ.get("AGRAG_SETTINGS", str(DEFAULT_SETTINGS_PATH)),
+        cache_dir=os.environ.get("AGRAG_CACHE_DIR") or None,
+    )

@@ -1,0 +1,345 @@
+"""The pipeline's steps as plain functions: snapshot -> sections -> chunks -> embeddings.
+
+Each step reads its input from the warehouse, calls the core, writes its output atomically and
+returns a small result the caller reports (the Dagster assets turn it into metadata; the CLI
+prints it). A step for a document whose upstream output belongs to another version refuses to
+run rather than mix versions.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agrag_pipeline.chunking.chunker import CHUNKER_NAME
+from agrag_pipeline.fingerprints import content_hash
+from agrag_pipeline.models import Chunk, Document
+from agrag_pipeline.parsing import media_type_for, parse_document
+from agrag_pipeline.parsing.errors import DocumentError
+from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.sources import validate_source_key
+from agrag_pipeline.storage import Warehouse
+from agrag_pipeline.storage.tables import (
+    chunks_from_table,
+    chunks_to_table,
+    layout_from_table,
+    layout_to_table,
+    read_metadata,
+    sections_from_table,
+    sections_to_table,
+    with_metadata,
+)
+
+if TYPE_CHECKING:
+    from agrag_pipeline.chunking.chunker import StructureChunker
+    from agrag_pipeline.embedding.base import Embedder
+    from agrag_pipeline.embedding.cache import EmbeddingCache
+
+
+#: The steps in pipeline order (also the Dagster asset names).
+STEPS = ("raw_documents", "sections", "chunks", "embeddings")
+
+
+class StaleInputError(DocumentError):
+    """An upstream output belongs to another version of the document than the current one."""
+
+
+@dataclass(frozen=True)
+class SnapshotResult:
+    document: Document
+    raw_path: str
+    changed: bool
+
+
+@dataclass(frozen=True)
+class SectionsResult:
+    document: Document
+    parsed: ParsedDocument
+    path: str
+    text_layer_path: str
+    reused: bool = False
+
+
+@dataclass(frozen=True)
+class ChunksResult:
+    document: Document
+    chunks: list[Chunk]
+    path: str
+    token_counts: list[int] = field(default_factory=list)
+    reused: bool = False
+
+    def token_stats(self) -> dict[str, float]:
+        counts = self.token_counts or [0]
+        return {
+            "min": float(min(counts)),
+            "median": float(statistics.median(counts)),
+            "mean": round(statistics.fmean(counts), 1),
+            "max": float(max(counts)),
+        }
+
+
+@dataclass(frozen=True)
+class EmbeddingsResult:
+    document: Document
+    rows: int
+    path: str
+    fingerprint: str
+    cache_hits: int
+    cache_misses: int
+    truncated: int
+    reused: bool = False
+
+
+def snapshot_document(warehouse: Warehouse, raw_root: Path, source_key: str) -> SnapshotResult:
+    """Copy a document's current bytes into the warehouse, so later steps never see a change."""
+    validate_source_key(source_key)
+    path = raw_root / source_key
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DocumentError(source_key, f"the file {path} no longer exists") from None
+    except OSError as exc:
+        raise DocumentError(source_key, f"the file {path} cannot be read: {exc}") from exc
+    document = Document(
+        source_key=source_key,
+        media_type=_media_type_or_octet(source_key),
+        size_bytes=len(raw),
+        content_hash=content_hash(raw),
+    )
+    assert document.id is not None
+    previous = warehouse.get_document(document.id)
+    raw_path = warehouse.put_raw(document.id, document.content_hash, raw)
+    warehouse.put_document(document)
+    changed = previous is None or previous.content_hash != document.content_hash
+    return SnapshotResult(document=document, raw_path=raw_path, changed=changed)
+
+
+def current_document(warehouse: Warehouse, source_key: str) -> Document:
+    """The version that ``raw_documents`` last snapshotted for ``source_key``."""
+    document = warehouse.get_document(Document.node_id_for(source_key))
+    if document is None:
+        raise StaleInputError(source_key, "no snapshot exists: materialise raw_documents first")
+    return document
+
+
+def build_sections(
+    warehouse: Warehouse, document: Document, *, parse_version: str = "1", force: bool = False
+) -> SectionsResult:
+    """Parse the snapshotted version and store its text layer, layout and sections.
+
+    Sections already stored for this version by this parser version are reused, not redone,
+    unless ``force``.
+    """
+    assert document.id is not None
+    wanted = {"content_hash": document.content_hash, "parse_version": parse_version}
+    if not force and _current(warehouse, "sections", document, wanted):
+        parsed = load_parsed(warehouse, document)
+        return SectionsResult(
+            document,
+            parsed,
+            warehouse.table_path("sections", document.id),
+            warehouse.text_path(document.id, document.content_hash),
+            reused=True,
+        )
+    raw = warehouse.get_raw(document.id, document.content_hash)
+    parsed = parse_document(raw, document.source_key, document.media_type)
+    text_path = warehouse.put_text_layer(document.id, document.content_hash, parsed.text_layer)
+    if parsed.layout:
+        warehouse.put_layout(document.id, document.content_hash, layout_to_table(parsed.layout))
+    metadata = {**_version_metadata(document), "parse_version": parse_version}
+    table = with_metadata(sections_to_table(parsed.sections), metadata)
+    path = warehouse.write_table("sections", document.id, table)
+    return SectionsResult(document, parsed, path, text_path)
+
+
+def load_parsed(warehouse: Warehouse, document: Document) -> ParsedDocument:
+    """Rebuild the ParsedDocument of ``document`` from what ``build_sections`` stored."""
+    assert document.id is not None
+    if not warehouse.has_table("sections", document.id):
+        raise _missing(warehouse, document, "sections")
+    table = warehouse.read_table("sections", document.id)
+    _require_version(warehouse, table, document, "sections")
+    layout = warehouse.get_layout(document.id, document.content_hash)
+    return ParsedDocument(
+        document=document,
+        text_layer=warehouse.get_text_layer(document.id, document.content_hash),
+        sections=sections_from_table(table),
+        layout=layout_from_table(layout) if layout is not None else [],
+    )
+
+
+def build_chunks(
+    warehouse: Warehouse,
+    document: Document,
+    chunker: StructureChunker,
+    *,
+    schema_fingerprint: str | None,
+    extraction_fingerprint: str | None,
+    force: bool = False,
+) -> ChunksResult:
+    """Chunk the stored sections of ``document`` and write its chunks table.
+
+    Chunks already stored for this version with these fingerprints are reused unless ``force``.
+    """
+    assert document.id is not None
+    sections_meta = warehouse.table_metadata("sections", document.id) or {}
+    wanted = {
+        "content_hash": document.content_hash,
+        "chunker_hash": chunker.chunker_hash,
+        "schema_fingerprint": schema_fingerprint or "",
+        "extraction_fingerprint": extraction_fingerprint or "",
+        "parse_version": sections_meta.get("parse_version", ""),
+    }
+    if not force and _current(warehouse, "chunks", document, wanted):
+        chunks = load_chunks(warehouse, document)
+        counts = [int(c.metadata.get("token_count", 0)) for c in chunks]
+        path = warehouse.table_path("chunks", document.id)
+        return ChunksResult(document, chunks, path, counts, reused=True)
+    parsed = load_parsed(warehouse, document)
+    chunks = chunker.chunk(
+        parsed,
+        schema_fingerprint=schema_fingerprint,
+        extraction_fingerprint=extraction_fingerprint,
+    )
+    metadata = {
+        **_version_metadata(document),
+        "chunker": CHUNKER_NAME,
+        "chunker_hash": chunker.chunker_hash,
+        "schema_fingerprint": schema_fingerprint,
+        "extraction_fingerprint": extraction_fingerprint,
+        "parse_version": sections_meta.get("parse_version"),
+    }
+    path = warehouse.write_table(
+        "chunks", document.id, with_metadata(chunks_to_table(chunks), metadata)
+    )
+    counts = [int(c.metadata.get("token_count", 0)) for c in chunks]
+    return ChunksResult(document, chunks, path, counts)
+
+
+def load_chunks(warehouse: Warehouse, document: Document) -> list[Chunk]:
+    assert document.id is not None
+    if not warehouse.has_table("chunks", document.id):
+        raise _missing(warehouse, document, "chunks")
+    table = warehouse.read_table("chunks", document.id)
+    _require_version(warehouse, table, document, "chunks")
+    return chunks_from_table(table)
+
+
+def build_embeddings(
+    warehouse: Warehouse,
+    document: Document,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    *,
+    force: bool = False,
+) -> EmbeddingsResult:
+    """Embed each chunk's ``contextual_text`` (through the content-addressed cache).
+
+    Embeddings already stored for these chunks with this model are reused unless ``force``.
+    """
+    from agrag_pipeline.embedding.cache import embed_with_cache
+    from agrag_pipeline.embedding.table import embeddings_table
+
+    assert document.id is not None
+    chunks_meta = warehouse.table_metadata("chunks", document.id) or {}
+    wanted = {
+        "content_hash": document.content_hash,
+        "chunker_hash": chunks_meta.get("chunker_hash", ""),
+        "embedding_fingerprint": embedder.fingerprint,
+    }
+    path = warehouse.table_path("embeddings", document.id)
+    if not force and _current(warehouse, "embeddings", document, wanted):
+        rows = warehouse.read_table("embeddings", document.id).num_rows
+        return EmbeddingsResult(document, rows, path, embedder.fingerprint, 0, 0, 0, reused=True)
+    chunks = load_chunks(warehouse, document)
+    vectors, stats = embed_with_cache(embedder, [c.contextual_text for c in chunks], cache)
+    table = embeddings_table(chunks, vectors, embedder.fingerprint)
+    metadata = {
+        **_version_metadata(document),
+        "chunker_hash": chunks_meta.get("chunker_hash"),
+        "embedding_fingerprint": embedder.fingerprint,
+    }
+    path = warehouse.write_table("embeddings", document.id, with_metadata(table, metadata))
+    return EmbeddingsResult(
+        document=document,
+        rows=table.num_rows,
+        path=path,
+        fingerprint=embedder.fingerprint,
+        cache_hits=stats.hits,
+        cache_misses=stats.misses,
+        truncated=stats.truncated,
+    )
+
+
+def _current(warehouse: Warehouse, table: str, document: Document, wanted: dict[str, str]) -> bool:
+    assert document.id is not None
+    meta = warehouse.table_metadata(table, document.id)
+    return meta is not None and all(meta.get(k, "") == v for k, v in wanted.items())
+
+
+def _version_metadata(document: Document) -> dict[str, Any]:
+    return {
+        "document_id": str(document.id),
+        "source_key": document.source_key,
+        "content_hash": document.content_hash,
+        "media_type": document.media_type,
+    }
+
+
+def _require_version(warehouse: Warehouse, table: Any, document: Document, what: str) -> None:
+    stored = read_metadata(table).get("content_hash")
+    if stored != document.content_hash:
+        raise _missing(warehouse, document, what, stored_version=stored)
+
+
+def _missing(
+    warehouse: Warehouse, document: Document, what: str, stored_version: str | None = None
+) -> StaleInputError:
+    """Why ``what`` is not there for this version: the upstream failure if one is recorded."""
+    assert document.id is not None
+    found = (
+        f"the stored {what} are of version {stored_version[:12]}"
+        if stored_version
+        else f"no {what} are stored"
+    )
+    failures = warehouse.read_failures(document.id)
+    upstream = STEPS[: STEPS.index(what) + 1]
+    cause = next(
+        (
+            f"; {step} failed: {failures[step].get('error')}"
+            for step in upstream
+            if step in failures
+        ),
+        f"; materialise {what} first",
+    )
+    return StaleInputError(
+        document.source_key,
+        f"{found} for version {document.content_hash[:12]}{cause}",
+    )
+
+
+def _media_type_or_octet(source_key: str) -> str:
+    try:
+        return media_type_for(source_key)
+    except DocumentError:
+        # Recorded as-is; parsing will refuse it with a clear UnsupportedFormatError.
+        return "application/octet-stream"
+
+
+__all__: Sequence[str] = [
+    "ChunksResult",
+    "EmbeddingsResult",
+    "SectionsResult",
+    "SnapshotResult",
+    "StaleInputError",
+    "build_chunks",
+    "build_embeddings",
+    "build_sections",
+    "current_document",
+    "load_chunks",
+    "load_parsed",
+    "snapshot_document",
+]

@@ -1,0 +1,165 @@
+"""The pipeline's configured parts, built once per process from the settings file.
+
+``Runtime`` turns ``PipelineSettings`` into the objects the steps need (warehouse, chunker,
+embedder, cache) and into the fingerprints that identify them. The embedder is loaded lazily:
+building a Runtime (which the Dagster definitions do at load, to compute code versions) must
+stay cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agrag_pipeline.fingerprints import fingerprint, short
+from agrag_pipeline.settings import PipelineSettings, load_settings
+from agrag_pipeline.storage import Warehouse
+
+if TYPE_CHECKING:
+    from agrag_pipeline.chunking.chunker import StructureChunker
+    from agrag_pipeline.embedding.base import Embedder
+    from agrag_pipeline.embedding.cache import EmbeddingCache
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_RAW_ROOT = PROJECT_ROOT / "data" / "raw"
+DEFAULT_WAREHOUSE_ROOT = PROJECT_ROOT / "data" / "warehouse"
+
+#: Bumped when the snapshot or parse steps change what they write for the same input.
+SNAPSHOT_VERSION = "1"
+PARSE_VERSION = "1"
+#: all-MiniLM-L6-v2 reads at most 256 word pieces (special tokens included).
+DEFAULT_MAX_SEQUENCE_TOKENS = 256
+
+
+@dataclass
+class Runtime:
+    settings: PipelineSettings
+    raw_root: Path = DEFAULT_RAW_ROOT
+    warehouse_root: str = str(DEFAULT_WAREHOUSE_ROOT)
+    cache_dir: Path | None = None
+    _embedder: Embedder | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def from_files(
+        cls,
+        settings_path: str | Path,
+        raw_root: str | Path = DEFAULT_RAW_ROOT,
+        warehouse_root: str = str(DEFAULT_WAREHOUSE_ROOT),
+        cache_dir: str | Path | None = None,
+    ) -> Runtime:
+        return cls(
+            settings=load_settings(settings_path),
+            raw_root=Path(raw_root),
+            warehouse_root=str(warehouse_root),
+            cache_dir=Path(cache_dir) if cache_dir else None,
+        )
+
+    @cached_property
+    def warehouse(self) -> Warehouse:
+        return Warehouse(self.warehouse_root)
+
+    @property
+    def embedding_cache_dir(self) -> Path:
+        if self.cache_dir is not None:
+            return self.cache_dir
+        if "://" in self.warehouse_root:
+            return PROJECT_ROOT / "data" / "cache"
+        return Path(self.warehouse_root) / "_cache"
+
+    # -- fingerprints (cheap: no model is loaded) ----------------------------------------------
+    @property
+    def schema_fingerprint(self) -> str:
+        return self.settings.schema_fingerprint
+
+    @property
+    def extraction_fingerprint(self) -> str:
+        return self.settings.extraction_fingerprint
+
+    @cached_property
+    def embedding_settings_fingerprint(self) -> str:
+        """Fingerprint of the embedding settings, known without loading the model.
+
+        It folds into ``code_version``; the loaded model's own fingerprint (weights hash
+        included) is what each embeddings file records and what decides reuse.
+        """
+        return fingerprint(self.settings.embedding)
+
+    @property
+    def embedding_fingerprint(self) -> str:
+        """The loaded embedder's fingerprint (loads the model)."""
+        return self.embedder.fingerprint
+
+    @property
+    def chunker_hash(self) -> str:
+        return self.chunker.chunker_hash
+
+    def code_versions(self) -> dict[str, str]:
+        """Code versions of the assets: a changed setting marks the affected assets stale."""
+        return {
+            "raw_documents": f"snapshot-{SNAPSHOT_VERSION}",
+            "sections": f"parse-{PARSE_VERSION}",
+            "chunks": "-".join(
+                [
+                    "chunk",
+                    short(self.chunker_hash),
+                    short(self.schema_fingerprint),
+                    short(self.extraction_fingerprint),
+                ]
+            ),
+            "embeddings": f"embed-{short(self.embedding_settings_fingerprint)}",
+        }
+
+    def fingerprint_tags(self) -> dict[str, str]:
+        """Shortened fingerprints as Dagster tags (values of at most 63 [A-Za-z0-9_.-])."""
+        return {
+            "agrag/chunker_hash": short(self.chunker_hash),
+            "agrag/schema_fingerprint": short(self.schema_fingerprint),
+            "agrag/extraction_fingerprint": short(self.extraction_fingerprint),
+            "agrag/embedding_settings": short(self.embedding_settings_fingerprint),
+        }
+
+    # -- parts -------------------------------------------------------------------------------
+    @cached_property
+    def chunker(self) -> StructureChunker:
+        from agrag_pipeline.chunking.chunker import StructureChunker
+        from agrag_pipeline.chunking.tokens import TokenCounter
+
+        tokenizer_path, max_sequence_tokens = self.tokenizer()
+        return StructureChunker(
+            self.settings.chunker,
+            TokenCounter(tokenizer_path),
+            max_sequence_tokens=max_sequence_tokens,
+        )
+
+    def tokenizer(self) -> tuple[Path, int]:
+        """The embedding model's tokenizer.json and maximum sequence length (no model load).
+
+        The chunker's token limits come from these, so nothing is truncated when embedding.
+        The static (model2vec) backend is distilled from the default MiniLM and shares its
+        tokenizer; an HTTP backend names its tokenizer and limit in its settings.
+        """
+        from agrag_pipeline.chunking.tokens import default_tokenizer_path
+
+        embedding = self.settings.embedding
+        if embedding.backend == "openai":
+            path = embedding.openai.tokenizer
+            return (
+                Path(path) if path else default_tokenizer_path()
+            ), embedding.openai.max_sequence_tokens
+        return default_tokenizer_path(), DEFAULT_MAX_SEQUENCE_TOKENS
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from agrag_pipeline.embedding import make_embedder
+
+            self._embedder = make_embedder(self.settings.embedding, self.embedding_cache_dir)
+        return self._embedder
+
+    @cached_property
+    def embedding_cache(self) -> EmbeddingCache:
+        from agrag_pipeline.embedding.cache import EmbeddingCache
+
+        return EmbeddingCache.in_dir(self.embedding_cache_dir)

@@ -1,0 +1,89 @@
+"""Helpers for the in-process Dagster tests: a project wired to temporary folders."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+
+from agrag_pipeline.definitions import build_definitions
+from agrag_pipeline.defs.resources import PipelineResource
+from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SAMPLE_RAW_ROOT = REPO_ROOT / "data" / "raw"
+RANGE_START = "dagster/asset_partition_range_start"
+RANGE_END = "dagster/asset_partition_range_end"
+
+
+@dataclass
+class Project:
+    raw_root: Path
+    warehouse: Path
+    settings: Path
+    instance: dg.DagsterInstance
+
+    @property
+    def resource(self) -> PipelineResource:
+        return PipelineResource(
+            raw_root=str(self.raw_root),
+            warehouse_root=str(self.warehouse),
+            settings_path=str(self.settings),
+            cache_dir=str(self.warehouse / "_cache"),
+        )
+
+    def definitions(self) -> dg.Definitions:
+        return build_definitions(self.resource)
+
+    def register(self, keys: list[str]) -> None:
+        self.instance.add_dynamic_partitions("documents", keys)
+
+    def materialize(
+        self, keys: list[str], *, raise_on_error: bool = True
+    ) -> dg.ExecuteInProcessResult:
+        """One run over ``keys`` (which must be contiguous in partition order)."""
+        job = self.definitions().resolve_job_def("ingest_documents")
+        return job.execute_in_process(
+            instance=self.instance,
+            tags={RANGE_START: keys[0], RANGE_END: keys[-1]},
+            raise_on_error=raise_on_error,
+        )
+
+
+def make_project(
+    tmp_path: Path, instance: dg.DagsterInstance, files: dict[str, Path | bytes]
+) -> Project:
+    raw_root = tmp_path / "raw"
+    for key, source in files.items():
+        target = raw_root / key
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(source, Path):
+            shutil.copyfile(source, target)
+        else:
+            target.write_bytes(source)
+    settings = tmp_path / "pipeline.yaml"
+    shutil.copyfile(DEFAULT_SETTINGS_PATH, settings)
+    return Project(raw_root, tmp_path / "warehouse", settings, instance)
+
+
+def check_evaluations(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str, str], bool]:
+    """(asset, check name, partition) -> passed, for every check evaluation of the run."""
+    found = {}
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_CHECK_EVALUATION":
+            data = event.event_specific_data
+            found[(data.asset_key.to_user_string(), data.check_name, data.partition)] = data.passed
+    return found
+
+
+def materialization_metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, dict]:
+    """partition -> metadata of the asset's materialisation in this run."""
+    out = {}
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_MATERIALIZATION":
+            mat = event.event_specific_data.materialization
+            if mat.asset_key.to_user_string() == asset:
+                out[mat.partition] = {k: v.value for k, v in mat.metadata.items()}
+    return out

@@ -1,0 +1,228 @@
+"""The asset graph in process: materialise, report, check, isolate failures, version."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dagster_support import (
+    SAMPLE_RAW_ROOT,
+    check_evaluations,
+    make_project,
+    materialization_metadata,
+)
+
+from agrag_pipeline.models import Document
+from agrag_pipeline.storage import Warehouse
+from agrag_pipeline.storage.tables import chunks_from_table, read_metadata
+
+SAMPLE_KEYS = sorted(
+    p.relative_to(SAMPLE_RAW_ROOT).as_posix()
+    for p in SAMPLE_RAW_ROOT.rglob("*")
+    if p.is_file()
+    and not any(part.startswith(".") for part in p.relative_to(SAMPLE_RAW_ROOT).parts)
+)
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The whole graph materialised once over all the sample data, in one run."""
+    tmp = tmp_path_factory.mktemp("sample")
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp, instance, {k: SAMPLE_RAW_ROOT / k for k in SAMPLE_KEYS})
+        project.register(SAMPLE_KEYS)
+        result = project.materialize(SAMPLE_KEYS)
+        yield project, result
+
+
+def test_the_whole_graph_materialises_over_the_sample_data(sample_run) -> None:  # type: ignore[no-untyped-def]
+    project, result = sample_run
+    assert result.success
+    warehouse = Warehouse(str(project.warehouse))
+    for key in SAMPLE_KEYS:
+        document_id = Document.node_id_for(key)
+        document = warehouse.get_document(document_id)
+        assert document is not None and document.source_key == key
+        chunks_table = warehouse.read_table("chunks", document_id)
+        embeddings = warehouse.read_table("embeddings", document_id)
+        assert chunks_table.num_rows > 0, key
+        assert embeddings.column("chunk_id").to_pylist() == chunks_table.column("id").to_pylist()
+        layer = warehouse.get_text_layer(document_id, document.content_hash)
+        for chunk in chunks_from_table(chunks_table):
+            assert chunk.provenance.extract(layer) == chunk.text
+        vectors = np.asarray(embeddings.column("vector").to_pylist())
+        assert vectors.shape[1] == 384
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+
+
+def test_every_partition_gets_metadata_a_user_reads(sample_run) -> None:  # type: ignore[no-untyped-def]
+    _, result = sample_run
+    chunks_meta = materialization_metadata(result, "chunks")
+    assert set(chunks_meta) == set(SAMPLE_KEYS)
+    meta = chunks_meta["rust-book/ch03-05-control-flow.md"]
+    assert meta["dagster/row_count"] > 5
+    assert "| # | kind | heading path |" in meta["preview"]
+    assert {"min", "median", "mean", "max"} <= set(meta["token_count"])
+    assert meta["token_count"]["max"] <= 256
+    assert len(meta["chunker_hash"]) == 64 and len(meta["schema_fingerprint"]) == 64
+    assert [c.name for c in meta["dagster/column_schema"].columns][:4] == [
+        "id",
+        "document_id",
+        "content_hash",
+        "index",
+    ]
+    raw_meta = materialization_metadata(result, "raw_documents")["docling-pdf/multi_page.pdf"]
+    assert len(raw_meta["content_hash"]) == 64 and raw_meta["media_type"] == "application/pdf"
+
+
+def test_materialisations_carry_shortened_fingerprint_tags(sample_run) -> None:  # type: ignore[no-untyped-def]
+    project, result = sample_run
+    runtime = project.resource.runtime()
+    tags = None
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_MATERIALIZATION":
+            mat = event.event_specific_data.materialization
+            if mat.asset_key.to_user_string() == "chunks":
+                tags = mat.tags
+    assert tags is not None
+    assert tags["agrag/chunker_hash"] == runtime.chunker_hash[:16]
+    for value in runtime.fingerprint_tags().values():
+        assert len(value) <= 63 and value.replace("-", "").isalnum()
+
+
+def test_full_fingerprints_are_in_the_parquet_metadata(sample_run) -> None:  # type: ignore[no-untyped-def]
+    project, _ = sample_run
+    runtime = project.resource.runtime()
+    document_id = Document.node_id_for(SAMPLE_KEYS[0])
+    meta = read_metadata(pq.read_schema(project.warehouse / "chunks" / f"{document_id}.parquet"))
+    assert meta["chunker_hash"] == runtime.chunker_hash
+    assert meta["schema_fingerprint"] == runtime.schema_fingerprint
+    assert meta["extraction_fingerprint"] == runtime.extraction_fingerprint
+    emb = read_metadata(pq.read_schema(project.warehouse / "embeddings" / f"{document_id}.parquet"))
+    assert emb["embedding_fingerprint"] == runtime.embedder.fingerprint
+
+
+def test_asset_checks_pass_per_partition_on_good_outputs(sample_run) -> None:  # type: ignore[no-untyped-def]
+    _, result = sample_run
+    evaluations = check_evaluations(result)
+    names = {(asset, name) for asset, name, _ in evaluations}
+    assert ("chunks", "chunk_offsets_reproduce_text") in names
+    assert ("embeddings", "embedding_finite_unit_norm") in names
+    for (asset, name, partition), passed in evaluations.items():
+        assert partition in SAMPLE_KEYS
+        assert passed, f"{asset}.{name} failed for {partition}"
+    assert len(evaluations) == 7 * len(SAMPLE_KEYS)
+
+
+def test_asset_checks_fail_on_deliberately_broken_outputs(tmp_path: Path) -> None:
+    from agrag_pipeline.storage.tables import chunks_to_table, with_metadata
+    from agrag_pipeline.validation import check_chunks, check_embeddings
+
+    source = SAMPLE_RAW_ROOT / "docling-md" / "wiki.md"
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, {"wiki.md": source})
+        project.register(["wiki.md"])
+        assert project.materialize(["wiki.md"]).success
+    warehouse = Warehouse(str(project.warehouse))
+    document_id = Document.node_id_for("wiki.md")
+    table = warehouse.read_table("chunks", document_id)
+    chunks = chunks_from_table(table)
+    broken = [
+        chunks[0].model_copy(update={"text": chunks[0].text + " (edited)"}),
+        *[c.model_copy(update={"index": c.index + 1}) for c in chunks[1:]],
+    ]
+    broken[-1] = broken[-1].model_copy(update={"chunker_hash": "not-a-fingerprint"})
+    warehouse.write_table(
+        "chunks", document_id, with_metadata(chunks_to_table(broken), read_metadata(table))
+    )
+    outcomes = {o.name: o.passed for o in check_chunks(warehouse, "wiki.md")}
+    assert outcomes == {
+        "chunk_offsets_reproduce_text": False,
+        "chunk_indices_contiguous": len(chunks) == 1,
+        "chunk_fingerprints_well_formed": False,
+    }
+    embeddings = warehouse.read_table("embeddings", document_id)
+    vectors = embeddings.column("vector").to_pylist()
+    vectors[0] = [v * 2 for v in vectors[0]]
+    vectors[-1] = [math.nan] * len(vectors[-1])
+    field = embeddings.schema.field("vector")
+    bad = embeddings.set_column(
+        embeddings.schema.get_field_index("vector"), field, pa.array(vectors, type=field.type)
+    )
+    warehouse.write_table("embeddings", document_id, bad.slice(0, max(bad.num_rows - 1, 1)))
+    by_name = {o.name: o for o in check_embeddings(warehouse, "wiki.md", dimension=384)}
+    assert not by_name["embedding_finite_unit_norm"].passed
+    assert by_name["embedding_dimension"].passed
+    if len(chunks) > 1:
+        assert not by_name["embedding_per_chunk"].passed
+    assert not check_embeddings(warehouse, "wiki.md", dimension=768)[1].passed
+
+
+def test_one_bad_document_does_not_fail_the_others_in_its_batch(tmp_path: Path) -> None:
+    files: dict[str, Path | bytes] = {
+        "a-good.md": b"# Good\n\nSome text that chunks fine.\n",
+        "b-bad.md": b"\x00\x01\x02 binary bytes behind a text extension",
+        "c-good.html": b"<h1>Title</h1><p>Paragraph.</p>",
+    }
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, files)
+        keys = sorted(files)
+        project.register(keys)
+        result = project.materialize(keys)
+        assert result.success
+        sections = materialization_metadata(result, "sections")
+        assert sections["b-bad.md"]["agrag/status"] == "failed"
+        assert "b-bad.md" in sections["b-bad.md"]["error"]
+        assert sections["a-good.md"]["agrag/status"] == "ok"
+        warehouse = Warehouse(str(project.warehouse))
+        assert warehouse.has_table("embeddings", Document.node_id_for("c-good.html"))
+        failures = warehouse.read_failures(Document.node_id_for("b-bad.md"))
+        assert set(failures) == {"sections", "chunks", "embeddings"}
+        assert "binary" in failures["sections"]["error"] or "NUL" in failures["sections"]["error"]
+        assert "sections failed" in failures["chunks"]["error"]
+        evaluations = check_evaluations(result)
+        assert evaluations[("chunks", "chunk_offsets_reproduce_text", "b-bad.md")] is False
+        assert evaluations[("chunks", "chunk_offsets_reproduce_text", "a-good.md")] is True
+
+
+def test_a_run_whose_only_document_fails_is_a_failed_run(tmp_path: Path) -> None:
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, {"bad.md": b"\xff\xfe\x00\x00garbage\x00"})
+        project.register(["bad.md"])
+        result = project.materialize(["bad.md"], raise_on_error=False)
+        assert not result.success
+
+
+def test_a_new_version_replaces_outputs_and_a_failed_one_keeps_them(tmp_path: Path) -> None:
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, {"doc.md": b"# One\n\nFirst version.\n"})
+        project.register(["doc.md"])
+        assert project.materialize(["doc.md"]).success
+        warehouse = Warehouse(str(project.warehouse))
+        document_id = Document.node_id_for("doc.md")
+        first = chunks_from_table(warehouse.read_table("chunks", document_id))
+        (project.raw_root / "doc.md").write_bytes(b"\x00\x00 not text any more")
+        assert not project.materialize(["doc.md"], raise_on_error=False).success
+        # The bad version failed at sections: the chunks of the last good version are intact.
+        assert chunks_from_table(warehouse.read_table("chunks", document_id)) == first
+        (project.raw_root / "doc.md").write_bytes(b"# One\n\nSecond version.\n")
+        assert project.materialize(["doc.md"]).success
+        second = chunks_from_table(warehouse.read_table("chunks", document_id))
+        assert second[0].text != first[0].text and second[0].id != first[0].id
+
+
+def test_single_document_runs_report_the_content_hash_as_data_version(tmp_path: Path) -> None:
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, {"doc.md": b"# One\n\ntext\n"})
+        project.register(["doc.md"])
+        assert project.materialize(["doc.md"]).success
+        record = instance.get_latest_materialization_event(dg.AssetKey("raw_documents"))
+        assert record is not None
+        mat = record.asset_materialization
+        assert mat is not None
+        assert mat.tags["dagster/data_version"] == mat.metadata["content_hash"].value

@@ -1,0 +1,181 @@
+"""Sensor, schedule and code versions, evaluated in process on an ephemeral instance."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import yaml
+from dagster_support import RANGE_END, RANGE_START, make_project
+
+from agrag_pipeline.defs.schedules import nightly_refresh
+from agrag_pipeline.defs.sensors import raw_documents_sensor
+from agrag_pipeline.models import Document
+from agrag_pipeline.storage import Warehouse
+
+DOCS: dict[str, Path | bytes] = {
+    "keep.md": b"# Keep\n\nUnchanged text.\n",
+    "edit.md": b"# Edit\n\nFirst version.\n",
+    "gone.md": b"# Gone\n\nAbout to be deleted.\n",
+}
+
+
+def _tick(project, defs: dg.Definitions, cursor: str | None):  # type: ignore[no-untyped-def]
+    context = dg.build_sensor_context(
+        instance=project.instance,
+        cursor=cursor,
+        definitions=defs,
+        resources={"pipeline": project.resource},
+    )
+    result = raw_documents_sensor(context)
+    assert isinstance(result, dg.SensorResult)
+    return result
+
+
+def _apply_partition_requests(instance: dg.DagsterInstance, result: dg.SensorResult) -> None:
+    for request in result.dynamic_partitions_requests or []:
+        if isinstance(request, dg.AddDynamicPartitionsRequest):
+            instance.add_dynamic_partitions(
+                request.partitions_def_name, list(request.partition_keys)
+            )
+        else:
+            for key in request.partition_keys:
+                instance.delete_dynamic_partition(request.partitions_def_name, key)
+
+
+def _requested_partitions(result: dg.SensorResult) -> set[str]:
+    keys: set[str] = set()
+    for request in result.run_requests or []:
+        subset = request.asset_graph_subset
+        assert subset is not None, "the sensor requests backfills, which batch documents per run"
+        for asset_partition in subset.iterate_asset_partitions():
+            keys.add(asset_partition.partition_key)
+    return keys
+
+
+def test_sensor_handles_new_changed_deleted_and_unchanged_documents(tmp_path: Path) -> None:
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, DOCS)
+        defs = project.definitions()
+
+        first = _tick(project, defs, None)
+        assert _requested_partitions(first) == set(DOCS)
+        _apply_partition_requests(instance, first)
+        assert sorted(instance.get_dynamic_partitions("documents")) == sorted(DOCS)
+        assert first.run_requests[0].tags["agrag/trigger"] == "sensor"
+
+        keys = sorted(DOCS)
+        assert project.materialize(keys).success
+        gone_id = Document.node_id_for("gone.md")
+        warehouse = Warehouse(str(project.warehouse))
+        assert warehouse.has_table("chunks", gone_id)
+
+        repeat = _tick(project, defs, first.cursor)
+        assert repeat.run_requests == [] and not repeat.dynamic_partitions_requests
+
+        (project.raw_root / "edit.md").write_bytes(b"# Edit\n\nSecond version.\n")
+        (project.raw_root / "gone.md").unlink()
+        (project.raw_root / "new.md").write_bytes(b"# New\n\nJust arrived.\n")
+        second = _tick(project, defs, repeat.cursor)
+        assert _requested_partitions(second) == {"edit.md", "new.md"}
+        _apply_partition_requests(instance, second)
+        assert sorted(instance.get_dynamic_partitions("documents")) == [
+            "edit.md",
+            "keep.md",
+            "new.md",
+        ]
+        # The deleted document's derived tables are gone; its raw history stays.
+        assert not warehouse.has_table("chunks", gone_id)
+        assert not warehouse.has_table("embeddings", gone_id)
+        assert warehouse.get_document(gone_id) is None
+        assert any((project.warehouse / "raw" / str(gone_id)).iterdir())
+
+        third = _tick(project, defs, second.cursor)
+        assert third.run_requests == []
+
+
+def test_a_fresh_sensor_over_a_materialised_warehouse_redoes_nothing(tmp_path: Path) -> None:
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, DOCS)
+        keys = sorted(DOCS)
+        project.register(keys)
+        assert project.materialize(keys).success
+        result = _tick(project, project.definitions(), None)
+        assert result.run_requests == []
+
+
+def _settings_with(project, **chunker: object) -> None:  # type: ignore[no-untyped-def]
+    data = yaml.safe_load(project.settings.read_text())
+    data["chunker"].update(chunker)
+    project.settings.write_text(yaml.safe_dump(data))
+
+
+def test_a_changed_chunker_setting_changes_the_chunk_and_embedding_code_versions(
+    tmp_path: Path,
+) -> None:
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, DOCS)
+        before = _code_versions(project.definitions())
+        _settings_with(project, target_tokens=120)
+        after = _code_versions(project.definitions())
+    assert before["chunks"] != after["chunks"]
+    assert before["raw_documents"] == after["raw_documents"]
+    assert before["sections"] == after["sections"]
+    # embeddings depend on chunks: Dagster marks them stale through lineage, their own
+    # code version (the embedding settings) is unchanged.
+    assert before["embeddings"] == after["embeddings"]
+
+
+def _code_versions(defs: dg.Definitions) -> dict[str, str | None]:
+    graph = defs.resolve_asset_graph()
+    return {key.to_user_string(): graph.get(key).code_version for key in graph.get_all_asset_keys()}
+
+
+def test_a_changed_setting_marks_chunks_stale_in_the_instance(tmp_path: Path) -> None:
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, {"doc.md": b"# Doc\n\nText.\n"})
+        project.register(["doc.md"])
+        assert project.materialize(["doc.md"]).success
+        _settings_with(project, target_tokens=120)
+        defs = project.definitions()
+        # Dagster's own staleness resolver, as the UI uses it (its constructor is internal).
+        from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+        from dagster._core.loader import LoadingContextForTest
+
+        resolver = CachingStaleStatusResolver(
+            instance, defs.resolve_asset_graph(), LoadingContextForTest(instance)
+        )
+        status = resolver.get_status(dg.AssetKey("chunks"), "doc.md")
+        assert status == StaleStatus.STALE
+        # embeddings' code version did not change and its input was not re-materialised yet,
+        # so Dagster calls it fresh until chunks are redone (then its input version changes).
+        assert resolver.get_status(dg.AssetKey("raw_documents"), "doc.md") == StaleStatus.FRESH
+
+
+def test_nightly_refresh_requests_only_missing_or_stale_documents(tmp_path: Path) -> None:
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, DOCS)
+        keys = sorted(DOCS)
+        project.register(keys)
+        assert project.materialize(keys).success
+
+        def evaluate() -> list[dg.RunRequest]:
+            context = dg.build_schedule_context(
+                instance=instance,
+                resources={"pipeline": project.resource},
+                scheduled_execution_time=datetime(2026, 11, 29, 2, 0, tzinfo=UTC),
+            )
+            return [r for r in nightly_refresh(context) if isinstance(r, dg.RunRequest)]
+
+        assert evaluate() == []
+        (project.raw_root / "edit.md").write_bytes(b"# Edit\n\nChanged overnight.\n")
+        (project.raw_root / "zzz.md").write_bytes(b"# Late\n\nArrived today.\n")
+        requests = evaluate()
+        ranges = [(r.tags[RANGE_START], r.tags[RANGE_END]) for r in requests]
+        assert ranges == [("edit.md", "edit.md"), ("zzz.md", "zzz.md")]
+        assert [r.run_key for r in requests] == [
+            "nightly-20261129T0200-0",
+            "nightly-20261129T0200-1",
+        ]
+        assert "zzz.md" in instance.get_dynamic_partitions("documents")
