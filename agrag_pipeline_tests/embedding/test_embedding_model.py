@@ -1,0 +1,113 @@
+"""The default backend: the real all-MiniLM-L6-v2, offline, weights checked."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from embedding_support import cosine
+
+from agrag_pipeline.embedding.base import embedding_fingerprint
+from agrag_pipeline.embedding.factory import make_embedder
+from agrag_pipeline.embedding.sentence_transformer import (
+    SentenceTransformerEmbedder,
+    WeightsMismatchError,
+    file_sha256,
+    packaged_minilm_dir,
+)
+from agrag_pipeline.embedding.settings import MINILM_WEIGHTS_SHA256, EmbeddingSettings
+
+TEXTS = [
+    "Rust's ownership rules decide when memory is freed.",
+    "In Rust, each value has an owner, and the value is dropped when its owner goes out of scope.",
+    "The recipe needs two cups of flour and a pinch of salt.",
+]
+
+
+def test_packaged_weights_are_the_published_ones() -> None:
+    assert file_sha256(packaged_minilm_dir() / "model.safetensors") == MINILM_WEIGHTS_SHA256
+
+
+def test_default_model_gives_384_dimensional_unit_vectors(minilm: SentenceTransformerEmbedder):
+    vectors = minilm.embed(TEXTS)
+    assert vectors.shape == (3, 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_similar_texts_are_closer_than_unrelated_ones(minilm: SentenceTransformerEmbedder):
+    own_a, own_b, recipe = minilm.embed(TEXTS)
+    assert cosine(own_a, own_b) > cosine(own_a, recipe) + 0.2
+    assert cosine(own_a, own_b) > cosine(own_b, recipe) + 0.2
+
+
+def test_default_model_limits_come_from_the_model(minilm: SentenceTransformerEmbedder):
+    assert minilm.max_sequence_tokens == 256
+    assert minilm.tokenizer_path == packaged_minilm_dir() / "tokenizer.json"
+    assert minilm.pooling == "mean"
+
+
+def test_grouping_by_token_length_keeps_each_vector_with_its_text(
+    minilm: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
+):
+    texts = [("word " * n).strip() + f" end {n}" for n in (50, 3, 120, 9, 1, 77, 30)]
+    one_by_one = np.stack([minilm.embed([t])[0] for t in texts])
+    monkeypatch.setattr(minilm, "batch_size", 2)  # several length groups, order restored
+    np.testing.assert_allclose(minilm.embed(texts), one_by_one, atol=1e-5)
+
+
+def test_texts_over_the_limit_are_counted_not_silently_truncated(
+    minilm: SentenceTransformerEmbedder,
+):
+    before = minilm.truncated_total
+    result = minilm.embed_counted(["short text", "token " * 400, "another short one"])
+    assert result.truncated_count == 1
+    assert minilm.truncated_total == before + 1
+
+
+def test_fingerprint_names_the_weights_and_settings(minilm: SentenceTransformerEmbedder):
+    expected = embedding_fingerprint(
+        backend="sentence-transformers",
+        model="sentence-transformers/all-MiniLM-L6-v2",
+        weights=MINILM_WEIGHTS_SHA256,
+        dimension=384,
+        normalize=True,
+        pooling="mean",
+        max_sequence_tokens=256,
+    )
+    assert minilm.fingerprint == expected
+    assert len(expected) == 64
+    other = embedding_fingerprint(
+        backend="sentence-transformers",
+        model="sentence-transformers/all-MiniLM-L6-v2",
+        weights=MINILM_WEIGHTS_SHA256,
+        dimension=384,
+        normalize=False,
+        pooling="mean",
+        max_sequence_tokens=256,
+    )
+    assert other != expected
+
+
+def test_tampered_weights_are_refused_before_loading(tmp_path: Path):
+    model_dir = tmp_path / "minilm"
+    shutil.copytree(packaged_minilm_dir(), model_dir)
+    weights = model_dir / "model.safetensors"
+    with weights.open("r+b") as f:
+        f.seek(1_000_000)
+        byte = f.read(1)
+        f.seek(1_000_000)
+        f.write(bytes([byte[0] ^ 0x01]))
+    settings = EmbeddingSettings(model_dir=str(model_dir))
+    with pytest.raises(
+        WeightsMismatchError, match=r"SHA-256 is .* expected " + MINILM_WEIGHTS_SHA256
+    ):
+        make_embedder(settings, tmp_path / "cache")
+
+
+def test_unknown_model_without_a_directory_is_a_clear_error(tmp_path: Path):
+    settings = EmbeddingSettings(model="intfloat/e5-small-v2")
+    with pytest.raises(Exception, match="only sentence-transformers/all-MiniLM-L6-v2 ships"):
+        make_embedder(settings, tmp_path)
