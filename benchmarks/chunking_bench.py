@@ -5,13 +5,15 @@ Run by hand (peers come from the ``bench`` extra)::
     .venv/bin/python -m benchmarks.chunking_bench [--passes 5] [--docling-files 4]
 
 Every contender reads the same files (the Rust book, 1.2 MB of Markdown) in one process; each
-figure is the median of ``passes`` passes, in MB/s of source bytes. docling's HybridChunker is
-~200x slower than the rest, so it runs on ``docling_files`` chapters spread over the size range
-and its rate (MB/s) is taken from them (said so in its entry). What each one does differs,
-which is the point: ours parses Markdown into a section tree and emits full ``Chunk`` rows
-(token-exact sizes with the MiniLM tokenizer, heading paths, exact offsets, ids, fingerprints);
-LangChain's splitters emit strings sized in characters; chonkie emits token-sized strings with
-offsets.
+figure is the median of ``passes`` passes, in MB/s of source bytes. The passes are interleaved
+(each pass times every contender once, after one warm-up call each), so a load that comes and
+goes on a shared machine weighs on all of them alike and the ratios stay meaningful. docling's
+HybridChunker is ~200x slower than the rest, so it runs on ``docling_files`` chapters spread
+over the size range and its rate (MB/s) is taken from them (said so in its entry). What each
+one does differs, which is the point: ours parses Markdown into a section tree and emits full
+``Chunk`` rows (token-exact sizes with the MiniLM tokenizer, heading paths, exact offsets, ids,
+fingerprints); LangChain's splitters emit strings sized in characters; chonkie emits
+token-sized strings with offsets.
 """
 
 from __future__ import annotations
@@ -33,6 +35,20 @@ DEFAULT_CORPUS = (
     Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus" / "markdown" / "rust-book"
 )
 HEADERS = [("#" * i, f"h{i}") for i in range(1, 7)]
+
+
+def _interleaved_medians(
+    contenders: dict[str, Callable[[], int]], passes: int
+) -> dict[str, tuple[float, int]]:
+    """Median seconds and output count of each contender, timed in turn within every pass."""
+    produced = {name: fn() for name, fn in contenders.items()}  # warm-up: lazy state, caches
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(passes):
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            produced[name] = fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: (statistics.median(times[name]), produced[name]) for name in contenders}
 
 
 def _median_seconds(fn: Callable[[], int], passes: int) -> tuple[float, int]:
@@ -89,16 +105,28 @@ def run(
             for p in parsed_docs
         )
 
-    ours_parse_chunk()  # warm caches (label counts) the same way the peers warm theirs
-    s, n = _median_seconds(ours_parse_chunk, passes)
-    figures["ours: parse + chunk"] = _entry(
-        s, nbytes, n, "Markdown -> sections -> Chunk rows (256 MiniLM tokens, exact offsets, ids)"
-    )
-    s, n = _median_seconds(ours_chunk, passes)
-    figures["ours: chunk only"] = _entry(s, nbytes, n, "sections already parsed -> Chunk rows")
-
+    contenders: dict[str, Callable[[], int]] = {
+        "ours: parse + chunk": ours_parse_chunk,
+        "ours: chunk only": ours_chunk,
+    }
+    what = {
+        "ours: parse + chunk": (
+            "Markdown -> sections -> Chunk rows (256 MiniLM tokens, exact offsets, ids)"
+        ),
+        "ours: chunk only": "sections already parsed -> Chunk rows",
+    }
     if peers:
-        figures.update(_peers(texts, files, nbytes, passes, docling_files))
+        for name, (chunk_text, emits) in peer_contenders().items():
+
+            def peer_run(chunk_text: Callable[[str], int] = chunk_text) -> int:
+                return sum(chunk_text(t) for t in texts)
+
+            contenders[name] = peer_run
+            what[name] = emits
+    for name, (seconds, n) in _interleaved_medians(contenders, passes).items():
+        figures[name] = _entry(seconds, nbytes, n, what[name])
+    if peers:
+        figures.update(_docling(files, passes, docling_files))
     ours = figures["ours: parse + chunk"]["mb_per_s"]
     for entry in figures.values():
         entry["ours_parse_chunk_over_this"] = round(ours / entry["mb_per_s"], 2)
@@ -106,71 +134,66 @@ def run(
     return results
 
 
-def _peers(
-    texts: list[str], files: list[Path], nbytes: int, passes: int, docling_files: int
-) -> dict[str, dict[str, Any]]:
+def peer_contenders() -> dict[str, tuple[Callable[[str], int], str]]:
+    """The fast peers, each as (text -> number of chunks, what it emits), ready to time."""
     import tokie
     from chonkie import RecursiveChunker
     from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
 
-    figures: dict[str, dict[str, Any]] = {}
     header_splitter = MarkdownHeaderTextSplitter(headers_to_split_on=HEADERS)
     recursive = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=0)
-
-    def lc_header_recursive() -> int:
-        return sum(len(recursive.split_documents(header_splitter.split_text(t))) for t in texts)
-
-    def lc_recursive() -> int:
-        return sum(len(recursive.split_text(t)) for t in texts)
-
-    s, n = _median_seconds(lc_header_recursive, passes)
-    figures["langchain: MarkdownHeader -> RecursiveCharacter(1000 chars)"] = _entry(
-        s, nbytes, n, "strings with header metadata, sized in characters"
-    )
-    s, n = _median_seconds(lc_recursive, passes)
-    figures["langchain: RecursiveCharacter(1000 chars)"] = _entry(
-        s, nbytes, n, "strings sized in characters"
-    )
-
     fast = tokie.Tokenizer.from_json(str(default_tokenizer_path()))
     fast.no_truncation()
     fast.no_padding()
     # chonkie wraps a tokie.Tokenizer itself (TokieAutoTokenizer); its stubs do not say so.
     chonkie_chunker = RecursiveChunker(tokenizer=fast, chunk_size=256)  # type: ignore[arg-type]
+    return {
+        "langchain: MarkdownHeader -> RecursiveCharacter(1000 chars)": (
+            lambda t: len(recursive.split_documents(header_splitter.split_text(t))),
+            "strings with header metadata, sized in characters",
+        ),
+        "langchain: RecursiveCharacter(1000 chars)": (
+            lambda t: len(recursive.split_text(t)),
+            "strings sized in characters",
+        ),
+        "chonkie: RecursiveChunker(256, MiniLM via tokie)": (
+            lambda t: len(chonkie_chunker.chunk(t)),
+            "token-sized strings with offsets",
+        ),
+    }
 
-    def chonkie_recursive() -> int:
-        return sum(len(chonkie_chunker.chunk(t)) for t in texts)
 
-    s, n = _median_seconds(chonkie_recursive, passes)
-    figures["chonkie: RecursiveChunker(256, MiniLM via tokie)"] = _entry(
-        s, nbytes, n, "token-sized strings with offsets"
-    )
-    figures.update(_docling(files, passes, docling_files))
-    return figures
+DOCLING_NAME = "docling: Markdown -> DoclingDocument -> HybridChunker(256, MiniLM)"
 
 
-def _docling(files: list[Path], passes: int, docling_files: int) -> dict[str, dict[str, Any]]:
+def docling_contender() -> Callable[[Path], int]:
+    """docling's Markdown conversion and HybridChunker: a Markdown file -> number of chunks."""
     from docling.datamodel.base_models import InputFormat
     from docling.document_converter import DocumentConverter
     from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
     from transformers import AutoTokenizer
 
+    converter = DocumentConverter(allowed_formats=[InputFormat.MD])
+    hf = AutoTokenizer.from_pretrained(str(default_tokenizer_path().parent))
+    chunker = HybridChunker(tokenizer=HuggingFaceTokenizer(tokenizer=hf, max_tokens=256))
+
+    def chunk_file(path: Path) -> int:
+        return len(list(chunker.chunk(dl_doc=converter.convert(path).document)))
+
+    return chunk_file
+
+
+def _docling(files: list[Path], passes: int, docling_files: int) -> dict[str, dict[str, Any]]:
     # A spread of chapter sizes (every k-th by size), so the rate is not that of tiny files.
     by_size = sorted(files, key=lambda p: p.stat().st_size)
     step = max(1, len(by_size) // max(docling_files, 1))
     subset = by_size[step // 2 :: step][:docling_files]
     subset_bytes = sum(p.stat().st_size for p in subset)
-    converter = DocumentConverter(allowed_formats=[InputFormat.MD])
-    hf = AutoTokenizer.from_pretrained(str(default_tokenizer_path().parent))
-    chunker = HybridChunker(tokenizer=HuggingFaceTokenizer(tokenizer=hf, max_tokens=256))
+    chunk_file = docling_contender()
 
     def docling_run() -> int:
-        n = 0
-        for path in subset:
-            doc = converter.convert(path).document
-            n += len(list(chunker.chunk(dl_doc=doc)))
-        return n
+        return sum(chunk_file(path) for path in subset)
 
     docling_run()  # first conversion loads the pipeline
     s, n = _median_seconds(docling_run, max(1, min(passes, 3)))
@@ -179,7 +202,7 @@ def _docling(files: list[Path], passes: int, docling_files: int) -> dict[str, di
         f"run on {len(subset)} chapters spread over the size range ({subset_bytes} bytes: "
         f"{', '.join(p.name for p in subset)}), MB/s taken from them (rate scales by bytes)"
     )
-    return {"docling: Markdown -> DoclingDocument -> HybridChunker(256, MiniLM)": entry}
+    return {DOCLING_NAME: entry}
 
 
 def main(argv: list[str] | None = None) -> None:

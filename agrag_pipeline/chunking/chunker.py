@@ -31,20 +31,29 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from typing import Literal
-from uuid import UUID
+
+from pydantic import TypeAdapter
 
 from agrag_pipeline.chunking.errors import ChunkingError
 from agrag_pipeline.chunking.packing import pack
 from agrag_pipeline.chunking.settings import ChunkerSettings
 from agrag_pipeline.chunking.tables import split_table
-from agrag_pipeline.chunking.text_split import Block, blocks, fit_pieces, strip_span
+from agrag_pipeline.chunking.text_split import (
+    Block,
+    blocks,
+    blocks_and_texts,
+    fit_pieces,
+    strip_span,
+)
 from agrag_pipeline.chunking.tokens import TokenCounter
 from agrag_pipeline.fingerprints import chunker_hash
 from agrag_pipeline.models import Chunk, PageBox, PageProvenance, Section, TextProvenance
 from agrag_pipeline.models.base import utc_now
 from agrag_pipeline.models.chunk import LABEL_SEPARATOR, _clean_heading
+from agrag_pipeline.models.document import PROJECT_NAMESPACE
 from agrag_pipeline.models.provenance import HEADER_SEPARATOR, CharSpan
 from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.trusted import Uuid5Series, unvalidated
 
 CHUNKER_NAME = "agrag-structure"
 #: Bump whenever the same settings would give different chunks: it changes ``chunker_hash``.
@@ -83,7 +92,7 @@ class _Group:
     slack: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Draft:
     start: int
     end: int
@@ -192,13 +201,17 @@ class StructureChunker:
             counts = self.counter.count_batch([text[s:e] for s, e in spans])
             return [None] * len(spans), [None] * len(spans), counts
         keep = self.settings.keep_code_blocks_whole
-        section_blocks: list[list[Block] | None] = [
-            blocks(text, s, e, keep) if sec.kind == "text" else [(s, e, "prose")]
-            for sec, (s, e) in zip(sections, spans, strict=True)
-        ]
-        flat = self.counter.count_batch(
-            [text[a:b] for bl in section_blocks if bl for a, b, _ in bl]
-        )
+        section_blocks: list[list[Block] | None] = []
+        texts: list[str] = []
+        for section, (s, e) in zip(sections, spans, strict=True):
+            if section.kind == "text":
+                found, found_texts = blocks_and_texts(text, s, e, keep)
+                section_blocks.append(found)
+                texts.extend(found_texts)
+            else:
+                section_blocks.append([(s, e, "prose")])
+                texts.append(text[s:e])
+        flat = self.counter.count_batch(texts)
         block_tokens: list[list[int] | None] = []
         at = 0
         for bl in section_blocks:
@@ -309,10 +322,11 @@ class StructureChunker:
             for (_, d), n in zip(checks, counts, strict=True):
                 d.tokens, d.exact = n - self._label_tokens(d.heading_path), True
             over: dict[int, int] = {}
+            label_tokens = self._label_tokens
+            limit = self.settings.max_tokens - specials
             for gi in pending:
                 for d in per_group[gi]:
-                    excess = self._label_tokens(d.heading_path) + d.tokens + specials
-                    excess -= self.settings.max_tokens
+                    excess = label_tokens(d.heading_path) + d.tokens - limit
                     if excess > 0:
                         over[gi] = max(over.get(gi, 0), excess)
             if not over:
@@ -442,9 +456,17 @@ class StructureChunker:
     ) -> list[Chunk]:
         document = parsed.document
         assert document.id is not None
+        # The caller's values are validated once here, as ``Chunk(...)`` would validate them.
+        schema_fingerprint = _FINGERPRINT.validate_python(schema_fingerprint)
+        extraction_fingerprint = _FINGERPRINT.validate_python(extraction_fingerprint)
         # One creation time per document: a chunk's rows differ between runs only there.
         created_at = utc_now()
         specials = self.counter.special_tokens
+        # Chunk.id_for(document.id, document.content_hash, self.chunker_hash, index), with the
+        # shared prefix hashed once per document.
+        chunk_id = Uuid5Series(
+            PROJECT_NAMESPACE, f"chunk:{document.id}:{document.content_hash}:{self.chunker_hash}:"
+        )
         chunks: list[Chunk] = []
         for index, draft in enumerate(drafts):
             n = self._label_tokens(draft.heading_path) + draft.tokens + specials
@@ -464,30 +486,45 @@ class StructureChunker:
                     boxes=boxes,
                 )
             else:
-                provenance = TextProvenance(
-                    start=draft.start, end=draft.end, repeated_header=header
+                provenance = unvalidated(
+                    TextProvenance,
+                    {
+                        "start": draft.start,
+                        "end": draft.end,
+                        "repeated_header": header,
+                        "kind": "text",
+                    },
+                    _TEXT_PROVENANCE_GIVEN,
                 )
-            section_ids: list[UUID] = [s.id for s in draft.sections if s.id is not None]
-            chunks.append(
-                Chunk(
-                    id=Chunk.id_for(document.id, document.content_hash, self.chunker_hash, index),
-                    document_id=document.id,
-                    content_hash=document.content_hash,
-                    index=index,
-                    text=draft.text,
-                    provenance=provenance,
-                    heading_path=list(draft.heading_path),
-                    content_kind=draft.kind,
-                    chunker=self.chunker,
-                    chunker_hash=self.chunker_hash,
-                    schema_fingerprint=schema_fingerprint,
-                    extraction_fingerprint=extraction_fingerprint,
-                    section_ids=section_ids,
-                    created_at=created_at,
-                    metadata={"token_count": n},
-                )
-            )
+            chunk_fields = {
+                "id": chunk_id(str(index)),
+                "created_at": created_at,
+                "metadata": {"token_count": n},
+                "document_id": document.id,
+                "content_hash": document.content_hash,
+                "index": index,
+                "text": draft.text,
+                "provenance": provenance,
+                "heading_path": list(draft.heading_path),
+                "content_kind": draft.kind,
+                "chunker": self.chunker,
+                "chunker_hash": self.chunker_hash,
+                "schema_fingerprint": schema_fingerprint,
+                "extraction_fingerprint": extraction_fingerprint,
+                "section_ids": [s.id for s in draft.sections if s.id is not None],
+                "embedding": None,
+            }
+            # Values computed here from validated parts: built without re-validation (see
+            # ``unvalidated``; the tests validate every row).
+            chunks.append(unvalidated(Chunk, chunk_fields, _CHUNK_GIVEN))
         return chunks
+
+
+#: The fields ``_chunks`` gives a row (the others keep their defaults), as in ``Chunk(...)``.
+#: ``Chunk.schema_fingerprint`` and ``Chunk.extraction_fingerprint``'s type.
+_FINGERPRINT: TypeAdapter[str | None] = TypeAdapter(str | None)
+_CHUNK_GIVEN = frozenset(Chunk.model_fields) - {"embedding"}
+_TEXT_PROVENANCE_GIVEN = frozenset({"start", "end", "repeated_header"})
 
 
 def _locate(parsed: ParsedDocument, draft: _Draft) -> tuple[list[int], list[PageBox]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from agrag_pipeline.chunking.text_split import Piece
 from agrag_pipeline.chunking.tokens import TokenCounter
@@ -23,8 +23,7 @@ from agrag_pipeline.chunking.tokens import TokenCounter
 _WORD = re.compile(r"\S+")
 
 
-@dataclass(frozen=True, slots=True)
-class Packed:
+class Packed(NamedTuple):
     """A chunk span (overlap run included) and its content tokens.
 
     ``joined`` is True when two of its pieces touch with no whitespace between (pieces of one

@@ -25,9 +25,9 @@ Level = Literal["prose", "code", "sentence", "line", "word"]
 #: A span and the level it is cut at when too big.
 Block = tuple[int, int, Level]
 
-#: A fence line (any indentation or block-quote markers, then ``` or ~~~, 3 or more) or a
-#: blank line: the only lines where a block can start or end.
-_MARK = re.compile(r"^[ \t>]*(`{3,}|~{3,})[^\n]*$|^[ \t\r]*$", re.MULTILINE)
+#: A blank line and the newline before it, when another line follows (a blank last or first
+#: line parts nothing but whitespace): where paragraphs part in a span without fences.
+_PARAGRAPH_GAP = re.compile(r"(\n[ \t\r]*)(?=\n)")
 #: Sentence gaps: whitespace after a sentence end (optionally closed by a quote or bracket),
 #: or any line break (lists and soft-wrapped lines).
 _SENTENCE_GAP = re.compile(r"(?<=[.!?…。！？])\s+|(?<=[.!?][\"'”’)\]])\s+|[ \t]*\n\s*")
@@ -53,45 +53,108 @@ def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def blocks(text: str, start: int, end: int, keep_code_whole: bool) -> list[Block]:
-    """Paragraphs (separated by blank lines) and fenced code blocks of ``text[start:end]``.
+    """Paragraphs (separated by blank lines) and fenced code blocks of ``text[start:end]``."""
+    return blocks_and_texts(text, start, end, keep_code_whole)[0]
+
+
+def blocks_and_texts(
+    text: str, start: int, end: int, keep_code_whole: bool
+) -> tuple[list[Block], list[str]]:
+    """``blocks`` of ``text[start:end]``, and each block's text.
 
     A fence is a block of its own even where it interrupts a paragraph, and blank lines inside
     it do not end it; an unclosed fence runs to the end of the span (as in CommonMark). Only
-    blank and fence lines are visited (one regex scan), not every line.
+    fence lines are visited in Python; the text between fences is split at blank lines by one
+    ``re.split``.
     """
-    out: list[tuple[int, int, Level]] = []
+    fences = _fence_lines(text, start, end) if keep_code_whole else []
+    if not fences:
+        return _paragraphs(text, start, end)
+    out: list[Block] = []
+    texts: list[str] = []
     para_start = start
-    fence: tuple[str, int] | None = None
-    fence_start = start
-    for m in _MARK.finditer(text, start, end):
-        marker = m.group(1)
-        if fence is not None:
-            if (
-                marker
-                and marker[0] == fence[0]
-                and len(marker) >= fence[1]
-                and not text[m.end(1) : m.end()].strip()
-            ):
-                out.append((fence_start, m.end(), "code"))
-                fence = None
-                para_start = m.end()
-        elif marker is None:
-            out.append((para_start, m.start(), "prose"))
-            para_start = m.end()
-        elif keep_code_whole:
-            out.append((para_start, m.start(), "prose"))
-            fence = (marker[0], len(marker))
-            fence_start = m.start()
-    if fence is not None:
-        out.append((fence_start, end, "code"))
+    opened: tuple[str, int, int] | None = None  # fence character, length, line start
+    for line_start, line_end, marker, marker_end in fences:
+        if opened is None:
+            prose, prose_texts = _paragraphs(text, para_start, line_start)
+            out.extend(prose)
+            texts.extend(prose_texts)
+            opened = (marker[0], len(marker), line_start)
+        elif (
+            marker[0] == opened[0]
+            and len(marker) >= opened[1]
+            and not text[marker_end:line_end].strip()
+        ):
+            _add_code(text, opened[2], line_end, out, texts)
+            opened = None
+            para_start = line_end
+    if opened is not None:
+        _add_code(text, opened[2], end, out, texts)
     else:
-        out.append((para_start, end, "prose"))
-    stripped: list[tuple[int, int, Level]] = []
-    for s, e, level in out:
-        s, e = strip_span(text, s, e)
-        if s < e:
-            stripped.append((s, e, level))
-    return stripped
+        prose, prose_texts = _paragraphs(text, para_start, end)
+        out.extend(prose)
+        texts.extend(prose_texts)
+    return out, texts
+
+
+def _fence_lines(text: str, start: int, end: int) -> list[tuple[int, int, str, int]]:
+    """``(line start, line end, marker, marker end)`` of every fence line of the span.
+
+    A fence line is indentation or block-quote markers (``[ \\t>]*``), then 3 or more backticks
+    or tildes (the marker), then anything. Runs are found with ``str.find`` (a regex for them
+    scans ~20x slower); a run counts only where its line holds nothing but ``[ \\t>]`` before
+    it (a line that starts before the span does not count).
+    """
+    fences: list[tuple[int, int, str, int]] = []
+    next_tick = text.find("```", start, end)
+    next_tilde = text.find("~~~", start, end)
+    while next_tick >= 0 or next_tilde >= 0:
+        run_start = next_tick if next_tilde < 0 or 0 <= next_tick < next_tilde else next_tilde
+        run_end = run_start + 3
+        while run_end < end and text[run_end] == text[run_start]:
+            run_end += 1
+        newline = text.rfind("\n", start, run_start)
+        if newline >= 0:
+            line_start = newline + 1
+        elif start == 0 or text[start - 1] == "\n":
+            line_start = start
+        else:
+            line_start = -1
+        line_end = text.find("\n", run_end, end)
+        if line_end < 0:
+            line_end = end
+        if line_start >= 0 and not text[line_start:run_start].strip(" \t>"):
+            fences.append((line_start, line_end, text[run_start:run_end], run_end))
+        # No later run on this line can be a marker: the line now holds more than [ \t>].
+        if 0 <= next_tick < line_end:
+            next_tick = text.find("```", line_end, end)
+        if 0 <= next_tilde < line_end:
+            next_tilde = text.find("~~~", line_end, end)
+    return fences
+
+
+def _add_code(text: str, start: int, end: int, out: list[Block], texts: list[str]) -> None:
+    s, e = strip_span(text, start, end)
+    if s < e:
+        out.append((s, e, "code"))
+        texts.append(text[s:e])
+
+
+def _paragraphs(text: str, start: int, end: int) -> tuple[list[Block], list[str]]:
+    """``blocks_and_texts`` of a span without fences: the stripped runs between blank lines."""
+    out: list[Block] = []
+    texts: list[str] = []
+    at = start
+    # Paragraphs and the gaps between them (whitespace only, so skipped like empty paragraphs).
+    for part in _PARAGRAPH_GAP.split(text[start:end]):
+        body = part.lstrip()
+        if body:
+            s = at + len(part) - len(body)
+            body = body.rstrip()
+            out.append((s, s + len(body), "prose"))
+            texts.append(body)
+        at += len(part)
+    return out, texts
 
 
 def _cut(text: str, start: int, end: int, level: Level) -> list[tuple[int, int]]:

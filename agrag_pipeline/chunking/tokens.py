@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import re
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
@@ -34,20 +33,9 @@ PARALLEL_BATCH_CHARS = 256_000
 #: some format characters, and DEL. Texts holding a character of these categories are counted
 #: with HF tokenizers, the reference; all others with tokie.
 _DISPUTED_CATEGORIES = frozenset({"Cn", "Co", "Cs", "Cf", "Cc", "Mn", "Mc", "Me"})
-_ASCII_DISPUTED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-#: Blocks most text is written in; ``_SAFE_RUNS`` keeps their undisputed characters, so a text
-#: made of those alone is cleared by one fast regex scan instead of a per-character look-up.
-_COMMON_BLOCKS = [
-    (0x20, 0x7E),  # ASCII
-    (0xA0, 0x24F),  # Latin-1, Latin Extended-A/B
-    (0x370, 0x52F),  # Greek, Cyrillic
-    (0x2010, 0x205E),  # General Punctuation (quotes, dashes, ellipsis)
-    (0x20A0, 0x20C0),  # currency
-    (0x2100, 0x27FF),  # letterlike, arrows, maths, box drawing, shapes, dingbats
-    (0x3000, 0x30FF),  # CJK punctuation, kana
-    (0x4E00, 0x9FFF),  # CJK ideographs
-    (0xAC00, 0xD7A3),  # Hangul syllables
-]
+#: UTF-8 bytes of the ASCII characters both count alike: tab, LF, CR and the printable ones.
+#: Deleting them from a text's UTF-8 bytes leaves only the characters that need a look-up.
+_SAFE_ASCII = bytes([0x09, 0x0A, 0x0D, *range(0x20, 0x7F)])
 
 #: Pre-tokenizers that split at every whitespace character, so no token spans whitespace.
 _WHITESPACE_SPLITTING = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
@@ -133,32 +121,17 @@ def _disputed_char(ch: str) -> bool:
     return ch not in "\t\n\r" and unicodedata.category(ch) in _DISPUTED_CATEGORIES
 
 
-def _safe_runs() -> re.Pattern[str]:
-    runs: list[tuple[int, int]] = [(0x09, 0x0A), (0x0D, 0x0D)]
-    for lo, hi in _COMMON_BLOCKS:
-        for cp in range(lo, hi + 1):
-            if _disputed_char(chr(cp)):
-                continue
-            if runs[-1][1] == cp - 1:
-                runs[-1] = (runs[-1][0], cp)
-            else:
-                runs.append((cp, cp))
-    members = "".join(
-        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in runs
-    )
-    return re.compile(f"[^{members}]")
-
-
-_OUTSIDE_SAFE_RUNS = _safe_runs()
-
-
 def disputed(text: str) -> bool:
-    """True when ``text`` holds a character tokie may count differently from HF tokenizers."""
-    if text.isascii():
-        return _ASCII_DISPUTED.search(text) is not None
-    if _OUTSIDE_SAFE_RUNS.search(text) is None:
+    """True when ``text`` holds a character tokie may count differently from HF tokenizers.
+
+    Most text is ASCII with a few other characters: the safe ASCII bytes are deleted in C (a
+    UTF-8 sequence of another character has no ASCII byte, so it stays whole) and only the
+    distinct characters left are looked up.
+    """
+    rest = text.encode("utf-8", "surrogatepass").translate(None, _SAFE_ASCII)
+    if not rest:
         return False
-    return any(map(_disputed_char, set(text)))
+    return any(map(_disputed_char, set(rest.decode("utf-8", "surrogatepass"))))
 
 
 def _splits_at_whitespace(config: dict[str, object]) -> bool:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
+from agrag_pipeline.models import Section
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
 
 def contract_violations(parsed: ParsedDocument) -> list[str]:
     """What in ``parsed`` breaks the contract of ``parsed.py`` (empty when all holds).
 
-    Spans lie in the text layer, ascend without overlapping and cover every non-whitespace
-    character; a table's header and rows lie inside its span in order; parents come before
-    their children; paged documents give every section pages and boxes.
+    Every section is a valid ``Section`` row (parsers build them without re-validation, see
+    ``trusted.unvalidated``); spans lie in the text layer, ascend without overlapping and cover
+    every non-whitespace character; a table's header and rows lie inside its span in order;
+    parents come before their children; paged documents give every section pages and boxes.
     """
     text = parsed.text_layer
     problems: list[str] = []
@@ -18,8 +22,9 @@ def contract_violations(parsed: ParsedDocument) -> list[str]:
     seen: set[object] = set()
     for index, section in enumerate(parsed.sections):
         name = f"section {index} [{section.start}:{section.end}]"
-        if section.ordinal != index:
-            problems.append(f"{name}: ordinal {section.ordinal}")
+        invalid = _invalid_row(section)
+        if invalid:
+            problems.append(f"{name}: {invalid}")
         if not 0 <= section.start <= section.end <= len(text):
             problems.append(f"{name}: outside the text layer of {len(text)} chars")
             continue
@@ -51,3 +56,12 @@ def contract_violations(parsed: ParsedDocument) -> list[str]:
     if tail.strip():
         problems.append(f"text after the last section is in no section: {tail.strip()[:40]!r}")
     return problems
+
+
+def _invalid_row(section: Section) -> str | None:
+    """Why ``section`` is not what validating its fields gives, or None."""
+    try:
+        validated = Section.model_validate(section.model_dump())
+    except ValidationError as exc:
+        return f"not a valid Section: {exc.errors()[0]['msg']}"
+    return None if validated == section else "differs from its validated copy"

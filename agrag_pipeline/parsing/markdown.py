@@ -18,6 +18,7 @@ Conventions:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyromark
@@ -50,82 +51,93 @@ _LEVELS = {"H1": 1, "H2": 2, "H3": 3, "H4": 4, "H5": 5, "H6": 6}
 
 
 def _tag(value: Any) -> str:
-    return value if isinstance(value, str) else next(iter(value))
+    return value if value.__class__ is str else next(iter(value))
 
 
-class _ByteToChar:
-    """Converts UTF-8 byte offsets of ``text`` to string indices (identity for ASCII text)."""
+#: One parser with our options, built once.
+_MARKDOWN = pyromark.Markdown(options=_OPTIONS)
+_BREAKS = frozenset({"SoftBreak", "HardBreak"})
 
-    def __init__(self, text: str) -> None:
-        self.ascii = text.isascii()
-        self.data = b"" if self.ascii else text.encode("utf-8")
-        self.offsets: set[int] = set()
 
-    def want(self, offset: int) -> int:
-        if not self.ascii:
-            self.offsets.add(offset)
-        return offset
+def _byte_to_char(text: str, offsets: set[int]) -> dict[int, int]:
+    """String index of each UTF-8 byte offset of ``text``, in one pass over the wanted offsets.
 
-    def table(self) -> dict[int, int]:
-        """Maps every wanted byte offset to its string index, in one pass over the bytes."""
-        mapping: dict[int, int] = {}
-        previous_byte = previous_char = 0
-        for offset in sorted(self.offsets):
-            previous_char += len(self.data[previous_byte:offset].decode("utf-8"))
-            previous_byte = offset
-            mapping[offset] = previous_char
-        return mapping
+    Decoding runs of mostly-ASCII bytes is fast in C; only the bytes up to the last wanted
+    offset are decoded, each once.
+    """
+    data = text.encode("utf-8")
+    mapping: dict[int, int] = {}
+    previous_byte = previous_char = 0
+    for offset in sorted(offsets):
+        previous_char += len(data[previous_byte:offset].decode("utf-8"))
+        previous_byte = offset
+        mapping[offset] = previous_char
+    return mapping
 
 
 def parse(text: str, document: Document) -> list[Section]:
     """Sections of decoded Markdown ``text``."""
-    conv = _ByteToChar(text)
     raw_headings: list[tuple[int, int, int, str]] = []  # byte start, byte end, level, text
     raw_tables: list[tuple[int, int, int, list[tuple[int, int]]]] = []
     depth = 0
     heading: tuple[int, int, int, list[str]] | None = None
-    table: tuple[int, int, int, list[tuple[int, int]]] | None = None  # start, end, head end, rows
+    table: list[Any] | None = None  # byte start, byte end, head end, rows
 
-    for event, rng in pyromark.events_with_range(text, options=_OPTIONS):
-        if isinstance(event, str):  # SoftBreak, HardBreak, Rule, …
-            if heading is not None and event in ("SoftBreak", "HardBreak"):
-                heading[3].append(" ")
-            continue
-        if heading is None and "Text" in event:  # most events: skip them cheaply
-            continue
-        kind, value = next(iter(event.items()))
-        if kind == "Start":
-            tag = _tag(value)
-            if tag in _CONTAINERS:
-                depth += 1
-            elif tag == "Heading" and depth == 0:
-                level = _LEVELS[value["Heading"]["level"]]  # type: ignore[index]
-                heading = (conv.want(rng["start"]), conv.want(rng["end"]), level, [])
-            elif tag == "Table" and table is None:
-                table = (conv.want(rng["start"]), conv.want(rng["end"]), -1, [])
-            elif tag == "TableRow" and table is not None:
-                table[3].append((conv.want(rng["start"]), conv.want(rng["end"])))
-        elif kind == "End":
-            tag = _tag(value)
-            if tag in _CONTAINERS:
-                depth -= 1
-            elif tag == "Heading" and heading is not None:
+    # ~50 events per KB of source: the common ones (text, code, breaks) are dismissed with as
+    # few operations as possible; only headings, tables and block containers are looked at.
+    # Typed loosely: the class checks below are what narrow an event (isinstance is slower).
+    events: Iterator[tuple[Any, Any]] = _MARKDOWN.events_with_range(text)
+    for event, rng in events:
+        if heading is not None:
+            if event.__class__ is str:
+                if event in _BREAKS:
+                    heading[3].append(" ")
+                continue
+            kind, value = next(iter(event.items()))
+            if kind in _TEXT_EVENTS:
+                heading[3].append(str(value))
+            elif kind == "End" and _tag(value) == "Heading":
                 start, end, level, parts = heading
                 raw_headings.append((start, end, level, " ".join("".join(parts).split())))
                 heading = None
-            elif tag == "TableHead" and table is not None:
-                table = (table[0], table[1], conv.want(rng["end"]), table[3])
-            elif tag == "Table" and table is not None:
-                raw_tables.append(table)
-                table = None
-        elif heading is not None and kind in _TEXT_EVENTS:
-            heading[3].append(str(value))
+            continue
+        if event.__class__ is str or "Text" in event:
+            continue
+        value = event.get("Start")
+        if value is not None:
+            tag = _tag(value)
+            if tag in _CONTAINERS:
+                depth += 1
+            elif tag == "Heading":
+                if depth == 0:
+                    level = _LEVELS[value["Heading"]["level"]]
+                    heading = (rng["start"], rng["end"], level, [])
+            elif tag == "TableRow":
+                if table is not None:
+                    table[3].append((rng["start"], rng["end"]))
+            elif tag == "Table" and table is None:
+                table = [rng["start"], rng["end"], -1, []]
+            continue
+        value = event.get("End")
+        if value is not None:
+            tag = _tag(value)
+            if tag in _CONTAINERS:
+                depth -= 1
+            elif table is not None:
+                if tag == "TableHead":
+                    table[2] = rng["end"]
+                elif tag == "Table":
+                    raw_tables.append((table[0], table[1], table[2], table[3]))
+                    table = None
 
-    to_char = conv.table()
-
-    def char(offset: int) -> int:
-        return offset if conv.ascii else to_char[offset]
-
+    if text.isascii():
+        char: Callable[[int], int] = int
+    else:
+        wanted = {offset for mark in raw_headings for offset in mark[:2]}
+        for start, end, head_end, rows in raw_tables:
+            wanted.update((start, end, head_end), *rows)
+        wanted.discard(-1)  # a table without a head row: as before, char(-1) fails loudly
+        char = _byte_to_char(text, wanted).__getitem__
     headings = []
     for start, end, level, heading_text in raw_headings:
         s, e = trim(text, char(start), char(end))

@@ -27,6 +27,12 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 from agrag_pipeline.models import CharSpan, Document, PageBox, Section
+from agrag_pipeline.models.base import utc_now
+from agrag_pipeline.models.document import PROJECT_NAMESPACE
+from agrag_pipeline.parsing.trusted import Uuid5Series, unvalidated
+
+#: The fields ``_Builder.add`` gives a section (as ``Section(...)`` was given them).
+_SECTION_GIVEN = frozenset(Section.model_fields) - {"created_at", "metadata"}
 
 #: Given a span of the text layer, its pages and boxes (``ParsedDocument.locate``).
 Locator = Callable[[int, int], tuple[list[int], list[PageBox]]]
@@ -68,6 +74,8 @@ class _Builder:
     text: str
     document: Document
     locate: Locator | None
+    #: ``Section.node_id_for(document.id, document.content_hash, position)`` by position.
+    section_id: Callable[[str], UUID]
     sections: list[Section] = field(default_factory=list)
 
     def add(
@@ -81,34 +89,39 @@ class _Builder:
         parent: UUID | None,
         heading: str | None = None,
         table: TableMark | None = None,
+        section_id: UUID | None = None,
     ) -> UUID:
         assert self.document.id is not None
-        section_id = Section.node_id_for(self.document.id, self.document.content_hash, position)
+        if section_id is None:
+            section_id = self.section_id(position)
         pages: list[int] = []
         boxes: list[PageBox] = []
         if self.locate is not None:
             pages, boxes = self.locate(start, end)
-        self.sections.append(
-            Section(
-                id=section_id,
-                document_id=self.document.id,
-                content_hash=self.document.content_hash,
-                ordinal=len(self.sections),
-                heading=heading,
-                level=level,
-                heading_path=list(path),
-                kind="table" if table else "text",
-                parent_id=parent,
-                start=start,
-                end=end,
-                table_header=CharSpan(start=table.header[0], end=table.header[1])
-                if table and table.header
-                else None,
-                table_rows=[CharSpan(start=s, end=e) for s, e in table.rows] if table else [],
-                pages=pages,
-                boxes=boxes,
-            )
-        )
+        # Values computed here from validated parts: built without re-validation (see
+        # ``trusted.unvalidated``; the tests validate every section of the corpus).
+        values = {
+            "id": section_id,
+            "created_at": utc_now(),
+            "metadata": {},
+            "document_id": self.document.id,
+            "content_hash": self.document.content_hash,
+            "ordinal": len(self.sections),
+            "heading": heading,
+            "level": level,
+            "heading_path": list(path),
+            "kind": "table" if table else "text",
+            "parent_id": parent,
+            "start": start,
+            "end": end,
+            "table_header": CharSpan(start=table.header[0], end=table.header[1])
+            if table and table.header
+            else None,
+            "table_rows": [CharSpan(start=s, end=e) for s, e in table.rows] if table else [],
+            "pages": pages,
+            "boxes": boxes,
+        }
+        self.sections.append(unvalidated(Section, values, _SECTION_GIVEN))
         return section_id
 
 
@@ -129,7 +142,9 @@ def build_sections(
     locate: Locator | None = None,
 ) -> list[Section]:
     """Sections of ``text`` from heading and table marks (each list ascending, none overlapping)."""
-    builder = _Builder(text, document, locate)
+    assert document.id is not None
+    section_id = Uuid5Series(PROJECT_NAMESPACE, f"section:{document.id}:{document.content_hash}:")
+    builder = _Builder(text, document, locate, section_id)
     root = _Node(position="", level=0, path=[], id=None)
     stack: list[_Node] = [root]
     owner = root  # the heading whose content we are in
@@ -151,6 +166,7 @@ def build_sections(
                 path=pending_node.path,
                 parent=pending_node.parent_id,
                 heading=pending.text,
+                section_id=pending_node.id,
             )
             pending, pending_node = None, None
             return
@@ -174,12 +190,11 @@ def build_sections(
                 stack.pop()
             parent = stack[-1]
             position = parent.next_child_position()
-            assert document.id is not None
             node = _Node(
                 position=position,
                 level=mark.level,
                 path=[*parent.path, mark.text],
-                id=Section.node_id_for(document.id, document.content_hash, position),
+                id=section_id(position),
                 parent_id=parent.id,
             )
             stack.append(node)

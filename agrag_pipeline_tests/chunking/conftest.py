@@ -83,6 +83,11 @@ def check_invariants(
     for i, c in enumerate(chunks):
         assert c.index == i
         assert Chunk.model_validate(c.model_dump()) == c  # a valid row, field for field
+        # Rows are built without re-validation: they are what the constructor would build.
+        given = {name: getattr(c, name) for name in c.model_fields_set}
+        validated = Chunk(**given)
+        assert validated == c and repr(validated) == repr(c)
+        assert validated.model_fields_set == c.model_fields_set
         assert c.id == Chunk.id_for(doc.id, doc.content_hash, chunker.chunker_hash, i)
         assert c.document_id == doc.id and c.content_hash == doc.content_hash
         assert c.chunker == "agrag-structure" and c.chunker_hash == chunker.chunker_hash

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from pydantic import ValidationError
 
 from agrag_pipeline.chunking.chunker import CHUNKER_NAME, CHUNKER_VERSION, StructureChunker
 from agrag_pipeline.chunking.errors import ChunkingError
@@ -212,3 +213,16 @@ def test_paged_sources_get_pages_and_boxes(counter: TokenCounter) -> None:
     assert chunk.provenance.kind == "page"
     assert chunk.provenance.pages == [1, 2] and len(chunk.provenance.boxes) == 3
     assert chunk.schema_fingerprint == "s" and chunk.extraction_fingerprint == "e"
+
+
+def test_fingerprints_given_by_the_caller_are_validated_like_chunk_fields(
+    counter: TokenCounter,
+) -> None:
+    parsed = parse_document(b"# A\n\ntext\n", "rules.md")
+    chunker = StructureChunker(ChunkerSettings(), counter)
+    with pytest.raises(ValidationError):
+        chunker.chunk(parsed, schema_fingerprint=3, extraction_fingerprint=None)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=["x"])  # type: ignore[arg-type]
+    chunks = chunker.chunk(parsed, schema_fingerprint="s", extraction_fingerprint="e")
+    assert (chunks[0].schema_fingerprint, chunks[0].extraction_fingerprint) == ("s", "e")

@@ -1,0 +1,52 @@
+"""Building many rows fast from values this code produced: UUIDv5 series and unvalidated rows.
+
+``uuid.uuid5`` hashes namespace and name from scratch for every id; the ids of one document
+share a long prefix (kind, document id, content hash, ...), so its SHA-1 state is computed once
+and copied: ``Uuid5Series`` gives exactly ``uuid.uuid5(namespace, prefix + suffix)``.
+
+``unvalidated`` builds a pydantic row without re-validating values the parser or chunker
+computed itself from validated parts (offsets, ids, counts). Public constructors keep
+validating; the tests prove every row built this way valid, over the whole corpus and
+generated documents (``Model.model_validate(row.model_dump()) == row``, same fields set).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Set
+from typing import Any, TypeVar
+from uuid import UUID
+
+from pydantic import BaseModel
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class Uuid5Series:
+    """``uuid.uuid5(namespace, prefix + suffix)`` for many suffixes, hashing the prefix once."""
+
+    __slots__ = ("_prefix",)
+
+    def __init__(self, namespace: UUID, prefix: str) -> None:
+        self._prefix = hashlib.sha1(namespace.bytes + prefix.encode("utf-8"), usedforsecurity=False)
+
+    def __call__(self, suffix: str) -> UUID:
+        sha = self._prefix.copy()
+        sha.update(suffix.encode("utf-8"))
+        return UUID(bytes=sha.digest()[:16], version=5)
+
+
+def unvalidated(cls: type[ModelT], values: dict[str, Any], fields_set: Set[str]) -> ModelT:
+    """``cls(**{name: values[name] for name in fields_set})`` without validation.
+
+    What ``BaseModel.model_construct`` does, but ``model_construct`` loops over every field in
+    Python and is no faster than validating (~6 µs for a Chunk); this takes under 1 µs.
+    ``values`` holds every field, in field order (defaults included); ``fields_set`` names the
+    ones a validated construction would have been given.
+    """
+    row = cls.__new__(cls)
+    object.__setattr__(row, "__dict__", values)
+    object.__setattr__(row, "__pydantic_fields_set__", set(fields_set))
+    object.__setattr__(row, "__pydantic_extra__", None)
+    object.__setattr__(row, "__pydantic_private__", None)
+    return row
