@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from agrag_pipeline.models import Chunk
+from agrag_pipeline.parsing.contract import contract_violations
 from agrag_pipeline.pipeline import current_document, load_chunks, load_parsed
 from agrag_pipeline.storage import Warehouse
 
@@ -47,27 +48,16 @@ EMBEDDING_CHECKS = (
 def check_sections(warehouse: Warehouse, source_key: str) -> list[CheckOutcome]:
     def run() -> list[CheckOutcome]:
         parsed = load_parsed(warehouse, current_document(warehouse, source_key))
-        layer = parsed.text_layer
-        bad = [
-            s.ordinal
-            for s in parsed.sections
-            if not (0 <= s.start <= s.end <= len(layer))
-            or s.text_in(layer) != layer[s.start : s.end]
-        ]
-        overlaps = [
-            b.ordinal
-            for a, b in zip(parsed.sections, parsed.sections[1:], strict=False)
-            if b.start < a.end
-        ]
-        problems = bad + overlaps
+        problems = contract_violations(parsed)
         return [
             CheckOutcome(
                 "section_spans_reproduce_text",
                 not problems,
-                "every section span lies in the text layer, in order, without overlap"
+                "every section is a valid row whose span lies in the text layer, in order, "
+                "covering all its text"
                 if not problems
-                else f"{len(problems)} sections have invalid or overlapping spans",
-                {"sections": len(parsed.sections), "bad_sections": problems[:_MAX_EXAMPLES]},
+                else f"{len(problems)} problems, first: {problems[0]}",
+                {"sections": len(parsed.sections), "problems": problems[:_MAX_EXAMPLES]},
             )
         ]
 

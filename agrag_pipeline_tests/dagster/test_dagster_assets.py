@@ -120,8 +120,13 @@ def test_asset_checks_pass_per_partition_on_good_outputs(sample_run) -> None:  #
 
 
 def test_asset_checks_fail_on_deliberately_broken_outputs(tmp_path: Path) -> None:
-    from agrag_pipeline.storage.tables import chunks_to_table, with_metadata
-    from agrag_pipeline.validation import check_chunks, check_embeddings
+    from agrag_pipeline.storage.tables import (
+        chunks_to_table,
+        sections_from_table,
+        sections_to_table,
+        with_metadata,
+    )
+    from agrag_pipeline.validation import check_chunks, check_embeddings, check_sections
 
     source = SAMPLE_RAW_ROOT / "docling-md" / "wiki.md"
     with dg.instance_for_test() as instance:
@@ -130,6 +135,16 @@ def test_asset_checks_fail_on_deliberately_broken_outputs(tmp_path: Path) -> Non
         assert project.materialize(["wiki.md"]).success
     warehouse = Warehouse(str(project.warehouse))
     document_id = Document.node_id_for("wiki.md")
+    assert [o.passed for o in check_sections(warehouse, "wiki.md")] == [True]
+    sections_table = warehouse.read_table("sections", document_id)
+    sections = sections_from_table(sections_table)
+    sections[-1] = sections[-1].model_copy(update={"end": sections[-1].end + 10_000})
+    warehouse.write_table(
+        "sections",
+        document_id,
+        with_metadata(sections_to_table(sections), read_metadata(sections_table)),
+    )
+    assert [o.passed for o in check_sections(warehouse, "wiki.md")] == [False]
     table = warehouse.read_table("chunks", document_id)
     chunks = chunks_from_table(table)
     broken = [
