@@ -21,6 +21,8 @@ def _prepare_environment(args: argparse.Namespace) -> None:
     os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster_home"))
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ["AGRAG_RAW_ROOT"] = str(Path(args.raw_root).resolve())
     os.environ["AGRAG_WAREHOUSE_ROOT"] = str(args.warehouse)
     os.environ["AGRAG_SETTINGS"] = str(Path(args.settings).resolve())
@@ -51,8 +53,10 @@ def materialize(args: argparse.Namespace) -> int:
     keys = [k for k in instance.get_dynamic_partitions(name) if k in {f.source_key for f in files}]
     job = defs.resolve_job_def("ingest_documents")
     started = time.perf_counter()
+    log_level = "DEBUG" if args.verbose else "WARNING"
     result = job.execute_in_process(
         instance=instance,
+        run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         tags={
             "dagster/asset_partition_range_start": keys[0],
             "dagster/asset_partition_range_end": keys[-1],
@@ -162,9 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         "--settings", default=str(DEFAULT_SETTINGS_PATH), help="pipeline settings YAML"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser(
+    mat_parser = sub.add_parser(
         "materialize", help="materialise the whole asset graph into the Dagster instance"
     )
+    mat_parser.add_argument("--verbose", action="store_true", help="print Dagster's event log")
     core_parser = sub.add_parser("core", help="run the steps without Dagster")
     core_parser.add_argument("--force", action="store_true", help="recompute current outputs")
     core_parser.add_argument("--no-embed", action="store_true", help="stop after chunking")

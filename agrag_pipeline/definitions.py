@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import dagster as dg
 
 from agrag_pipeline.defs.assets import build_assets
@@ -15,8 +17,12 @@ def build_definitions(pipeline: PipelineResource | None = None) -> dg.Definition
     """Definitions for one configuration; code versions fold in its settings fingerprints."""
     pipeline = pipeline or default_pipeline_resource()
     code_versions = pipeline.runtime().code_versions()
+    with warnings.catch_warnings():
+        # BackfillPolicy is a beta parameter of @asset in Dagster 1.13; we rely on it knowingly.
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        assets = build_assets(code_versions)
     return dg.Definitions(
-        assets=build_assets(code_versions),
+        assets=assets,
         asset_checks=asset_checks,
         jobs=[ingest_job],
         sensors=[raw_documents_sensor],
