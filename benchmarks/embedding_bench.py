@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from agrag_pipeline.embedding.base import TokenCounter
+from agrag_pipeline.chunking.tokens import TokenCounter
 from agrag_pipeline.embedding.cache import EmbeddingCache, embed_with_cache
 from agrag_pipeline.embedding.sentence_transformer import (
     SentenceTransformerEmbedder,
@@ -49,7 +49,7 @@ def rust_book_texts(n: int, target_tokens: int = 200, max_tokens: int = 250) -> 
     for path in sorted(RUST_BOOK.glob("ch*.md")):
         paragraphs = [p.strip() for p in re.split(r"\n\s*\n", path.read_text("utf-8"))]
         paragraphs = [p for p in paragraphs if p]
-        counts = counter.count(paragraphs)
+        counts = [n + counter.special_tokens for n in counter.count_batch(paragraphs)]
         current: list[str] = []
         size = 0
         for paragraph, count in zip(paragraphs, counts, strict=True):
@@ -103,7 +103,7 @@ def run(
     adds the model2vec backend's speed and its agreement with MiniLM."""
     texts = texts if texts is not None else rust_book_texts(n_texts)
     counter = TokenCounter(packaged_minilm_dir() / "tokenizer.json")
-    tokens = counter.count(texts)
+    tokens = [n + counter.special_tokens for n in counter.count_batch(texts)]
     settings = EmbeddingSettings(batch_size=batch_size)
     start = time.perf_counter()
     ours = SentenceTransformerEmbedder.from_settings(settings)

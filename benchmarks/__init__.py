@@ -1,0 +1,1 @@
+"""Benchmarks: per-area modules (``*_bench``) and the suite (``python -m benchmarks``)."""

@@ -1,0 +1,463 @@
+"""The measured stages, each run in a fresh subprocess so that each peak RSS is its own.
+
+``python -m benchmarks.stages STAGE --root RAW_ROOT --repeats K [...]`` prints one JSON line
+(prefixed ``RESULT ``) with the stage's figures and ``peak_rss_mb`` (``ru_maxrss`` of the
+process, and of its children where it starts any). Every stage streams the corpus from disk one
+file at a time; only timings and counts are kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agrag_pipeline.freshness import plan_changes
+from benchmarks.corpus import change_documents, corpus_files
+
+RESULT_PREFIX = "RESULT "
+MB = 1e6
+
+
+def peak_rss_mb() -> dict[str, float]:
+    """Peak resident set size of this process (and of its finished children), in MiB."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"self": round(own, 1), "children": round(children, 1)}
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+# -- parsing ----------------------------------------------------------------------------------
+
+
+def parse_stage(root: Path, repeats: int, max_pdfs: int) -> dict[str, Any]:
+    """MB/s per format and pages/s for PDF: median over ``repeats`` passes of parse time alone
+    (reading the file is outside the timer). At most ``max_pdfs`` PDFs, spread over the corpus,
+    are parsed per pass: PDF cost is per page, not per corpus size."""
+    import pdfplumber
+
+    from agrag_pipeline.parsing import parse_document
+    from agrag_pipeline.parsing.errors import DocumentError
+
+    figures: dict[str, Any] = {}
+    for kind in ("markdown", "html", "pdf"):
+        files = corpus_files(root, kind)
+        scope = len(files)
+        if kind == "pdf" and len(files) > max_pdfs:
+            step = len(files) / max_pdfs
+            files = [files[int(i * step)] for i in range(max_pdfs)]
+        if not files:
+            continue
+        pages = 0
+        if kind == "pdf":
+            for path in files:
+                with pdfplumber.open(path) as pdf:
+                    pages += len(pdf.pages)
+        size = sum(p.stat().st_size for p in files)
+        passes, sections, failed = [], 0, 0
+        for _ in range(repeats):
+            spent, sections, failed = 0.0, 0, 0
+            for path in files:
+                raw = path.read_bytes()
+                start = time.perf_counter()
+                try:
+                    sections += len(parse_document(raw, path.name).sections)
+                except DocumentError:
+                    failed += 1
+                spent += time.perf_counter() - start
+            passes.append(spent)
+        seconds = _median(passes)
+        entry = {
+            "files": len(files),
+            "files_in_corpus": scope,
+            "bytes": size,
+            "seconds": round(seconds, 3),
+            "mb_per_s": round(size / MB / seconds, 3),
+            "sections": sections,
+            "failed": failed,
+        }
+        if kind == "pdf":
+            entry["pages"] = pages
+            entry["pages_per_s"] = round(pages / seconds, 2)
+        figures[kind] = entry
+    return figures
+
+
+# -- chunking ---------------------------------------------------------------------------------
+
+
+def chunk_stage(root: Path, repeats: int, docling_files: int) -> dict[str, Any]:
+    """Ours against the peers on the corpus's Markdown, file by file in rotating order (so a
+    drift in the shared machine's load hits every contender alike); median of passes."""
+    from agrag_pipeline.chunking.chunker import StructureChunker
+    from agrag_pipeline.chunking.settings import ChunkerSettings
+    from agrag_pipeline.chunking.tokens import TokenCounter
+    from agrag_pipeline.parsing import parse_document
+    from benchmarks.chunking_bench import DOCLING_NAME, docling_contender, peer_contenders
+
+    files = corpus_files(root, "markdown")
+    size = sum(p.stat().st_size for p in files)
+    chunker = StructureChunker(ChunkerSettings(), TokenCounter(), max_sequence_tokens=256)
+
+    def chunk_parsed(parsed: Any) -> int:
+        return len(chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=None))
+
+    # One pass of ours alone first: it warms caches and gives ours' peak before peers load.
+    for path in files:
+        chunk_parsed(parse_document(path.read_bytes(), path.name))
+    ours_peak = peak_rss_mb()["self"]
+
+    peers = peer_contenders()
+    names = ["ours: parse", "ours: chunk", *peers]
+    totals: dict[str, list[float]] = {name: [] for name in names}
+    counts: dict[str, int] = {}
+    for _ in range(repeats):
+        spent = dict.fromkeys(names, 0.0)
+        produced = dict.fromkeys(names, 0)
+        for number, path in enumerate(files):
+            raw = path.read_bytes()
+            order = list(peers)
+            order = order[number % len(order) :] + order[: number % len(order)]
+            start = time.perf_counter()
+            parsed = parse_document(raw, path.name)
+            middle = time.perf_counter()
+            produced["ours: chunk"] += chunk_parsed(parsed)
+            spent["ours: parse"] += middle - start
+            spent["ours: chunk"] += time.perf_counter() - middle
+            for name in order:
+                chunk_text = peers[name][0]
+                start = time.perf_counter()
+                produced[name] += chunk_text(raw.decode("utf-8"))
+                spent[name] += time.perf_counter() - start
+        for name in names:
+            totals[name].append(spent[name])
+        counts = produced
+
+    figures: dict[str, dict[str, Any]] = {}
+    parse_chunk = [p + c for p, c in zip(totals["ours: parse"], totals["ours: chunk"], strict=True)]
+    figures["ours: parse + chunk"] = _chunk_entry(parse_chunk, size, counts["ours: chunk"])
+    figures["ours: chunk only"] = _chunk_entry(totals["ours: chunk"], size, counts["ours: chunk"])
+    for name in peers:
+        figures[name] = _chunk_entry(totals[name], size, counts[name])
+        figures[name]["what"] = peers[name][1]
+    figures[DOCLING_NAME] = _docling_sample(files, repeats, docling_files, docling_contender())
+    ours = figures["ours: parse + chunk"]["mb_per_s"]
+    for entry in figures.values():
+        entry["ours_over_this"] = round(ours / entry["mb_per_s"], 3)
+    return {
+        "files": len(files),
+        "bytes": size,
+        "ours_peak_rss_mb_before_peers": ours_peak,
+        "figures": figures,
+    }
+
+
+def _chunk_entry(seconds: list[float], size: int, chunks: int) -> dict[str, Any]:
+    median = _median(seconds)
+    return {
+        "seconds": round(median, 3),
+        "mb_per_s": round(size / MB / median, 3),
+        "chunks": chunks,
+        "bytes": size,
+    }
+
+
+def _docling_sample(
+    files: list[Path], repeats: int, sample: int, chunk_file: Callable[[Path], int]
+) -> dict[str, Any]:
+    """docling is ~100x slower than the rest: it runs on ``sample`` files spread evenly over the
+    corpus (so their size mix is the corpus's) and its MB/s comes from them."""
+    step = max(1, len(files) // max(sample, 1))
+    subset = files[step // 2 :: step][:sample]
+    size = sum(p.stat().st_size for p in subset)
+    chunk_file(subset[0])  # the first conversion builds docling's pipeline
+    passes, chunks = [], 0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        chunks = sum(chunk_file(p) for p in subset)
+        passes.append(time.perf_counter() - start)
+    entry = _chunk_entry(passes, size, chunks)
+    entry["scope"] = f"{len(subset)} files spread over the corpus ({size} bytes)"
+    return entry
+
+
+# -- embedding --------------------------------------------------------------------------------
+
+
+def embed_stage(root: Path, repeats: int, sample: int) -> dict[str, Any]:
+    """Ours against sentence-transformers' ``encode`` on ``sample`` of the corpus's chunks
+    (their ``contextual_text``, what the pipeline embeds), and the cached re-run; the median
+    of ``repeats`` runs of ``embedding_bench.run`` on those texts."""
+    from benchmarks.embedding_bench import run as embedding_run
+
+    texts = corpus_chunk_sample(root, sample)
+    runs = [embedding_run(texts=texts, repeats=1, static=False) for _ in range(repeats)]
+    figures: dict[str, Any] = {}
+    for key, value in runs[0].items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            figures[key] = round(_median([float(r[key]) for r in runs]), 4)
+    figures["cache_rerun_chunks_per_s"] = round(len(texts) / figures["cache_rerun_s"], 1)
+    figures["runs"] = repeats
+    return figures
+
+
+def corpus_chunk_sample(root: Path, sample: int, per_document: int = 8) -> list[str]:
+    """Up to ``per_document`` chunks from documents spread over the corpus, ``sample`` in all."""
+    from agrag_pipeline.chunking.chunker import StructureChunker
+    from agrag_pipeline.chunking.settings import ChunkerSettings
+    from agrag_pipeline.chunking.tokens import TokenCounter
+    from agrag_pipeline.parsing import parse_document
+    from agrag_pipeline.parsing.errors import DocumentError
+
+    chunker = StructureChunker(ChunkerSettings(), TokenCounter(), max_sequence_tokens=256)
+    files = corpus_files(root)
+    step = max(1, len(files) // max(1, sample // per_document))
+    texts: list[str] = []
+    for offset in range(step):  # wrap around until the sample is full
+        for path in files[offset::step]:
+            try:
+                parsed = parse_document(path.read_bytes(), path.name)
+            except DocumentError:
+                continue
+            chunks = chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=None)
+            texts.extend(c.contextual_text for c in chunks[:per_document])
+            if len(texts) >= sample:
+                return texts[:sample]
+    return texts
+
+
+# -- orchestration ----------------------------------------------------------------------------
+
+CHUNK_ASSETS = ("raw_documents", "sections", "chunks")
+
+
+def orchestrate_stage(
+    root: Path, repeats: int, change_fraction: float, per_run: int, work: Path
+) -> dict[str, Any]:
+    """Backfill through a real Dagster instance against the core alone, chunks only (no
+    embeddings), then the same after ``change_fraction`` of the documents changed."""
+    keys = [p.name for p in corpus_files(root)]
+    rows: dict[str, list[float]] = {}
+    facts: dict[str, Any] = {}
+    for attempt in range(repeats):
+        dagster_run = _DagsterBackfill(root, work / f"dagster-{attempt}", per_run)
+        core_run = _CoreRun(root, work / f"core-{attempt}")
+        # Alternate which goes first, so neither always meets a warmer page cache.
+        pair: list[_CoreRun | _DagsterBackfill] = (
+            [dagster_run, core_run] if attempt % 2 == 0 else [core_run, dagster_run]
+        )
+        for runner in pair:
+            rows.setdefault(f"{runner.name} full", []).append(runner.full(keys))
+        changed = change_documents(root, change_fraction, generation=2 * attempt + 1)
+        for runner in pair:
+            rows.setdefault(f"{runner.name} incremental", []).append(runner.incremental())
+        # ``agrag core`` itself has no cursor: it snapshots every document and reuses outputs.
+        change_documents(root, change_fraction, generation=2 * attempt + 2)
+        rows.setdefault("core incremental (all documents, reuse)", []).append(core_run.rerun_all())
+        facts = {
+            "documents": len(keys),
+            "changed": len(changed),
+            "dagster_runs_full": dagster_run.runs_full,
+            "dagster_runs_incremental": dagster_run.runs_incremental,
+            "dagster_failed_runs": dagster_run.failed_runs,
+            "core_failed_documents": core_run.failed,
+        }
+        shutil.rmtree(work / f"dagster-{attempt}", ignore_errors=True)
+        shutil.rmtree(work / f"core-{attempt}", ignore_errors=True)
+    seconds = {name: round(_median(values), 3) for name, values in rows.items()}
+    return {
+        **facts,
+        "repeats": repeats,
+        "seconds": seconds,
+        "all_seconds": {name: [round(v, 3) for v in values] for name, values in rows.items()},
+        "ratio_dagster_over_core_full": round(seconds["dagster full"] / seconds["core full"], 3),
+        "ratio_dagster_over_core_incremental": round(
+            seconds["dagster incremental"] / seconds["core incremental"], 3
+        ),
+        "ratio_incremental_over_full_dagster": round(
+            seconds["dagster incremental"] / seconds["dagster full"], 4
+        ),
+        "ratio_incremental_over_full_core": round(
+            seconds["core incremental"] / seconds["core full"], 4
+        ),
+    }
+
+
+class _CoreRun:
+    """The same steps as ``agrag core --no-embed``, in this process, without Dagster."""
+
+    name = "core"
+
+    def __init__(self, raw_root: Path, work: Path) -> None:
+        from agrag_pipeline.runtime import Runtime
+        from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+
+        self.raw_root = raw_root
+        self.runtime = Runtime.from_files(DEFAULT_SETTINGS_PATH, raw_root, str(work / "warehouse"))
+        self.keys: list[str] = []
+        self.failed = 0
+        self.cursor: str | None = None
+
+    def run_keys(self, keys: list[str]) -> int:
+        from agrag_pipeline.batch import run_isolated
+        from agrag_pipeline.pipeline import build_chunks, build_sections, snapshot_document
+        from agrag_pipeline.runtime import PARSE_VERSION
+
+        rt = self.runtime
+
+        def one(key: str) -> int:
+            document = snapshot_document(rt.warehouse, rt.raw_root, key).document
+            build_sections(rt.warehouse, document, parse_version=PARSE_VERSION)
+            return len(
+                build_chunks(
+                    rt.warehouse,
+                    document,
+                    rt.chunker,
+                    schema_fingerprint=rt.schema_fingerprint,
+                    extraction_fingerprint=rt.extraction_fingerprint,
+                ).chunks
+            )
+
+        outcomes = run_isolated("core", keys, one, rt.warehouse)
+        return sum(1 for o in outcomes if not o.ok)
+
+    def full(self, keys: list[str]) -> float:
+        self.keys = keys
+        _ = self.runtime.chunker  # load the tokenizer outside the timer, as Dagster's runs do
+        start = time.perf_counter()
+        self.cursor = plan_changes(self.raw_root, None, keys).cursor()
+        self.failed = self.run_keys(keys)
+        return time.perf_counter() - start
+
+    def incremental(self) -> float:
+        """The sensor's way without Dagster: scan against the cursor, run the changed ones."""
+        start = time.perf_counter()
+        plan = plan_changes(self.raw_root, self.cursor, self.keys)
+        self.cursor = plan.cursor()
+        self.failed += self.run_keys(plan.to_run)
+        return time.perf_counter() - start
+
+    def rerun_all(self) -> float:
+        start = time.perf_counter()
+        self.failed += self.run_keys(self.keys)
+        return time.perf_counter() - start
+
+
+class _DagsterBackfill:
+    """A persistent temporary DAGSTER_HOME (SQLite) and ranged runs of ``per_run`` documents,
+    as ``BackfillPolicy.multi_run`` cuts a backfill, each executed in process.
+
+    Full: the sensor's scan (registers the new partitions), then the ranged runs.
+    Incremental: the sensor's scan against its cursor (stat, then hash where the stat changed)
+    and ranged runs over the changed documents only.
+    """
+
+    name = "dagster"
+
+    def __init__(self, raw_root: Path, work: Path, per_run: int) -> None:
+        import dagster as dg
+
+        from agrag_pipeline.definitions import build_definitions
+        from agrag_pipeline.defs.resources import PipelineResource
+        from agrag_pipeline.runtime import PROJECT_ROOT
+        from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+
+        home = work / "dagster_home"
+        home.mkdir(parents=True)
+        shutil.copyfile(
+            PROJECT_ROOT / "agrag_pipeline" / "instance" / "dagster.yaml", home / "dagster.yaml"
+        )
+        self.instance = dg.DagsterInstance.from_config(str(home))
+        self.raw_root = raw_root
+        self.per_run = per_run
+        resource_ = PipelineResource(
+            raw_root=str(raw_root),
+            warehouse_root=str(work / "warehouse"),
+            settings_path=str(DEFAULT_SETTINGS_PATH),
+            cache_dir=str(work / "cache"),
+        )
+        self.job = build_definitions(resource_).resolve_job_def("ingest_documents")
+        self.selection = [dg.AssetKey(name) for name in CHUNK_ASSETS]
+        self.cursor: str | None = None
+        self.runs_full = self.runs_incremental = self.failed_runs = 0
+
+    def _scan_and_run(self, only_changed: bool) -> int:
+        from agrag_pipeline.freshness import contiguous_runs
+
+        registered = self.instance.get_dynamic_partitions("documents")
+        plan = plan_changes(self.raw_root, self.cursor, registered)
+        if plan.new:
+            self.instance.add_dynamic_partitions("documents", plan.new)
+        self.cursor = plan.cursor()
+        ordered = self.instance.get_dynamic_partitions("documents")
+        wanted = plan.changed if only_changed else plan.to_run
+        runs = contiguous_runs(ordered, wanted, self.per_run)
+        for keys in runs:
+            result = self.job.execute_in_process(
+                instance=self.instance,
+                asset_selection=self.selection,
+                tags={
+                    "dagster/asset_partition_range_start": keys[0],
+                    "dagster/asset_partition_range_end": keys[-1],
+                    "agrag/trigger": "benchmark",
+                },
+                raise_on_error=False,
+            )
+            self.failed_runs += 0 if result.success else 1
+        return len(runs)
+
+    def full(self, keys: list[str]) -> float:
+        start = time.perf_counter()
+        self.runs_full = self._scan_and_run(only_changed=False)
+        return time.perf_counter() - start
+
+    def incremental(self) -> float:
+        start = time.perf_counter()
+        self.runs_incremental = self._scan_and_run(only_changed=True)
+        return time.perf_counter() - start
+
+
+# -- entry point ------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("stage", choices=["parse", "chunk", "embed", "orchestrate"])
+    parser.add_argument("--root", type=Path, required=True, help="the corpus's raw root")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-pdfs", type=int, default=100)
+    parser.add_argument("--docling-files", type=int, default=6)
+    parser.add_argument("--embed-sample", type=int, default=256)
+    parser.add_argument("--change-fraction", type=float, default=0.01)
+    parser.add_argument("--per-run", type=int, default=50)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    if args.stage == "parse":
+        figures = parse_stage(args.root, args.repeats, args.max_pdfs)
+    elif args.stage == "chunk":
+        figures = chunk_stage(args.root, args.repeats, args.docling_files)
+    elif args.stage == "embed":
+        figures = embed_stage(args.root, args.repeats, args.embed_sample)
+    else:
+        with tempfile.TemporaryDirectory(prefix="agrag-orchestrate-") as work:
+            figures = orchestrate_stage(
+                args.root, args.repeats, args.change_fraction, args.per_run, Path(work)
+            )
+    figures["stage_wall_s"] = round(time.perf_counter() - start, 1)
+    figures["peak_rss_mb"] = peak_rss_mb()
+    sys.stdout.write(RESULT_PREFIX + json.dumps(figures) + "\n")
+
+
+if __name__ == "__main__":
+    main()
