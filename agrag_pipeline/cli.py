@@ -138,7 +138,12 @@ def core(args: argparse.Namespace) -> int:
         )
         if not args.no_embed:
             build_embeddings(
-                rt.warehouse, document, rt.embedder, rt.embedding_cache, force=args.force
+                rt.warehouse,
+                document,
+                rt.embedder,
+                rt.embedding_cache,
+                settings_fingerprint=rt.embedding_settings_fingerprint,
+                force=args.force,
             )
         return len(chunks.chunks)
 

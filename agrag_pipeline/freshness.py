@@ -110,7 +110,7 @@ def stale_documents(
     source_keys: Sequence[str],
     *,
     chunker_hash: str,
-    embedding_fingerprint: str,
+    embedding_settings: str,
 ) -> list[str]:
     """Keys whose outputs are missing, of another version than the raw file, or of old settings."""
     stale = []
@@ -129,7 +129,7 @@ def stale_documents(
             "embeddings": {
                 "content_hash": document.content_hash,
                 "chunker_hash": chunker_hash,
-                "embedding_fingerprint": embedding_fingerprint,
+                "embedding_settings": embedding_settings,
             },
         }
         for table, wanted in expected.items():

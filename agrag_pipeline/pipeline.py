@@ -234,11 +234,14 @@ def build_embeddings(
     embedder: Embedder,
     cache: EmbeddingCache,
     *,
+    settings_fingerprint: str | None = None,
     force: bool = False,
 ) -> EmbeddingsResult:
     """Embed each chunk's ``contextual_text`` (through the content-addressed cache).
 
     Embeddings already stored for these chunks with this model are reused unless ``force``.
+    ``settings_fingerprint`` (of the embedding settings) is recorded so that staleness can be
+    judged later without loading the model.
     """
     from agrag_pipeline.embedding.cache import embed_with_cache
     from agrag_pipeline.embedding.table import embeddings_table
@@ -261,6 +264,7 @@ def build_embeddings(
         **_version_metadata(document),
         "chunker_hash": chunks_meta.get("chunker_hash"),
         "embedding_fingerprint": embedder.fingerprint,
+        "embedding_settings": settings_fingerprint,
     }
     path = warehouse.write_table("embeddings", document.id, with_metadata(table, metadata))
     return EmbeddingsResult(

@@ -84,7 +84,8 @@ class Runtime:
         It folds into ``code_version``; the loaded model's own fingerprint (weights hash
         included) is what each embeddings file records and what decides reuse.
         """
-        return fingerprint(self.settings.embedding)
+        # batch_size changes how fast vectors are made, not what they are.
+        return fingerprint(self.settings.embedding.model_dump(mode="json", exclude={"batch_size"}))
 
     @property
     def embedding_fingerprint(self) -> str:

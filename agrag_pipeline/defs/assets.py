@@ -181,6 +181,7 @@ def build_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
                 current_document(rt.warehouse, key),
                 rt.embedder,
                 rt.embedding_cache,
+                settings_fingerprint=rt.embedding_settings_fingerprint,
                 force=config.force,
             ),
             md.embeddings_metadata,

@@ -46,7 +46,7 @@ def nightly_refresh(context: dg.ScheduleEvaluationContext, pipeline: PipelineRes
         rt.raw_root,
         [k for k in ordered if k in present],
         chunker_hash=rt.chunker_hash,
-        embedding_fingerprint=rt.embedding_fingerprint,
+        embedding_settings=rt.embedding_settings_fingerprint,
     )
     if not stale:
         yield dg.SkipReason("every document is up to date")

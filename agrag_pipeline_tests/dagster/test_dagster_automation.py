@@ -169,6 +169,17 @@ def test_nightly_refresh_requests_only_missing_or_stale_documents(tmp_path: Path
             return [r for r in nightly_refresh(context) if isinstance(r, dg.RunRequest)]
 
         assert evaluate() == []
+        data = yaml.safe_load(project.settings.read_text())
+        data["embedding"]["batch_size"] = 7  # how fast vectors are made, not what they are
+        project.settings.write_text(yaml.safe_dump(data))
+        assert evaluate() == []
+        data["embedding"]["normalize"] = False  # other vectors: every document is stale
+        project.settings.write_text(yaml.safe_dump(data))
+        assert [(r.tags[RANGE_START], r.tags[RANGE_END]) for r in evaluate()] == [
+            ("edit.md", "keep.md")
+        ]
+        data["embedding"]["normalize"] = True
+        project.settings.write_text(yaml.safe_dump(data))
         (project.raw_root / "edit.md").write_bytes(b"# Edit\n\nChanged overnight.\n")
         (project.raw_root / "zzz.md").write_bytes(b"# Late\n\nArrived today.\n")
         requests = evaluate()
