@@ -146,7 +146,7 @@ def peer_contenders() -> dict[str, tuple[Callable[[str], int], str]]:
     fast.no_truncation()
     fast.no_padding()
     # chonkie wraps a tokie.Tokenizer itself (TokieAutoTokenizer); its stubs do not say so.
-    chonkie_chunker = RecursiveChunker(tokenizer=fast, chunk_size=256)  # type: ignore[arg-type]
+    chonkie_chunker = RecursiveChunker(tokenizer=fast, chunk_size=256)  # type: ignore[arg-type,unused-ignore]
     return {
         "langchain: MarkdownHeader -> RecursiveCharacter(1000 chars)": (
             lambda t: len(recursive.split_documents(header_splitter.split_text(t))),
