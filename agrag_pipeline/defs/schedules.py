@@ -18,8 +18,7 @@ NIGHTLY_CRON = "0 2 * * *"
 
 ingest_job = dg.define_asset_job(
     "ingest_documents",
-    selection=dg.AssetSelection.groups("ingestion"),
-    partitions_def=documents_partitions,
+    selection=dg.AssetSelection.groups("ingestion"),  # partitioned by "documents", like them
     description="raw_documents -> sections -> chunks -> embeddings for a range of documents.",
 )
 
