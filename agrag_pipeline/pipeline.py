@@ -20,6 +20,7 @@ from agrag_pipeline.models import Chunk, Document
 from agrag_pipeline.parsing import media_type_for, parse_document
 from agrag_pipeline.parsing.errors import DocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.runtime import PARSE_VERSION
 from agrag_pipeline.sources import validate_source_key
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.tables import (
@@ -126,7 +127,11 @@ def current_document(warehouse: Warehouse, source_key: str) -> Document:
 
 
 def build_sections(
-    warehouse: Warehouse, document: Document, *, parse_version: str = "1", force: bool = False
+    warehouse: Warehouse,
+    document: Document,
+    *,
+    parse_version: str = PARSE_VERSION,
+    force: bool = False,
 ) -> SectionsResult:
     """Parse the snapshotted version and store its text layer, layout and sections.
 
