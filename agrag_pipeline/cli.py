@@ -113,39 +113,15 @@ def _print_summary(result, keys: list[str], elapsed: float, home: str) -> None:
 def core(args: argparse.Namespace) -> int:
     """The same steps without Dagster, for every document under the raw root."""
     from agrag_pipeline.batch import run_isolated
-    from agrag_pipeline.pipeline import (
-        build_chunks,
-        build_embeddings,
-        build_sections,
-        snapshot_document,
-    )
-    from agrag_pipeline.runtime import PARSE_VERSION, Runtime
+    from agrag_pipeline.pipeline import run_document
+    from agrag_pipeline.runtime import Runtime
     from agrag_pipeline.sources import scan_raw_root
 
     rt = Runtime.from_files(args.settings, args.raw_root, str(args.warehouse))
     files, _ = scan_raw_root(rt.raw_root)
 
     def one(key: str) -> int:
-        document = snapshot_document(rt.warehouse, rt.raw_root, key).document
-        build_sections(rt.warehouse, document, parse_version=PARSE_VERSION, force=args.force)
-        chunks = build_chunks(
-            rt.warehouse,
-            document,
-            rt.chunker,
-            schema_fingerprint=rt.schema_fingerprint,
-            extraction_fingerprint=rt.extraction_fingerprint,
-            force=args.force,
-        )
-        if not args.no_embed:
-            build_embeddings(
-                rt.warehouse,
-                document,
-                rt.embedder,
-                rt.embedding_cache,
-                settings_fingerprint=rt.embedding_settings_fingerprint,
-                force=args.force,
-            )
-        return len(chunks.chunks)
+        return len(run_document(rt, key, embed=not args.no_embed, force=args.force).chunks)
 
     started = time.perf_counter()
     outcomes = run_isolated("core", [f.source_key for f in files], one, rt.warehouse)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from agrag_pipeline.chunking.chunker import StructureChunker
     from agrag_pipeline.embedding.base import Embedder
     from agrag_pipeline.embedding.cache import EmbeddingCache
+    from agrag_pipeline.runtime import Runtime
 
 
 #: The steps in pipeline order (also the Dagster asset names).
@@ -283,6 +284,34 @@ def build_embeddings(
     )
 
 
+def run_document(
+    runtime: Runtime, source_key: str, *, embed: bool = True, force: bool = False
+) -> ChunksResult:
+    """Every step for one document, in one process: what ``agrag core`` and the benchmarks'
+    Dagster-free baseline run (the Dagster assets run the same steps one asset at a time)."""
+    warehouse = runtime.warehouse
+    document = snapshot_document(warehouse, runtime.raw_root, source_key).document
+    build_sections(warehouse, document, force=force)
+    chunks = build_chunks(
+        warehouse,
+        document,
+        runtime.chunker,
+        schema_fingerprint=runtime.schema_fingerprint,
+        extraction_fingerprint=runtime.extraction_fingerprint,
+        force=force,
+    )
+    if embed:
+        build_embeddings(
+            warehouse,
+            document,
+            runtime.embedder,
+            runtime.embedding_cache,
+            settings_fingerprint=runtime.embedding_settings_fingerprint,
+            force=force,
+        )
+    return chunks
+
+
 def _current(warehouse: Warehouse, table: str, document: Document, wanted: dict[str, str]) -> bool:
     assert document.id is not None
     meta = warehouse.table_metadata(table, document.id)
@@ -350,5 +379,6 @@ __all__: Sequence[str] = [
     "current_document",
     "load_chunks",
     "load_parsed",
+    "run_document",
     "snapshot_document",
 ]

@@ -39,14 +39,11 @@ def test_the_core_runs_a_document_without_loading_dagster(tmp_path: Path) -> Non
     (raw / "doc.md").write_text("# Title\n\nSome text.\n", encoding="utf-8")
     script = (
         "import sys\n"
+        "from agrag_pipeline.pipeline import run_document\n"
         "from agrag_pipeline.runtime import Runtime\n"
-        "from agrag_pipeline.pipeline import snapshot_document, build_sections, build_chunks\n"
         "from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH\n"
         f"rt = Runtime.from_files(DEFAULT_SETTINGS_PATH, {str(raw)!r}, {str(tmp_path / 'w')!r})\n"
-        "doc = snapshot_document(rt.warehouse, rt.raw_root, 'doc.md').document\n"
-        "build_sections(rt.warehouse, doc)\n"
-        "result = build_chunks(rt.warehouse, doc, rt.chunker, schema_fingerprint=None,"
-        " extraction_fingerprint=None)\n"
+        "result = run_document(rt, 'doc.md', embed=False)\n"
         "assert result.chunks and result.chunks[0].heading_path == ['Title']\n"
         "assert not any(m == 'dagster' or m.startswith('dagster.') for m in sys.modules), "
         "'dagster was imported'\n"

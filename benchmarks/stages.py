@@ -311,25 +311,12 @@ class _CoreRun:
 
     def run_keys(self, keys: list[str]) -> int:
         from agrag_pipeline.batch import run_isolated
-        from agrag_pipeline.pipeline import build_chunks, build_sections, snapshot_document
-        from agrag_pipeline.runtime import PARSE_VERSION
+        from agrag_pipeline.pipeline import run_document
 
         rt = self.runtime
-
-        def one(key: str) -> int:
-            document = snapshot_document(rt.warehouse, rt.raw_root, key).document
-            build_sections(rt.warehouse, document, parse_version=PARSE_VERSION)
-            return len(
-                build_chunks(
-                    rt.warehouse,
-                    document,
-                    rt.chunker,
-                    schema_fingerprint=rt.schema_fingerprint,
-                    extraction_fingerprint=rt.extraction_fingerprint,
-                ).chunks
-            )
-
-        outcomes = run_isolated("core", keys, one, rt.warehouse)
+        outcomes = run_isolated(
+            "core", keys, lambda key: len(run_document(rt, key, embed=False).chunks), rt.warehouse
+        )
         return sum(1 for o in outcomes if not o.ok)
 
     def full(self, keys: list[str]) -> float:
