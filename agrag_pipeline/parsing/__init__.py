@@ -26,6 +26,7 @@ from pathlib import PurePosixPath
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import html, markdown, pdf, plaintext
+from agrag_pipeline.parsing.budget import DEFAULT_TIME_BUDGET_S, Deadline, deadline_scope
 from agrag_pipeline.parsing.encoding import decode_text
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
@@ -112,10 +113,13 @@ def parse_document(
     media_type: str | None = None,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    time_budget_s: float = DEFAULT_TIME_BUDGET_S,
 ) -> ParsedDocument:
     """Parse one document version into its text layer and section tree.
 
     ``media_type`` wins over the extension; parameters such as ``; charset=...`` are ignored.
+    The parser runs under a ``budget.Deadline`` of ``time_budget_s`` (reached through
+    ``budget.current_deadline()``): past it, ``ParseTimeoutError``.
 
     Raises:
         DocumentError: one of its subclasses (see the module docstring); never anything else.
@@ -137,7 +141,8 @@ def parse_document(
         content_hash=content_hash(raw),
     )
     try:
-        return parser(raw, document)
+        with deadline_scope(Deadline(source_key, time_budget_s)):
+            return parser(raw, document)
     except DocumentError:
         raise
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
