@@ -6,6 +6,8 @@ A wrong setting is a ``SettingsError`` that names the file and the field, e.g.
 
 from __future__ import annotations
 
+import re
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -102,11 +104,153 @@ class ExtractionSettings(_Frozen):
     prompt_version: str = "1"
 
 
+class OcrSettings(_Frozen):
+    """OCR of PDF pages without a usable text layer (Tesseract); all of it is fingerprinted."""
+
+    enabled: bool = True
+    #: Tesseract language codes (``eng``, ``deu``, ``ara``...): each needs its traineddata file.
+    languages: list[str] = Field(default_factory=lambda: ["eng"], min_length=1)
+    #: Render resolution: 200 dpi reads body text fully; 300 helps only very small print.
+    dpi: int = Field(default=200, ge=72, le=600)
+    #: Words Tesseract is less sure of than this (0-100) are dropped as noise.
+    min_confidence: float = Field(default=30.0, ge=0.0, le=100.0)
+    #: Detect the page's orientation (0/90/180/270) and turn it before reading.
+    detect_orientation: bool = True
+    #: Seconds one page may take (orientation, recognition and retries together).
+    page_timeout_s: float = Field(default=60.0, gt=0.0)
+
+    @field_validator("languages")
+    @classmethod
+    def _language_codes(cls, languages: list[str]) -> list[str]:
+        for code in languages:
+            if not code or not all(c.isalnum() or c == "_" for c in code):
+                raise ValueError(f"not a Tesseract language code: {code!r} (eng, deu, chi_sim)")
+        if len(set(languages)) != len(languages):
+            raise ValueError(f"languages named twice: {languages}")
+        return languages
+
+
+class ParsingSettings(_Frozen):
+    """How documents are parsed into text and sections."""
+
+    ocr: OcrSettings = Field(default_factory=OcrSettings)
+
+
+#: What is not a document by default: licences, VCS and dependency folders, lock files, Office
+#: owner files (``~$report.docx``), editor backups and OS droppings. Case-sensitive, like paths.
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    "LICENSE",
+    "LICENSE.*",
+    "LICENCE",
+    "LICENCE.*",
+    "COPYING",
+    "COPYING.*",
+    "**/.git/**",
+    "**/.hg/**",
+    "**/.svn/**",
+    "**/node_modules/**",
+    "**/__pycache__/**",
+    "*.lock",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "pnpm-lock.yaml",
+    "go.sum",
+    "~$*",
+    "*~",
+    "*.tmp",
+    "*.swp",
+    "Thumbs.db",
+    "desktop.ini",
+)
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A compiled regex for a glob over source keys (POSIX paths relative to the raw root).
+
+    ``*`` and ``?`` stay inside one path component, ``[...]`` is a character class, ``**``
+    spans components (``**/`` also matches no folder at all). A pattern without ``/`` matches
+    the file name in any folder (``*.lock`` matches ``a/b/yarn.lock``), as in ``.gitignore``.
+    """
+    body = pattern if "/" in pattern else f"**/{pattern}"
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if body.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif body.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[":
+            close = body.find("]", i + 2 if body[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if close < 0:
+                out.append(re.escape(ch))
+                i += 1
+                continue
+            inner = body[i + 1 : close]
+            if inner.startswith("!"):
+                inner = "^" + inner[1:]
+            out.append("[" + inner.replace("\\", "\\\\") + "]")
+            i = close + 1
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+class DocumentsSettings(_Frozen):
+    """Which files under the raw root count as documents (glob patterns over source keys).
+
+    A file is a document when some ``include`` pattern matches its key and no ``exclude``
+    pattern does. Hidden files (a component starting with ``.``) are skipped by the scan anyway.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, ignored_types=(cached_property,))
+
+    include: list[str] = Field(default_factory=lambda: ["**"])
+    exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            if not pattern or pattern.startswith("/"):
+                raise ValueError(f"{pattern!r}: a pattern is a non-empty relative glob")
+            glob_regex(pattern)
+        return patterns
+
+    @cached_property
+    def _compiled(self) -> tuple[list[re.Pattern[str]], list[tuple[str, re.Pattern[str]]]]:
+        return (
+            [glob_regex(p) for p in self.include],
+            [(p, glob_regex(p)) for p in self.exclude],
+        )
+
+    def skip_reason(self, source_key: str) -> str | None:
+        """Why ``source_key`` is not a document under these settings, or None when it is one."""
+        include, exclude = self._compiled
+        if not any(r.match(source_key) for r in include):
+            return f"matches no documents.include pattern ({', '.join(self.include)})"
+        for pattern, regex in exclude:
+            if regex.match(source_key):
+                return f"excluded by the documents.exclude pattern {pattern!r}"
+        return None
+
+
 class PipelineSettings(_Frozen):
+    parsing: ParsingSettings = Field(default_factory=ParsingSettings)
     chunker: ChunkerSettings = Field(default_factory=ChunkerSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     graph_schema: GraphSchema = Field(default_factory=GraphSchema)
     extraction: ExtractionSettings
+    documents: DocumentsSettings = Field(default_factory=DocumentsSettings)
 
     @property
     def schema_fingerprint(self) -> str:
