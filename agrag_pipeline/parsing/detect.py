@@ -1,0 +1,252 @@
+"""Which parser a file needs, decided by its content where the extension lies.
+
+``detect_media_type(source_key, head)`` looks at the file's first bytes (the raw-root scan reads
+8 KiB; the pipeline passes the whole file) and its extension:
+
+- Binary containers are recognised by their magic: ``%PDF-`` (in the first KiB, as readers
+  allow) is a PDF; a zip holding ``[Content_Types].xml`` is OOXML, told apart by its main part
+  (``word/`` DOCX, ``ppt/`` PPTX, ``xl/`` XLSX, XLSM when macro-enabled); any other zip, legacy
+  OLE2 Office files and other binary data (NUL bytes) have no parser: ``None``.
+- Text is sniffed for markup where the extension may lie (``.txt``, ``.xml``, ``.csv``, ``.tsv``,
+  no extension): JATS by ``<!DOCTYPE article`` with a JATS/NLM DTD, or an ``<article>`` root
+  carrying ``dtd-version`` or JATS front matter; HTML by ``<!doctype html`` or an ``<html>``,
+  ``<head>`` or ``<body>`` root. A ``.md`` or ``.html`` file is trusted (Markdown may embed HTML;
+  an HTML fragment is still HTML).
+- Other XML (an ``.xml`` whose root is not a JATS article) has no parser: ``None``.
+- A file without an extension that is UTF-8 text (``README``, ``NOTES``) is plain text; one with
+  an extension no parser knows is ``None``. A known extension whose content is damaged keeps its
+  type, so parsing reports a clear per-file error (a truncated zip, a PDF without its header).
+
+``None`` means: skip it at scan time; ``undetected_reason`` says why in words.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import re
+import zipfile
+from pathlib import PurePosixPath
+
+PDF = "application/pdf"
+HTML = "text/html"
+MARKDOWN = "text/markdown"
+PLAIN = "text/plain"
+CSV = "text/csv"
+TSV = "text/tab-separated-values"
+JATS = "application/jats+xml"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+XLSM = "application/vnd.ms-excel.sheet.macroEnabled.12"
+
+#: Extension (lower case, with the dot) -> the media type it claims.
+EXTENSIONS: dict[str, str] = {
+    ".pdf": PDF,
+    ".html": HTML,
+    ".htm": HTML,
+    ".xhtml": HTML,
+    ".md": MARKDOWN,
+    ".markdown": MARKDOWN,
+    ".txt": PLAIN,
+    ".text": PLAIN,
+    ".csv": CSV,
+    ".tsv": TSV,
+    ".tab": TSV,
+    ".nxml": JATS,
+    ".docx": DOCX,
+    ".docm": DOCX,
+    ".pptx": PPTX,
+    ".pptm": PPTX,
+    ".xlsx": XLSX,
+    ".xlsm": XLSM,
+}
+_OOXML = frozenset({DOCX, PPTX, XLSX, XLSM})
+#: Extensions whose text content is sniffed for markup (the extension may lie).
+_SNIFFED = frozenset({".txt", ".text", ".xml", ".nxml", ".csv", ".tsv", ".tab", ""})
+
+_ZIP_MAGIC = b"PK\x03\x04"
+_OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+#: Local file header: signature, 22 bytes of fields, name length, extra length, then the name.
+_LOCAL_HEADER = re.compile(rb"PK\x03\x04.{22}(..)(..)", re.DOTALL)
+
+_XML_PROLOG = re.compile(
+    r"\A(?:\s+|<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>)*", re.DOTALL | re.IGNORECASE
+)
+_DOCTYPE = re.compile(r"<!DOCTYPE\s+([\w:.-]+)([^\[>]*)", re.IGNORECASE)
+_ROOT = re.compile(r"<([A-Za-z_][\w:.-]*)([^>]*)")
+_JATS_DTD = re.compile(r"JATS|NLM|journalpublishing|archivearticle|articleauthoring", re.I)
+
+
+def extension(source_key: str) -> str:
+    """The lower-case extension of the key's file name, with its dot ('' for none)."""
+    return PurePosixPath(source_key).suffix.lower()
+
+
+def detect_media_type(source_key: str, head: bytes) -> str | None:
+    """The media type of the file ``source_key`` starting with ``head`` (None: no parser)."""
+    return _detect(source_key, head)[0]
+
+
+def undetected_reason(source_key: str, head: bytes) -> str | None:
+    """Why ``detect_media_type`` gives None for this file, in words (None when it has a type)."""
+    return _detect(source_key, head)[1]
+
+
+def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
+    ext = extension(source_key)
+    claimed = EXTENSIONS.get(ext)
+    if not head:
+        # Empty: nothing to sniff. A known extension keeps its type (parsing says "empty").
+        if claimed is not None:
+            return claimed, None
+        return None, f"an empty file with {_ext_words(ext)}"
+    if head.startswith(_ZIP_MAGIC):
+        return _zip_type(head, ext, claimed)
+    if b"%PDF-" in head[:1024]:
+        return PDF, None
+    if head.startswith(_OLE2_MAGIC):
+        if claimed in _OOXML:
+            # An encrypted OOXML file is an OLE2 container: the parser says it cannot be read.
+            return claimed, None
+        return None, "a legacy binary Office file (OLE2: .doc/.xls/.ppt), which no parser reads"
+    text = _head_text(head)
+    if text is None:
+        if claimed is not None and claimed not in _OOXML and claimed != PDF:
+            return claimed, None  # a text extension: parsing names the bad byte
+        if claimed is not None:
+            return claimed, None  # damaged container: parsing reports it per file
+        return None, f"binary data with {_ext_words(ext)}, which no parser reads"
+    if ext in _SNIFFED or claimed in _OOXML or claimed == PDF:
+        markup = _markup_type(text)
+        if markup is not None:
+            return markup, None
+        if ext == ".xml" or (ext == "" and text.lstrip().startswith("<?xml")):
+            root = _root_name(text)
+            return None, f"XML with root element <{root or '?'}>, which no parser reads"
+    if claimed is not None:
+        return claimed, None
+    if ext == "":
+        return PLAIN, None
+    return None, f"no parser for {_ext_words(ext)}"
+
+
+def _ext_words(ext: str) -> str:
+    return f"extension {ext!r}" if ext else "no extension"
+
+
+def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, str | None]:
+    names = _zip_names(head)
+    if "[Content_Types].xml" in names or any(n.startswith(("word/", "ppt/", "xl/")) for n in names):
+        if any(n.startswith("word/") for n in names):
+            return DOCX, None
+        if any(n.startswith("ppt/") for n in names):
+            return PPTX, None
+        if any(n.startswith("xl/") for n in names):
+            macro = ext == ".xlsm" or "xl/vbaProject.bin" in names
+            return (XLSM if macro else XLSX), None
+        if claimed in _OOXML:
+            return claimed, None  # the main part lies past the bytes we saw
+        return None, "an OOXML package whose kind is unknown (not Word, PowerPoint or Excel)"
+    if claimed in _OOXML:
+        return claimed, None  # truncated or odd: the parser reports it per file
+    return None, f"a zip archive with {_ext_words(ext)}, which no parser reads"
+
+
+def _zip_names(head: bytes) -> set[str]:
+    """Member names: from the central directory when ``head`` is the whole file, else from the
+    local headers that ``head`` holds."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(head)) as archive:
+            return set(archive.namelist())
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError):
+        pass
+    names: set[str] = set()
+    for match in _LOCAL_HEADER.finditer(head):
+        length = int.from_bytes(match.group(1), "little")
+        start = match.end() + 0
+        raw = head[start : start + length]
+        if len(raw) == length:
+            names.add(raw.decode("utf-8", "replace"))
+    return names
+
+
+def _head_text(head: bytes) -> str | None:
+    """``head`` decoded (UTF-8 or BOM-marked UTF-16; a cut last character tolerated), or None."""
+    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        codec = "utf-16-le" if head.startswith(codecs.BOM_UTF16_LE) else "utf-16-be"
+        body = head[2:]
+    else:
+        codec = "utf-8"
+        body = head[3:] if head.startswith(codecs.BOM_UTF8) else head
+        if b"\x00" in body:
+            return None
+    decoder = codecs.getincrementaldecoder(codec)()
+    try:
+        text = decoder.decode(body, final=False)
+    except UnicodeDecodeError:
+        return None
+    if "\x00" in text:
+        return None
+    return text
+
+
+def _markup_type(text: str) -> str | None:
+    """JATS or HTML when ``text`` opens as such a document, else None."""
+    start = text.lstrip()[:1]
+    if start != "<":
+        return None
+    doctype = _DOCTYPE.search(text[:4096])
+    if doctype is not None:
+        name = doctype.group(1).lower()
+        if name == "html":
+            return HTML
+        if name == "article" and _JATS_DTD.search(doctype.group(2)):
+            return JATS
+    root = _root_name(text)
+    if root is None:
+        return None
+    local = root.rsplit(":", 1)[-1].lower()
+    if local in ("html", "head", "body"):
+        return HTML
+    if local == "article" and _is_jats_article(text):
+        return JATS
+    return None
+
+
+def _root_name(text: str) -> str | None:
+    prolog = _XML_PROLOG.match(text)
+    rest = text[prolog.end() if prolog else 0 :]
+    match = _ROOT.match(rest)
+    return match.group(1) if match else None
+
+
+def _is_jats_article(text: str) -> bool:
+    prolog = _XML_PROLOG.match(text)
+    rest = text[prolog.end() if prolog else 0 :]
+    root = _ROOT.match(rest)
+    attributes = root.group(2) if root else ""
+    if "dtd-version" in attributes or "article-type" in attributes:
+        return True
+    if "jats" in attributes.lower():
+        return True
+    return "<front" in rest[:8192] and ("<article-meta" in rest or "<journal-meta" in rest)
+
+
+__all__ = [
+    "CSV",
+    "DOCX",
+    "EXTENSIONS",
+    "HTML",
+    "JATS",
+    "MARKDOWN",
+    "PDF",
+    "PLAIN",
+    "PPTX",
+    "TSV",
+    "XLSM",
+    "XLSX",
+    "detect_media_type",
+    "extension",
+    "undetected_reason",
+]
