@@ -1,0 +1,240 @@
+"""Safe opening of ZIP-based formats (OOXML: DOCX, PPTX, XLSX) and of the XML parts inside.
+
+A ZIP's central directory declares every member's compressed and uncompressed size, and
+``zipfile`` never returns more bytes than a member declares (a member that inflates past its
+declared size fails its CRC check). So a zip bomb is refused from the directory alone, before a
+single member is read: too many members, declared uncompressed sizes summing past the limit,
+a member whose compression ratio is past the limit, or members whose compressed data overlap
+(the "overlapping files" bomb, which Python 3.11's ``zipfile`` does not detect itself).
+
+OOXML parts never carry a DTD, so an XML part with a ``<!DOCTYPE`` (billion laughs, external
+entities) is refused outright by ``parse_xml`` instead of being parsed; the lxml parser it uses
+also resolves no entities, loads no DTD and never touches the network.
+
+Errors: ``CorruptDocumentError`` for what is not a readable ZIP (truncated, encrypted, a legacy
+binary Office file), ``DocumentTooLargeError`` for what is over a limit. Both name the file.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+import struct
+import zipfile
+
+from lxml import etree
+
+from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLargeError
+
+#: More members than this is refused (real OOXML packages hold tens to a few thousand).
+MAX_MEMBERS = 10_000
+#: The declared uncompressed sizes of all members together may not exceed this.
+MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
+#: A member larger than ``RATIO_FLOOR_BYTES`` may not inflate more than this many times.
+#: (Ordinary XML parts compress 5-50x; deflate's own ceiling is about 1030x.)
+MAX_RATIO = 200.0
+#: Members below this size are not ratio-checked (tiny parts compress well and cost nothing).
+RATIO_FLOOR_BYTES = 1024 * 1024
+
+#: The signature of an OLE compound file: a legacy .doc/.xls/.ppt, or an encrypted OOXML file.
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_EOCD = b"PK\x05\x06"
+_SUPPORTED_COMPRESSION = frozenset(
+    {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+)
+#: A DTD in an XML prolog, in UTF-8 or either UTF-16 byte order.
+_DOCTYPE = re.compile(
+    rb"<!DOCTYPE|<\x00!\x00D\x00O\x00C\x00T\x00Y\x00P\x00E\x00|\x00<\x00!\x00D\x00O\x00C\x00T\x00Y\x00P\x00E",
+    re.IGNORECASE,
+)
+
+
+def open_zip(
+    raw: bytes,
+    source_key: str,
+    *,
+    max_members: int = MAX_MEMBERS,
+    max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
+    max_ratio: float = MAX_RATIO,
+) -> zipfile.ZipFile:
+    """The ZIP archive in ``raw``, after its central directory passed the bomb checks.
+
+    Raises:
+        CorruptDocumentError: not a ZIP, truncated, encrypted, or an unsupported compression.
+        DocumentTooLargeError: too many members, too large declared sizes, a ratio past
+            ``max_ratio`` or overlapping members (a zip bomb).
+    """
+    if raw.startswith(_OLE_MAGIC):
+        raise CorruptDocumentError(
+            source_key,
+            "an OLE compound file, not a ZIP package: a password-protected Office file or a "
+            "legacy binary one (.doc/.xls/.ppt), which is not supported",
+        )
+    declared = _declared_member_count(raw)
+    if declared is not None and declared > max_members:
+        raise DocumentTooLargeError(
+            source_key, f"the ZIP declares {declared:,} members (limit {max_members:,})"
+        )
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(raw))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as exc:
+        raise CorruptDocumentError(
+            source_key, f"not a readable ZIP package (truncated or damaged?): {exc}"
+        ) from exc
+    try:
+        check_archive(
+            archive,
+            source_key,
+            max_members=max_members,
+            max_uncompressed_bytes=max_uncompressed_bytes,
+            max_ratio=max_ratio,
+        )
+    except BaseException:
+        archive.close()
+        raise
+    return archive
+
+
+def check_archive(
+    archive: zipfile.ZipFile,
+    source_key: str,
+    *,
+    max_members: int = MAX_MEMBERS,
+    max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
+    max_ratio: float = MAX_RATIO,
+) -> None:
+    """Refuse ``archive`` if its central directory describes a bomb or an unreadable member."""
+    infos = archive.infolist()
+    if len(infos) > max_members:
+        raise DocumentTooLargeError(
+            source_key, f"the ZIP holds {len(infos):,} members (limit {max_members:,})"
+        )
+    total = 0
+    for info in infos:
+        if info.flag_bits & 0x1:
+            raise CorruptDocumentError(source_key, f"ZIP member {info.filename!r} is encrypted")
+        if info.compress_type not in _SUPPORTED_COMPRESSION:
+            raise CorruptDocumentError(
+                source_key,
+                f"ZIP member {info.filename!r} uses unsupported compression {info.compress_type}",
+            )
+        total += info.file_size
+        if total > max_uncompressed_bytes:
+            raise DocumentTooLargeError(
+                source_key,
+                f"the ZIP's members inflate to more than {max_uncompressed_bytes:,} bytes "
+                "(a zip bomb?)",
+            )
+        if info.file_size >= RATIO_FLOOR_BYTES:
+            ratio = info.file_size / max(info.compress_size, 1)
+            if ratio > max_ratio:
+                raise DocumentTooLargeError(
+                    source_key,
+                    f"ZIP member {info.filename!r} inflates {ratio:,.0f}x "
+                    f"(limit {max_ratio:,.0f}x; a zip bomb?)",
+                )
+    _check_no_overlap(infos, source_key)
+
+
+def _check_no_overlap(infos: list[zipfile.ZipInfo], source_key: str) -> None:
+    """Members whose local header + data run into the next member's header are a bomb."""
+    ordered = sorted(infos, key=lambda i: i.header_offset)
+    for this, following in itertools.pairwise(ordered):
+        # 30 bytes of fixed local header; its name and extra field come before the data.
+        data_end = this.header_offset + 30 + len(this.filename.encode()) + this.compress_size
+        if this.header_offset == following.header_offset or data_end > following.header_offset:
+            raise DocumentTooLargeError(
+                source_key,
+                f"ZIP members {this.filename!r} and {following.filename!r} overlap "
+                "(an overlapping-files zip bomb?)",
+            )
+
+
+def _declared_member_count(raw: bytes) -> int | None:
+    """The member count of the end-of-central-directory record, read before ``zipfile`` does."""
+    at = raw.rfind(_EOCD, max(0, len(raw) - 65_557))
+    if at < 0 or at + 22 > len(raw):
+        return None
+    (count,) = struct.unpack_from("<H", raw, at + 10)
+    return None if count == 0xFFFF else int(count)  # 0xFFFF: the real count is in ZIP64
+
+
+def read_member(
+    archive: zipfile.ZipFile, name: str, source_key: str, *, max_bytes: int | None = None
+) -> bytes:
+    """The bytes of member ``name`` (``KeyError`` if absent), errors wrapped as DocumentErrors."""
+    info = archive.getinfo(name)
+    if max_bytes is not None and info.file_size > max_bytes:
+        raise DocumentTooLargeError(
+            source_key, f"ZIP member {name!r} is {info.file_size:,} bytes (limit {max_bytes:,})"
+        )
+    try:
+        return archive.read(info)
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError) as exc:
+        raise CorruptDocumentError(
+            source_key, f"ZIP member {name!r} cannot be read: {exc}"
+        ) from exc
+
+
+def _parser() -> etree.XMLParser:
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
+
+
+def refuse_dtd(data: bytes, source_key: str, part: str) -> None:
+    """Raise if the XML ``data`` holds a DTD (entity expansion and external entities live there)."""
+    if _DOCTYPE.search(data, 0, _prolog_end(data)):
+        raise CorruptDocumentError(
+            source_key,
+            f"XML part {part!r} declares a DTD, which OOXML never uses (an entity-expansion or "
+            "external-entity attack?): refused",
+        )
+
+
+def _prolog_end(data: bytes) -> int:
+    """Where the root element starts (a DTD can only come before it); the end if not found."""
+    pos = 0
+    while True:
+        at = data.find(b"<", pos)
+        if at < 0:
+            return len(data)
+        nxt = data[at + 1 : at + 2]
+        if nxt == b"\x00":  # UTF-16 little-endian: look at the next code unit
+            nxt = data[at + 2 : at + 3]
+        if nxt not in (b"?", b"!", b""):
+            return at
+        pos = at + 1
+
+
+def parse_xml(data: bytes, source_key: str, part: str) -> etree._Element:
+    """The root element of an XML part, parsed with no DTD, no entities and no network."""
+    refuse_dtd(data, source_key, part)
+    try:
+        root = etree.fromstring(data, _parser())
+    except etree.XMLSyntaxError as exc:
+        raise CorruptDocumentError(
+            source_key, f"XML part {part!r} is not well-formed: {exc}"
+        ) from exc
+    if root is None:
+        raise CorruptDocumentError(source_key, f"XML part {part!r} is empty")
+    return root
+
+
+__all__ = [
+    "MAX_MEMBERS",
+    "MAX_RATIO",
+    "MAX_UNCOMPRESSED_BYTES",
+    "check_archive",
+    "open_zip",
+    "parse_xml",
+    "read_member",
+    "refuse_dtd",
+]
