@@ -1,0 +1,431 @@
+"""Text fidelity against the corpus ground truth: ours and peers, per file, in one process.
+
+Run::
+
+    .venv/bin/python -m benchmarks.fidelity                       # every folder with groundtruth/
+    .venv/bin/python -m benchmarks.fidelity --formats pdf,ocr     # only these corpus folders
+    .venv/bin/python -m benchmarks.fidelity --peers none          # ours only
+    .venv/bin/python -m benchmarks.fidelity --write               # also BENCHMARKS.md "## Fidelity"
+
+It is generic over the corpus: every folder ``../shared/corpus/<format>/`` that has a
+``groundtruth/`` holds ``<name>.md`` (docling's conversion of ``<name>.<ext>`` beside it), and
+every such pair is scored. Ours is ``parse_document`` on the raw bytes (the text layer and its
+section tree); a peer is a function ``Path -> PeerResult`` registered in ``PEERS`` for the
+formats it reads (``PEER_FORMATS``): add one there for a new format (docx, pptx, …) and it is
+run and tabled like the others. Peers run in the same process on the same files.
+
+Scores (words: NFKC, case-folded, runs of letters/digits, so punctuation and Markdown syntax
+never count; bags of words with counts):
+- ``cov`` word coverage: share of the reference's words found in ours (counts matched);
+- ``prec`` word precision: share of our words found in the reference;
+- ``hP``/``hR``/``hF1``: our section headings against the reference's ``#`` headings, each
+  compared as its bag of words (so "1 Introduction" matches "Introduction 1");
+- ``cid`` ``(cid:N)`` placeholders, ``ctrl`` control/replacement characters (other than
+  newline and tab) in our text;
+- ``rtl`` right-to-left words (Arabic, Hebrew, …) of the reference found in ours as written
+  (logical order), over those the reference has (``-`` when it has none);
+- ``order`` reading-order agreement: over the words that occur exactly once in both texts, the
+  longest run in the same relative order (longest increasing subsequence) over their number;
+- ``pages/s`` (paged formats) or ``files/s``; ``tables`` table sections found.
+Figures are one pass (timing includes opening the file); ``--repeats`` takes the best of N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+import sys
+import time
+import unicodedata
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CORPUS = (REPO_ROOT / ".." / "shared" / "corpus").resolve()
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from agrag_pipeline.parsing import parse_document  # noqa: E402
+from agrag_pipeline.parsing.errors import DocumentError  # noqa: E402
+
+PAGED = {"pdf", "ocr"}
+_WORD = re.compile(r"[^\W_]+")
+_RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
+_MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<!--.*?-->", re.S)
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+
+
+@dataclass
+class PeerResult:
+    """What one engine gave for one file."""
+
+    text: str
+    headings: list[str] | None = None  # None: the engine gives no headings
+    tables: int | None = None
+    pages: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class Score:
+    format: str
+    file: str
+    engine: str
+    coverage: float = 0.0
+    precision: float = 0.0
+    heading_p: float | None = None
+    heading_r: float | None = None
+    heading_f1: float | None = None
+    cid: int = 0
+    control: int = 0
+    rtl: float | None = None
+    order: float = 0.0
+    rate: float = 0.0  # pages/s or files/s
+    tables: int | None = None
+    error: str | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def words(text: str) -> list[str]:
+    """Normalised words in order: NFKC, case-folded runs of letters and digits."""
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def reference_text(markdown: str) -> tuple[str, list[str]]:
+    """The reference's plain text (Markdown syntax removed) and its ``#`` headings."""
+    headings: list[str] = []
+    lines: list[str] = []
+    for line in _MD_IMAGE.sub(" ", markdown).splitlines():
+        stripped = line.strip()
+        match = re.match(r"^(#{1,6})\s+(.*)$", stripped)
+        if match:
+            headings.append(match.group(2).strip())
+            stripped = match.group(2)
+        elif _TABLE_RULE.match(stripped) and "-" in stripped:
+            continue
+        lines.append(_MD_LINK.sub(r"\1", stripped))
+    return "\n".join(lines), headings
+
+
+def _bag_match(ours: Counter[str], ref: Counter[str]) -> int:
+    return sum(min(n, ref[w]) for w, n in ours.items())
+
+
+def _lis_length(sequence: list[int]) -> int:
+    tails: list[int] = []
+    for value in sequence:
+        i = bisect_left(tails, value)
+        if i == len(tails):
+            tails.append(value)
+        else:
+            tails[i] = value
+    return len(tails)
+
+
+def order_agreement(ref_words: list[str], our_words: list[str]) -> float:
+    ref_counts, our_counts = Counter(ref_words), Counter(our_words)
+    our_pos = {w: i for i, w in enumerate(our_words) if our_counts[w] == 1}
+    seq = [our_pos[w] for w in ref_words if ref_counts[w] == 1 and w in our_pos]
+    return _lis_length(seq) / len(seq) if seq else 0.0
+
+
+def _heading_key(text: str) -> tuple[str, ...]:
+    return tuple(sorted(words(text)))
+
+
+def score(fmt: str, name: str, engine: str, result: PeerResult, reference: str) -> Score:
+    ref_text, ref_headings = reference_text(reference)
+    ref_words, our_words = words(ref_text), words(result.text)
+    ref_bag, our_bag = Counter(ref_words), Counter(our_words)
+    matched = _bag_match(our_bag, ref_bag)
+    out = Score(fmt, name, engine, error=result.error, tables=result.tables)
+    out.coverage = matched / max(len(ref_words), 1)
+    out.precision = matched / max(len(our_words), 1) if our_words else 0.0
+    if result.headings is not None and (result.headings or ref_headings):
+        ours_h = Counter(_heading_key(h) for h in result.headings if words(h))
+        ref_h = Counter(_heading_key(h) for h in ref_headings if words(h))
+        hit = sum(min(n, ref_h[k]) for k, n in ours_h.items())
+        p = hit / sum(ours_h.values()) if ours_h else (1.0 if not ref_h else 0.0)
+        r = hit / sum(ref_h.values()) if ref_h else (1.0 if not ours_h else 0.0)
+        out.heading_p, out.heading_r = p, r
+        out.heading_f1 = 2 * p * r / (p + r) if p + r else 0.0
+    out.cid = result.text.count("(cid:")
+    out.control = sum(
+        1
+        for c in result.text
+        if c not in "\n\t" and (unicodedata.category(c) == "Cc" or c == "\ufffd")
+    )
+    rtl_ref = Counter({w: n for w, n in ref_bag.items() if _RTL.search(w)})
+    if rtl_ref:
+        out.rtl = _bag_match(Counter({w: our_bag[w] for w in rtl_ref}), rtl_ref) / sum(
+            rtl_ref.values()
+        )
+    out.order = order_agreement(ref_words, our_words)
+    if result.seconds > 0:
+        out.rate = (result.pages if fmt in PAGED else 1) / result.seconds
+    return out
+
+
+# -- engines ------------------------------------------------------------------------------
+
+
+def _page_count(path: Path) -> int:
+    import pypdfium2
+
+    pdf = pypdfium2.PdfDocument(path)
+    try:
+        return len(pdf)
+    finally:
+        pdf.close()
+
+
+def ours(path: Path, fmt: str) -> PeerResult:
+    raw = path.read_bytes()
+    key = f"{fmt}/{path.name}"
+    started = time.perf_counter()
+    try:
+        parsed = parse_document(raw, key)
+    except DocumentError as exc:
+        return PeerResult("", [], 0, error=str(exc), seconds=time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    headings = [s.heading for s in parsed.sections if s.heading is not None]
+    tables = sum(1 for s in parsed.sections if s.kind == "table")
+    pages = max((span.box.page for span in parsed.layout), default=0)
+    if fmt in PAGED:
+        pages = _page_count(path)
+    return PeerResult(parsed.text_layer, headings, tables, pages, seconds)
+
+
+def pdfplumber_text(path: Path, fmt: str) -> PeerResult:
+    import pdfplumber
+
+    started = time.perf_counter()
+    with pdfplumber.open(path) as pdf:
+        texts = [page.extract_text() or "" for page in pdf.pages]
+        pages = len(pdf.pages)
+    return PeerResult("\n\n".join(texts), None, None, pages, time.perf_counter() - started)
+
+
+def pypdfium2_text(path: Path, fmt: str) -> PeerResult:
+    import pypdfium2
+
+    started = time.perf_counter()
+    pdf = pypdfium2.PdfDocument(path)
+    texts = []
+    try:
+        for i in range(len(pdf)):
+            page = pdf[i]
+            textpage = page.get_textpage()
+            texts.append(textpage.get_text_range())
+            textpage.close()
+            page.close()
+        pages = len(pdf)
+    finally:
+        pdf.close()
+    return PeerResult("\n\n".join(texts), None, None, pages, time.perf_counter() - started)
+
+
+def docling_parse_text(path: Path, fmt: str) -> PeerResult:
+    from docling_core.types.doc.page import TextCellUnit
+    from docling_parse.pdf_parser import DoclingPdfParser
+
+    started = time.perf_counter()
+    doc = DoclingPdfParser(loglevel="fatal").load(io.BytesIO(path.read_bytes()))
+    texts = []
+    for _, page in doc.iterate_pages():
+        texts.append("\n".join(c.text for c in page.iterate_cells(unit_type=TextCellUnit.LINE)))
+    pages = doc.number_of_pages()
+    doc.unload()
+    return PeerResult("\n\n".join(texts), None, None, pages, time.perf_counter() - started)
+
+
+def docling_converter(path: Path, fmt: str) -> PeerResult:
+    """docling's own converter (the reference's maker): for formats that need no models."""
+    from docling.document_converter import DocumentConverter
+
+    started = time.perf_counter()
+    document = DocumentConverter().convert(path).document
+    markdown = document.export_to_markdown()
+    text, headings = reference_text(markdown)
+    return PeerResult(text, headings, len(document.tables), 0, time.perf_counter() - started)
+
+
+Engine = Callable[[Path, str], PeerResult]
+PEERS: dict[str, Engine] = {
+    "pdfplumber": pdfplumber_text,
+    "pypdfium2-raw": pypdfium2_text,
+    "docling-parse": docling_parse_text,
+    "docling": docling_converter,
+}
+#: Which peers read which corpus folders by default (``--peers all`` runs every one that can).
+PEER_FORMATS: dict[str, set[str]] = {
+    "pdfplumber": {"pdf", "ocr"},
+    "pypdfium2-raw": {"pdf", "ocr"},
+    "docling-parse": {"pdf", "ocr"},
+    "docling": {"docx", "pptx", "xlsx", "csv", "jats", "html"},
+}
+DEFAULT_PEERS = ("pdfplumber", "pypdfium2-raw", "docling-parse")
+
+
+def corpus_pairs(formats: Iterable[str] | None = None) -> list[tuple[str, Path, Path]]:
+    """(format folder, source file, reference Markdown) for every scored file."""
+    wanted = set(formats) if formats else None
+    pairs = []
+    for folder in sorted(p for p in CORPUS.iterdir() if (p / "groundtruth").is_dir()):
+        if wanted is not None and folder.name not in wanted:
+            continue
+        for reference in sorted((folder / "groundtruth").glob("*.md")):
+            sources = [
+                p
+                for p in folder.iterdir()
+                if p.is_file() and p.stem == reference.stem and p.suffix != ".md"
+            ]
+            if sources:
+                pairs.append((folder.name, sorted(sources)[0], reference))
+    return pairs
+
+
+def _best(engine: Engine, path: Path, fmt: str, repeats: int) -> PeerResult:
+    best: PeerResult | None = None
+    for _ in range(repeats):
+        try:
+            result = engine(path, fmt)
+        except Exception as exc:  # a peer failing on a file is a figure, not a crash
+            result = PeerResult("", None, None, error=f"{type(exc).__name__}: {exc}")
+        if best is None or (result.seconds and result.seconds < best.seconds):
+            best = result
+    assert best is not None
+    return best
+
+
+def run(
+    formats: Iterable[str] | None = None,
+    peers: Iterable[str] = DEFAULT_PEERS,
+    repeats: int = 1,
+    files: str | None = None,
+) -> list[Score]:
+    scores = []
+    for fmt, source, reference in corpus_pairs(formats):
+        if files and files not in source.name:
+            continue
+        ref = reference.read_text(encoding="utf-8")
+        engines: list[tuple[str, Engine]] = [("ours", ours)]
+        engines += [(n, PEERS[n]) for n in peers if fmt in PEER_FORMATS.get(n, set())]
+        for name, engine in engines:
+            result = _best(engine, source, fmt, repeats)
+            scores.append(score(fmt, source.name, name, result, ref))
+    return scores
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def table(scores: list[Score]) -> str:
+    head = (
+        "| format | file | engine | cov | prec | hP | hR | hF1 | cid | ctrl | rtl | order "
+        "| rate | tables |"
+    )
+    lines = [head, "|" + "---|" * 14]
+    for s in scores:
+        unit = "p/s" if s.format in PAGED else "f/s"
+        rate = f"{s.rate:.1f} {unit}" if s.rate else "-"
+        note = f" (error: {s.error[:60]})" if s.error else ""
+        lines.append(
+            f"| {s.format} | {s.file}{note} | {s.engine} | {_f(s.coverage)} | {_f(s.precision)} "
+            f"| {_f(s.heading_p, 2)} | {_f(s.heading_r, 2)} | {_f(s.heading_f1, 2)} | {s.cid} "
+            f"| {s.control} | {_f(s.rtl, 2)} | {_f(s.order, 2)} | {rate} "
+            f"| {'-' if s.tables is None else s.tables} |"
+        )
+    lines += ["", "Means by format and engine (rate: total pages or files over total seconds):", ""]
+    lines += [
+        "| format | engine | files | mean cov | min cov | mean prec | min prec | mean hF1 "
+        "| cid | ctrl | mean rtl | mean order |",
+        "|" + "---|" * 12,
+    ]
+    groups: dict[tuple[str, str], list[Score]] = {}
+    for s in scores:
+        groups.setdefault((s.format, s.engine), []).append(s)
+    for (fmt, engine), group in groups.items():
+        lines.append(
+            f"| {fmt} | {engine} | {len(group)} | {_f(_mean([s.coverage for s in group]))} "
+            f"| {_f(min(s.coverage for s in group))} "
+            f"| {_f(_mean([s.precision for s in group]))} "
+            f"| {_f(min(s.precision for s in group))} "
+            f"| {_f(_mean([s.heading_f1 for s in group]), 2)} "
+            f"| {sum(s.cid for s in group)} | {sum(s.control for s in group)} "
+            f"| {_f(_mean([s.rtl for s in group]), 2)} "
+            f"| {_f(_mean([s.order for s in group]), 2)} |"
+        )
+    return "\n".join(lines)
+
+
+def write_section(markdown_table: str, command: str, path: Path) -> None:
+    """Replace (or append) the ``## Fidelity`` section of ``path`` with this table."""
+    body = (
+        "## Fidelity\n\n"
+        f"Text fidelity against the corpus ground truth (docling's conversions), one core, "
+        f"one process. Reproduce: `{command}`. Columns: see `benchmarks/fidelity.py`.\n\n"
+        f"{markdown_table}\n"
+    )
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    match = re.search(r"^## Fidelity\n.*?(?=^## |\Z)", text, flags=re.S | re.M)
+    if match:
+        text = (
+            text[: match.start()]
+            + body
+            + ("\n" if text[match.end() :] else "")
+            + text[match.end() :]
+        )
+    else:
+        text = text.rstrip("\n") + "\n\n" + body
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--formats", help="comma-separated corpus folders (default: all)")
+    parser.add_argument(
+        "--peers",
+        default=",".join(DEFAULT_PEERS),
+        help=f"comma-separated peers, 'all' or 'none' (known: {', '.join(PEERS)})",
+    )
+    parser.add_argument("--files", help="only files whose name contains this")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--write", action="store_true", help="write BENCHMARKS.md ## Fidelity")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    formats = [f for f in args.formats.split(",") if f] if args.formats else None
+    if args.peers == "all":
+        peers: list[str] = list(PEERS)
+    elif args.peers == "none":
+        peers = []
+    else:
+        peers = [p for p in args.peers.split(",") if p]
+        unknown = set(peers) - set(PEERS)
+        if unknown:
+            parser.error(f"unknown peers: {', '.join(sorted(unknown))}")
+    scores = run(formats, peers, args.repeats, args.files)
+    rendered = table(scores)
+    print(rendered)
+    if args.write:
+        command = ".venv/bin/python -m benchmarks.fidelity " + " ".join(
+            a for a in (argv if argv is not None else sys.argv[1:]) if a != "--write"
+        )
+        write_section(rendered, command.strip(), args.out)
+        print(f"\nwrote ## Fidelity into {args.out}")
+
+
+if __name__ == "__main__":
+    main()
