@@ -1,0 +1,432 @@
+"""OCR of PDF pages without a usable text layer: Tesseract, run locally and offline.
+
+Why Tesseract: measured on the corpus scans (``benchmarks/ocr_bench.py``) it reads every word
+of the upright and the turned pages once their orientation is detected, gives a box and a
+confidence per word and its reading order per block and line, in about a second a page on one
+core; RapidOCR (whose wheel carries its ONNX models) reads lines, not words, is several times
+slower here and keeps a page turned 180 degrees in bottom-to-top order.
+
+Why orientation first: Tesseract's layout analysis assumes upright text; on a page turned by 90
+degrees it misses half the words. The page is rendered as a viewer shows it (its ``/Rotate``
+applied), its orientation detected by Tesseract's OSD and the image turned before it is read.
+Where OSD gives up (too little text) or is unsure, each of the four turns is read and the one
+with the most confident words kept.
+
+Coordinates: every ``OcrWord.box`` is ``(x0, top, x1, bottom)`` in PDF points on the
+*unrotated* page (its user space, ``/Rotate`` not applied), measured from the top-left corner
+of the page's crop box, ``top < bottom``: the convention of ``models.PageBox`` with its default
+origin ``"top-left"``. So a word's box is where its glyphs would be in a text layer, whatever
+turn the image needed to be read.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agrag_pipeline.parsing.budget import current_deadline
+from agrag_pipeline.parsing.errors import ParseTimeoutError
+
+if TYPE_CHECKING:
+    import pypdfium2
+    from PIL.Image import Image
+
+    from agrag_pipeline.settings import OcrSettings
+
+#: The engine's name in fingerprints.
+ENGINE = "tesseract"
+
+#: The four turns (clockwise degrees) a page can need.
+ROTATIONS = (0, 90, 180, 270)
+
+#: OSD confidences under this are checked by reading all four turns (OSD's own scale; a
+#: correctly detected page of two lines of text scores about 3, a wrong guess well under 1).
+MIN_OSD_CONFIDENCE = 1.5
+
+#: Tokens that are only rule lines, underscores or bars: what Tesseract makes of table rules,
+#: underlines and scanner edges, never words.
+_RULE_TOKEN = re.compile(r"^[\s|_~=\-.,:;'\"`^]+$")
+
+#: Tokens without a letter or digit are kept only at this confidence or above.
+_SYMBOL_MIN_CONFIDENCE = 60.0
+
+
+class OcrUnavailableError(RuntimeError):
+    """Tesseract, or a language's trained data, is not installed on this machine.
+
+    Not a ``DocumentError``: the document is fine, the machine lacks a part, and every scanned
+    page would fail the same way until it is installed.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class OcrWord:
+    """One recognised word: its text, box on the unrotated page (points), confidence 0-100.
+
+    ``block`` and ``line`` number Tesseract's layout blocks and text lines on the page, both in
+    reading order (``line`` counts across the page, so two words share a line only when they
+    are on one); ``paragraph`` likewise counts paragraphs across the page.
+    """
+
+    text: str
+    box: tuple[float, float, float, float]
+    confidence: float
+    block: int
+    line: int
+    paragraph: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OcrPage:
+    """The words of one page in reading order.
+
+    ``index`` is the page's 0-based index in the document; ``rotation`` the clockwise degrees
+    (0, 90, 180, 270) the page, as a viewer shows it, was turned to be read; ``width`` and
+    ``height`` the unrotated page's size in points (the space the boxes are in).
+    """
+
+    index: int
+    rotation: int
+    words: list[OcrWord]
+    width: float = 0.0
+    height: float = 0.0
+    #: How the rotation was decided: "osd", "tried" (all four turns read) or "off".
+    orientation_source: str = "off"
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The words joined by spaces within a line and newlines between lines (for tests and
+        quick looks; the PDF parser builds its own text layer from the words)."""
+        lines: list[list[str]] = []
+        last = None
+        for word in self.words:
+            if word.line != last:
+                lines.append([])
+                last = word.line
+            lines[-1].append(word.text)
+        return "\n".join(" ".join(words) for words in lines)
+
+
+# -- engine --------------------------------------------------------------------------------------
+#
+# Tesseract is run as a subprocess directly rather than through pytesseract: it must run with
+# OMP_THREAD_LIMIT=1 (its OpenMP threads halve the speed on a loaded machine: 0.6 s a page with
+# one thread, 1.1 s with two, measured here), and setting that in os.environ for pytesseract
+# would also pin the embedding model's threads in this process. The image goes in on stdin as
+# PGM, the TSV or OSD report comes back on stdout: no temporary files.
+
+_ENV_OVERRIDES = {"OMP_THREAD_LIMIT": "1"}
+
+
+class _TesseractFailed(RuntimeError):
+    """Tesseract exited with an error (its stderr is the message)."""
+
+
+def _binary() -> str:
+    found = shutil.which("tesseract")
+    if found is None:
+        raise OcrUnavailableError(
+            "Tesseract is not installed (no `tesseract` on PATH): scanned PDF pages cannot be "
+            f"read; install it with `{_install_hint(['eng'])}`"
+        )
+    return found
+
+
+def _execute(
+    args: list[str], stdin: bytes | None, timeout: float
+) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, **_ENV_OVERRIDES}
+    return subprocess.run(
+        [_binary(), *args], input=stdin, capture_output=True, timeout=timeout, env=env, check=False
+    )
+
+
+def _install_hint(languages: list[str]) -> str:
+    packages = " ".join(f"tesseract-ocr-{code.lower().replace('_', '-')}" for code in languages)
+    return f"apt-get install tesseract-ocr {packages}".rstrip()
+
+
+@functools.lru_cache(maxsize=1)
+def _tesseract() -> tuple[str, Path | None, frozenset[str]]:
+    """Version, trained-data folder and installed languages; cached per process."""
+    version_run = _execute(["--version"], None, 30)
+    first = (version_run.stdout or version_run.stderr).decode("utf-8", "replace").splitlines()
+    version = first[0].split()[-1] if first else "unknown"
+    listing = _execute(["--list-langs"], None, 30)
+    output = listing.stdout.decode("utf-8", "replace")
+    folder = re.search(
+        r'languages in "([^"]+)"', output + listing.stderr.decode("utf-8", "replace")
+    )
+    languages = frozenset(line.strip() for line in output.splitlines()[1:] if line.strip())
+    return version, Path(folder.group(1)) if folder else None, languages
+
+
+def check_available(settings: OcrSettings) -> None:
+    """Raise ``OcrUnavailableError`` unless Tesseract and every language needed are installed."""
+    _, _, installed = _tesseract()
+    wanted = list(settings.languages) + (["osd"] if settings.detect_orientation else [])
+    missing = [code for code in wanted if code not in installed]
+    if missing:
+        raise OcrUnavailableError(
+            f"Tesseract has no trained data for {', '.join(missing)} (parsing.ocr.languages"
+            f"{' and detect_orientation' if 'osd' in missing else ''}; installed: "
+            f"{', '.join(sorted(installed)) or 'none'}): install it with "
+            f"`{_install_hint([c for c in missing])}`"
+        )
+
+
+@functools.lru_cache(maxsize=32)
+def _file_digest(path: Path, size: int, mtime_ns: int) -> str:
+    # Keyed by size and mtime too: a replaced file is hashed again.
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def engine_fingerprint(settings: OcrSettings) -> dict[str, str]:
+    """What decides the OCR text: engine, version, languages (trained data hashed), settings.
+
+    Part of the sections' parse fingerprint. Never raises: without Tesseract the version reads
+    ``"unavailable"`` (the Dagster definitions compute this at load, and must load anyway).
+    """
+    base = {
+        "engine": ENGINE,
+        "enabled": str(settings.enabled).lower(),
+        "languages": "+".join(settings.languages),
+        "dpi": str(settings.dpi),
+        "min_confidence": f"{settings.min_confidence:g}",
+        "detect_orientation": str(settings.detect_orientation).lower(),
+    }
+    if not settings.enabled:
+        return base
+    try:
+        version, folder, installed = _tesseract()
+    except OcrUnavailableError:
+        return {**base, "version": "unavailable"}
+    base["version"] = version
+    needed = list(settings.languages) + (["osd"] if settings.detect_orientation else [])
+    for code in needed:
+        path = folder / f"{code}.traineddata" if folder else None
+        if path is not None and code in installed and path.is_file():
+            stat = path.stat()
+            base[f"traineddata.{code}"] = _file_digest(path, stat.st_size, stat.st_mtime_ns)
+        else:
+            base[f"traineddata.{code}"] = "missing"
+    return base
+
+
+# -- recognition -------------------------------------------------------------------------------
+
+
+def _turn(image: Image, degrees: int) -> Image:
+    """``image`` turned clockwise by ``degrees`` (a multiple of 90)."""
+    from PIL import Image as PILImage
+
+    transpose = {
+        90: PILImage.Transpose.ROTATE_270,  # PIL names counter-clockwise turns
+        180: PILImage.Transpose.ROTATE_180,
+        270: PILImage.Transpose.ROTATE_90,
+    }
+    return image if degrees % 360 == 0 else image.transpose(transpose[degrees % 360])
+
+
+def _unturn(a: float, b: float, turn: int, width: float, height: float) -> tuple[float, float]:
+    """A point of an image turned clockwise by ``turn`` from a ``width`` x ``height`` image,
+    back in the unturned image's coordinates."""
+    if turn == 90:
+        return b, height - a
+    if turn == 180:
+        return width - a, height - b
+    if turn == 270:
+        return width - b, a
+    return a, b
+
+
+def _timeout(settings: OcrSettings, index: int) -> float:
+    deadline = current_deadline()
+    deadline.check(f"page {index + 1} (OCR)")
+    return max(1.0, min(settings.page_timeout_s, deadline.remaining))
+
+
+def _pgm(image: Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PPM")  # a grayscale ("L") image is written as PGM
+    return buffer.getvalue()
+
+
+def _run(args: list[str], image: Image, index: int, settings: OcrSettings) -> str:
+    """Tesseract on ``image`` under the page's time budget; its stdout. A timeout names the page;
+    a missing language is ``OcrUnavailableError``; any other failure is ``_TesseractFailed``."""
+    timeout = _timeout(settings, index)
+    try:
+        done = _execute(["-", "stdout", "--dpi", str(settings.dpi), *args], _pgm(image), timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise ParseTimeoutError(
+            current_deadline().source_key,
+            f"OCR of page {index + 1} took over {timeout:g} s (parsing.ocr.page_timeout_s)",
+        ) from exc
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip()
+        if "Failed loading language" in message or "couldn't load any languages" in message:
+            raise OcrUnavailableError(
+                f"Tesseract cannot load {args}: {message.splitlines()[0]}; install the "
+                f"languages with `{_install_hint(list(settings.languages))}`"
+            )
+        raise _TesseractFailed(message or f"tesseract exited with {done.returncode}")
+    return done.stdout.decode("utf-8", "replace")
+
+
+def _osd(image: Image, index: int, settings: OcrSettings) -> tuple[int, float] | None:
+    """Tesseract's orientation guess (clockwise turn to read, confidence), None if it gives up."""
+    try:
+        report = _run(["--psm", "0"], image, index, settings)
+    except _TesseractFailed:
+        return None  # "Too few characters": a page with little or no text
+    rotate = re.search(r"^Rotate:\s*(\d+)", report, re.MULTILINE)
+    confidence = re.search(r"^Orientation confidence:\s*([\d.]+)", report, re.MULTILINE)
+    if rotate is None or confidence is None:
+        return None
+    return int(rotate.group(1)) % 360, float(confidence.group(1))
+
+
+_TSV_COLUMNS = 12  # level page block par line word left top width height conf text
+
+
+def _tsv_words(report: str) -> list[tuple[int, int, int, float, float, float, float, float, str]]:
+    """Word rows of Tesseract's TSV: (block, par, line, left, top, width, height, conf, text)."""
+    rows = []
+    for row in report.splitlines()[1:]:
+        cells = row.split("\t", _TSV_COLUMNS - 1)
+        if len(cells) != _TSV_COLUMNS or cells[0] != "5":  # level 5: a word
+            continue
+        rows.append(
+            (
+                int(cells[2]),
+                int(cells[3]),
+                int(cells[4]),
+                float(cells[6]),
+                float(cells[7]),
+                float(cells[8]),
+                float(cells[9]),
+                float(cells[10]),
+                cells[11],
+            )
+        )
+    return rows
+
+
+@dataclass(slots=True)
+class _Read:
+    words: list[OcrWord]
+    score: float
+
+
+def _read(
+    image: Image,
+    index: int,
+    settings: OcrSettings,
+    turn: int,
+    unrotated: tuple[float, float],
+    page_points: tuple[float, float],
+) -> _Read:
+    """Recognise ``image`` (already turned) and map its word boxes to unrotated page points."""
+    try:
+        report = _run(
+            ["-l", "+".join(settings.languages), "--psm", "3", "tsv"], image, index, settings
+        )
+    except _TesseractFailed:
+        return _Read([], 0.0)
+    width_px, height_px = unrotated
+    sx, sy = page_points[0] / width_px, page_points[1] / height_px
+    lines: dict[tuple[int, int, int], int] = {}
+    paragraphs: dict[tuple[int, int], int] = {}
+    words: list[OcrWord] = []
+    score = 0.0
+    for block, par, line, left, top, width, height, confidence, raw in _tsv_words(report):
+        text = raw.strip()
+        if not text or confidence < settings.min_confidence:
+            continue
+        if _RULE_TOKEN.match(text) or (
+            not any(c.isalnum() for c in text) and confidence < _SYMBOL_MIN_CONFIDENCE
+        ):
+            continue
+        line_no = lines.setdefault((block, par, line), len(lines))
+        par_no = paragraphs.setdefault((block, par), len(paragraphs))
+        xa, ya = _unturn(left, top, turn, width_px, height_px)
+        xb, yb = _unturn(left + width, top + height, turn, width_px, height_px)
+        box = (
+            max(0.0, min(xa, xb) * sx),
+            max(0.0, min(ya, yb) * sy),
+            min(page_points[0], max(xa, xb) * sx),
+            min(page_points[1], max(ya, yb) * sy),
+        )
+        words.append(OcrWord(text, box, confidence, block, line_no, par_no))
+        score += confidence * sum(c.isalnum() for c in text)
+    return _Read(words, score)
+
+
+def ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> OcrPage:
+    """Render ``page`` at ``settings.dpi``, find its orientation, read its words.
+
+    ``index`` is the page's 0-based index (messages say ``page index + 1``). Raises
+    ``OcrUnavailableError`` when Tesseract or a language is missing, ``ParseTimeoutError``
+    past ``settings.page_timeout_s`` or the document's time budget.
+    """
+    check_available(settings)
+    left, bottom, right, top = page.get_cropbox()
+    page_points = (abs(right - left), abs(top - bottom))
+    page_rotation = page.get_rotation() % 360
+    # As a viewer shows it (/Rotate applied): the orientation reported is relative to that.
+    shown = page.render(scale=settings.dpi / 72.0, grayscale=True).to_pil()
+    width_px, height_px = shown.size
+    unrotated = (height_px, width_px) if page_rotation in (90, 270) else (width_px, height_px)
+
+    def read(rotation: int) -> _Read:
+        turn = (page_rotation + rotation) % 360
+        return _read(_turn(shown, rotation), index, settings, turn, unrotated, page_points)
+
+    warnings: list[str] = []
+    if not settings.detect_orientation:
+        rotation, source, best = 0, "off", read(0)
+    else:
+        guess = _osd(shown, index, settings)
+        if guess is not None and guess[1] >= MIN_OSD_CONFIDENCE:
+            rotation, source, best = guess[0], "osd", read(guess[0])
+        else:
+            # OSD gave up or is unsure: read every turn, keep the most confident reading.
+            tried = {r: read(r) for r in ROTATIONS}
+            rotation = max(ROTATIONS, key=lambda r: (tried[r].score, -r))
+            source, best = "tried", tried[rotation]
+    if not best.words:
+        warnings.append(f"page {index + 1}: OCR found no words")
+    return OcrPage(
+        index=index,
+        rotation=rotation,
+        words=best.words,
+        width=page_points[0],
+        height=page_points[1],
+        orientation_source=source,
+        warnings=warnings,
+    )
+
+
+__all__ = [
+    "ENGINE",
+    "OcrPage",
+    "OcrUnavailableError",
+    "OcrWord",
+    "check_available",
+    "engine_fingerprint",
+    "ocr_page",
+]
