@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from agrag_pipeline.embedding.base import Embedder
     from agrag_pipeline.embedding.cache import EmbeddingCache
     from agrag_pipeline.runtime import Runtime
+    from agrag_pipeline.settings import OcrSettings
 
 
 #: The steps in pipeline order (also the Dagster asset names).
@@ -132,15 +133,21 @@ def build_sections(
     document: Document,
     *,
     parse_version: str = PARSE_VERSION,
+    ocr: OcrSettings | None = None,
     force: bool = False,
 ) -> SectionsResult:
     """Parse the snapshotted version and store its text layer, layout and sections.
 
-    Sections already stored for this version by this parser version are reused, not redone,
-    unless ``force``.
+    Sections already stored for this version by this parser version (and, for a PDF, by this
+    OCR engine, version and settings: ``ocr_engine``) are reused, not redone, unless ``force``.
     """
     assert document.id is not None
     wanted = {"content_hash": document.content_hash, "parse_version": parse_version}
+    if ocr is not None and document.media_type == "application/pdf":
+        from agrag_pipeline.fingerprints import canonical_json
+        from agrag_pipeline.parsing.ocr import engine_fingerprint
+
+        wanted["ocr_engine"] = canonical_json(engine_fingerprint(ocr)).decode("utf-8")
     if not force and _current(warehouse, "sections", document, wanted):
         parsed = load_parsed(warehouse, document)
         return SectionsResult(
@@ -155,7 +162,7 @@ def build_sections(
     text_path = warehouse.put_text_layer(document.id, document.content_hash, parsed.text_layer)
     if parsed.layout:
         warehouse.put_layout(document.id, document.content_hash, layout_to_table(parsed.layout))
-    metadata = {**_version_metadata(document), "parse_version": parse_version}
+    metadata = {**_version_metadata(document), **wanted}
     table = with_metadata(sections_to_table(parsed.sections), metadata)
     path = warehouse.write_table("sections", document.id, table)
     return SectionsResult(document, parsed, path, text_path)
@@ -291,7 +298,7 @@ def run_document(
     Dagster-free baseline run (the Dagster assets run the same steps one asset at a time)."""
     warehouse = runtime.warehouse
     document = snapshot_document(warehouse, runtime.raw_root, source_key).document
-    build_sections(warehouse, document, force=force)
+    build_sections(warehouse, document, ocr=runtime.settings.parsing.ocr, force=force)
     chunks = build_chunks(
         warehouse,
         document,

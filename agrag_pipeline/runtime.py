@@ -96,11 +96,23 @@ class Runtime:
     def chunker_hash(self) -> str:
         return self.chunker.chunker_hash
 
+    @cached_property
+    def ocr_engine(self) -> dict[str, str]:
+        """The OCR engine, its version and settings: part of what the sections' parse records."""
+        from agrag_pipeline.parsing.ocr import engine_fingerprint
+
+        return engine_fingerprint(self.settings.parsing.ocr)
+
+    @cached_property
+    def parse_fingerprint(self) -> str:
+        """Fingerprint of how documents are parsed: the parse version and the OCR engine."""
+        return fingerprint({"parse_version": PARSE_VERSION, "ocr": self.ocr_engine})
+
     def code_versions(self) -> dict[str, str]:
         """Code versions of the assets: a changed setting marks the affected assets stale."""
         return {
             "raw_documents": f"snapshot-{SNAPSHOT_VERSION}",
-            "sections": f"parse-{PARSE_VERSION}",
+            "sections": f"parse-{PARSE_VERSION}-{short(self.parse_fingerprint)}",
             "chunks": "-".join(
                 [
                     "chunk",

@@ -129,6 +129,7 @@ def build_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
                 rt.warehouse,
                 current_document(rt.warehouse, key),
                 parse_version=PARSE_VERSION,
+                ocr=rt.settings.parsing.ocr,
                 force=config.force,
             ),
             md.sections_metadata,
