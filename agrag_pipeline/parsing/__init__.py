@@ -25,7 +25,7 @@ from pathlib import PurePosixPath
 
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Document
-from agrag_pipeline.parsing import html, markdown, pdf, plaintext
+from agrag_pipeline.parsing import html, markdown, pdf, plaintext, word
 from agrag_pipeline.parsing.budget import DEFAULT_TIME_BUDGET_S, Deadline, deadline_scope
 from agrag_pipeline.parsing.encoding import decode_text
 from agrag_pipeline.parsing.errors import (
@@ -48,6 +48,8 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".html": html.MEDIA_TYPE,
     ".htm": html.MEDIA_TYPE,
     ".pdf": pdf.MEDIA_TYPE,
+    ".docx": word.MEDIA_TYPE,
+    ".docm": word.MACRO_MEDIA_TYPE,
 }
 
 Parser = Callable[[bytes, Document], ParsedDocument]
@@ -88,6 +90,8 @@ PARSERS: dict[str, Parser] = {
     plaintext.MEDIA_TYPE: _text_parser(_plaintext),
     html.MEDIA_TYPE: _text_parser(_html),
     pdf.MEDIA_TYPE: pdf.parse,
+    word.MEDIA_TYPE: word.parse,
+    word.MACRO_MEDIA_TYPE: word.parse,
 }
 
 

@@ -214,8 +214,45 @@ def _prolog_end(data: bytes) -> int:
         pos = at + 1
 
 
-def parse_xml(data: bytes, source_key: str, part: str) -> etree._Element:
-    """The root element of an XML part, parsed with no DTD, no entities and no network."""
+_STRICT = "http://purl.oclc.org/ooxml/"
+_STRICT_URI = re.compile(r"http://purl\.oclc\.org/ooxml/([A-Za-z]+)/(.+)")
+
+
+def transitional_uri(uri: str) -> str:
+    """The Transitional namespace (or relationship type) for a Strict OOXML one, else ``uri``.
+
+    Strict OOXML (ISO/IEC 29500 Strict) names the same vocabularies under
+    ``http://purl.oclc.org/ooxml/<area>/<name>``; Transitional under
+    ``http://schemas.openxmlformats.org/<area>/2006/<name>``.
+    """
+    match = _STRICT_URI.fullmatch(uri)
+    if match is None:
+        return uri
+    return f"http://schemas.openxmlformats.org/{match.group(1)}/2006/{match.group(2)}"
+
+
+def _to_transitional(root: etree._Element) -> None:
+    """Rename Strict-namespace elements and attributes of ``root`` to Transitional ones."""
+    for element in root.iter():
+        tag = element.tag
+        if isinstance(tag, str) and tag.startswith("{" + _STRICT):
+            uri, local = tag[1:].split("}", 1)
+            element.tag = f"{{{transitional_uri(uri)}}}{local}"
+        for key in list(element.attrib):
+            if key.startswith("{" + _STRICT):
+                uri, local = key[1:].split("}", 1)
+                value = element.attrib.pop(key)
+                element.set(f"{{{transitional_uri(uri)}}}{local}", value)
+
+
+def parse_xml(
+    data: bytes, source_key: str, part: str, *, transitional: bool = True
+) -> etree._Element:
+    """The root element of an XML part, parsed with no DTD, no entities and no network.
+
+    With ``transitional`` (the default) Strict OOXML names are mapped to Transitional ones, so
+    one reader serves both conformance classes.
+    """
     refuse_dtd(data, source_key, part)
     try:
         root = etree.fromstring(data, _parser())
@@ -225,6 +262,8 @@ def parse_xml(data: bytes, source_key: str, part: str) -> etree._Element:
         ) from exc
     if root is None:
         raise CorruptDocumentError(source_key, f"XML part {part!r} is empty")
+    if transitional and (_STRICT.encode() in data or _STRICT.encode("utf-16-le") in data):
+        _to_transitional(root)
     return root
 
 
@@ -237,4 +276,5 @@ __all__ = [
     "parse_xml",
     "read_member",
     "refuse_dtd",
+    "transitional_uri",
 ]
