@@ -10,8 +10,15 @@ exact by construction:
 - a table is written one row per line, cells joined by `` | ``; leading rows of ``<th>`` cells
   (or rows in ``<thead>``) are its header; a ``<caption>`` is a text line before the table;
 - ``script``, ``style``, ``template``, ``noscript``, ``head`` and comments are skipped.
-The DOM is walked with an explicit stack, never by Python recursion: HTML nested thousands of
-levels deep parses in time linear in its size.
+The DOM is walked with an explicit stack, never by Python recursion.
+
+Nesting is capped at ``MAX_DEPTH`` elements, as browsers do (Chromium: 512): HTML5 tree
+construction scans the stack of open elements on every start tag, so 200,000 nested ``<div>``s
+cost Lexbor minutes (quadratic). ``cap_nesting`` rewrites only markup nested deeper than the cap,
+in one linear pass before Lexbor sees it: an element that would open beyond the cap first
+closes the innermost open one, so it becomes that element's sibling (its text, heading or
+table is kept; only the excess nesting goes) and the matching end tag later is dropped. The walk
+checks the parse's ``budget.Deadline`` every few thousand nodes.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import re
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from agrag_pipeline.models import Document
+from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 
@@ -98,6 +106,96 @@ _LINE_LIKE = frozenset(
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
 
+#: Elements nested deeper than this become siblings of the innermost one (see the module doc).
+MAX_DEPTH = 512
+
+#: Never counted as nesting: void elements, and those closed implicitly by their siblings.
+# fmt: off
+_NOT_NESTING = frozenset(
+    [
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta",
+        "param", "source", "track", "wbr", "html", "head", "body", "p", "li", "dt", "dd", "tr",
+        "td", "th", "option", "optgroup", "thead", "tbody", "tfoot", "colgroup", "caption",
+        "rb", "rt", "rp", "rtc",
+    ]
+)
+#: Their content is text up to the matching end tag: tags inside are not tags.
+_RAW_TEXT = frozenset(
+    [
+        "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript",
+        "plaintext",
+    ]
+)
+# fmt: on
+_TAG = re.compile(r"<(/?)([A-Za-z][^\s/<>]*)(?:[^<>\"']++|\"[^\"]*+\"|'[^']*+')*+>")
+
+
+def cap_nesting(text: str, max_depth: int = MAX_DEPTH) -> str:
+    """``text`` with elements beyond ``max_depth`` levels turned into siblings; unchanged (the
+    same object) when nothing is nested that deep. One pass, linear in the length of ``text``."""
+    if text.count("<") <= max_depth:
+        return text
+    source: list[list[object]] = []  # the elements the markup opened: [name, still open in out]
+    in_source: dict[str, int] = {}  # name -> how many of ``source`` have it
+    real: list[int] = []  # indices into ``source`` of the elements open in the output
+    out: list[str] = []
+    copied = 0  # text[:copied] is already in ``out``
+    pos = 0
+    find = text.find
+    while True:
+        lt = find("<", pos)
+        if lt < 0:
+            break
+        if text.startswith("<!--", lt):
+            end = find("-->", lt + 4)
+            if end < 0:
+                break
+            pos = end + 3
+            continue
+        match = _TAG.match(text, lt)
+        if match is None:
+            pos = lt + 1
+            continue
+        pos = match.end()
+        closing, name = match.group(1), match.group(2).lower()
+        if not closing:
+            if name in _RAW_TEXT:
+                if name == "plaintext":
+                    break
+                end_match = re.compile(f"</{name}", re.IGNORECASE).search(text, pos)
+                if end_match is None:
+                    break
+                pos = end_match.start()
+                continue
+            if name in _NOT_NESTING:
+                continue
+            if len(real) >= max_depth:  # close the innermost open element first
+                innermost = source[real.pop()]
+                innermost[1] = False
+                out.append(text[copied:lt])
+                out.append(f"</{innermost[0]}>")
+                copied = lt
+            real.append(len(source))
+            source.append([name, True])
+            in_source[name] = in_source.get(name, 0) + 1
+            continue
+        if not in_source.get(name):
+            continue  # a stray end tag: Lexbor ignores it, so do we
+        while True:  # pop what this end tag closes
+            popped_name, still_open = source.pop()
+            in_source[str(popped_name)] -= 1
+            if still_open:
+                real.pop()
+            if popped_name == name:
+                break
+        if not still_open:  # its element was closed early: drop the end tag
+            out.append(text[copied:lt])
+            copied = pos
+    if not out:
+        return text
+    out.append(text[copied:])
+    return "".join(out)
+
 
 class _Layer:
     """The text layer being written, with pending separators resolved lazily."""
@@ -162,9 +260,12 @@ def _children(node: LexborNode) -> list[LexborNode]:
 def _inline_text(node: LexborNode) -> str:
     """The flowing text of ``node`` on one line (blocks and ``<br>`` become spaces)."""
     pieces: list[str] = []
-    stack = [node]
+    # (node, and its next siblings too): the stack grows with depth, never with width.
+    stack: list[tuple[LexborNode, bool]] = [(node, False)]
     while stack:
-        current = stack.pop()
+        current, siblings = stack.pop()
+        if siblings and (following := current.next) is not None:
+            stack.append((following, True))
         tag = current.tag
         if tag == "-text":
             pieces.append(current.text_content or "")
@@ -173,7 +274,8 @@ def _inline_text(node: LexborNode) -> str:
             continue
         if tag in _PARAGRAPH_LIKE or tag in _LINE_LIKE or tag in ("td", "th"):
             pieces.append(" ")
-        stack.extend(reversed(_children(current)))
+        if (child := current.child) is not None:
+            stack.append((child, True))
     return _HTML_SPACE.sub(" ", "".join(pieces)).strip()
 
 
@@ -217,16 +319,25 @@ class _Extractor:
         if start is not None and self.heading is not None and self.heading_start is None:
             self.heading_start = start
 
-    def run(self, top: LexborNode) -> None:
-        stack: list[tuple[LexborNode, bool]] = [(top, True)]
+    def run(self, top: LexborNode, deadline: Deadline) -> None:
+        # (node, entering, and its next siblings too): entering a node pushes its next sibling,
+        # its leave mark and its first child, so the stack grows with depth, never with width
+        # (a <p> of a million inline elements holds no list of a million wrappers).
+        stack: list[tuple[LexborNode, bool, bool]] = [(top, True, False)]
+        visited = 0
         while stack:
-            node, entering = stack.pop()
+            node, entering, siblings = stack.pop()
             if entering:
+                visited += 1
+                if not visited & 4095:
+                    deadline.check(f"HTML node {visited:,}")
+                if siblings and (following := node.next) is not None:
+                    stack.append((following, True, True))
                 self._enter(node, stack)
             else:
                 self._leave(node)
 
-    def _enter(self, node: LexborNode, stack: list[tuple[LexborNode, bool]]) -> None:
+    def _enter(self, node: LexborNode, stack: list[tuple[LexborNode, bool, bool]]) -> None:
         tag = node.tag
         layer = self.layer
         if tag == "-text":
@@ -259,8 +370,9 @@ class _Extractor:
             layer.pending_space = True
         elif tag == "pre":
             self.pre_depth += 1
-        stack.append((node, False))
-        stack.extend((child, True) for child in reversed(_children(node)))
+        stack.append((node, False, False))
+        if (child := node.child) is not None:
+            stack.append((child, True, True))
 
     def _leave(self, node: LexborNode) -> None:
         tag = node.tag
@@ -315,11 +427,15 @@ class _Extractor:
 
 def parse(text: str, document: Document) -> ParsedDocument:
     """The extracted text layer and sections of decoded HTML ``text``."""
-    tree = LexborHTMLParser(text)
+    deadline = current_deadline(document.source_key)
+    tree = LexborHTMLParser(cap_nesting(text))
+    deadline.check("the end of HTML tree construction")
     extractor = _Extractor()
     top = tree.body if tree.body is not None else tree.root
     if top is not None:
-        extractor.run(top)
+        extractor.run(top, deadline)
+    del top, tree  # free Lexbor's DOM (about 300 bytes a node) before building sections
+    extractor.heading = None
     layer = extractor.layer.value()
     headings = [
         HeadingMark(h.start, h.end, h.level, " ".join(layer[h.start : h.end].split()))
