@@ -2,160 +2,505 @@
 
 It uses the project-local Dagster instance (``DAGSTER_HOME``, default ``.dagster_home``), so
 ``dagster dev`` afterwards shows the same runs and materialisations. ``agrag core`` runs the
-same steps without Dagster (for comparison and debugging).
+same steps without Dagster (for comparison and debugging), documents in parallel processes.
+
+Roots: each of ``--raw-root``, ``--warehouse``, ``--settings`` and ``--cache-dir`` comes from
+its flag, else from ``AGRAG_RAW_ROOT``, ``AGRAG_WAREHOUSE_ROOT``, ``AGRAG_SETTINGS`` and
+``AGRAG_CACHE_DIR``, else from the project default; the command prints which it uses.
+
+Both commands show progress (one updating line on a terminal, a plain line per document
+otherwise), end with a summary naming every failed, refused, skipped and removed file with its
+reason, and exit 0 only when every document succeeded or was deliberately skipped.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import os
+import re
 import sys
+import threading
 import time
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from agrag_pipeline.runtime import DEFAULT_RAW_ROOT, DEFAULT_WAREHOUSE_ROOT, PROJECT_ROOT
-from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+if TYPE_CHECKING:
+    from agrag_pipeline.batch import Outcome
+    from agrag_pipeline.freshness import Removal
+    from agrag_pipeline.reporting import Progress, RunSummary
+    from agrag_pipeline.runtime import Roots, Runtime
+    from agrag_pipeline.sources import ScanResult
 
 
-def _prepare_environment(args: argparse.Namespace) -> None:
+# -- roots ---------------------------------------------------------------------------------------
+
+
+def resolve_cli_roots(args: argparse.Namespace) -> Roots:
+    """Flag, else environment, else default (``runtime.resolve_roots``)."""
+    from agrag_pipeline.runtime import resolve_roots
+
+    return resolve_roots(
+        getattr(args, "raw_root", None),
+        getattr(args, "warehouse", None),
+        getattr(args, "settings", None),
+        getattr(args, "cache_dir", None),
+    )
+
+
+def _announce(command: str, roots: Roots, extra: list[str] | None = None) -> None:
+    for line in [*roots.describe(), *(extra or [])]:
+        print(f"agrag {command}: {line}", flush=True)
+
+
+def _export_roots(roots: Roots) -> None:
+    """Hand the resolved roots to the Dagster definitions (which read the environment)."""
+    os.environ["AGRAG_RAW_ROOT"] = roots.raw_root
+    os.environ["AGRAG_WAREHOUSE_ROOT"] = roots.warehouse_root
+    os.environ["AGRAG_SETTINGS"] = roots.settings_path
+    if roots.cache_dir is not None:
+        os.environ["AGRAG_CACHE_DIR"] = roots.cache_dir
+
+
+def _prepare_environment() -> Path:
+    from agrag_pipeline.runtime import PROJECT_ROOT
+
     os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster_home"))
-    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    home = Path(os.environ["DAGSTER_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ["AGRAG_RAW_ROOT"] = str(Path(args.raw_root).resolve())
-    os.environ["AGRAG_WAREHOUSE_ROOT"] = str(args.warehouse)
-    os.environ["AGRAG_SETTINGS"] = str(Path(args.settings).resolve())
+    return home
+
+
+def _scan(roots: Roots, runtime: Runtime) -> ScanResult:
+    from agrag_pipeline.sources import scan_raw_root
+
+    return scan_raw_root(Path(roots.raw_root), runtime.settings.documents)
+
+
+def _scan_into(summary: RunSummary, scan: ScanResult) -> None:
+    summary.refused.extend((p.name, p.reason) for p in scan.refused)
+    summary.skipped.extend((p.name, p.reason) for p in scan.skipped)
+
+
+def _removals_into(summary: RunSummary, removals: list[Removal]) -> None:
+    for r in removals:
+        if r.error is None:
+            summary.removed.append(
+                (r.source_key, f"no longer a document; removed {len(r.removed)} stored outputs")
+            )
+        else:
+            summary.failed.append((r.source_key, f"its outputs could not be removed: {r.error}"))
+
+
+def _print_summary_lines(summary: RunSummary) -> None:
+    for line in summary.lines():
+        print(line)
+    sys.stdout.flush()
+
+
+# -- agrag materialize -----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def instance_lock(home: Path) -> Iterator[None]:
+    """An inter-process lock on ``DAGSTER_HOME`` around instance set-up and partition changes.
+
+    Two ``agrag materialize`` starting at once would otherwise both create the SQLite schema
+    (``table ... already exists``) or both add the same partition (``UNIQUE constraint``).
+    """
+    with open(home / ".agrag-instance.lock", "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _initialise_storage(instance: Any) -> None:
+    """Touch every storage, so its schema is created (once) while the lock is held."""
+    instance.get_runs(limit=1)
+    instance.get_dynamic_partitions("documents")
+    instance.all_instigator_state()
 
 
 def materialize(args: argparse.Namespace) -> int:
     """Register every document under the raw root and materialise the graph in one run."""
-    _prepare_environment(args)
+    from agrag_pipeline.freshness import remove_deleted, stored_source_keys
+    from agrag_pipeline.reporting import RunSummary
+    from agrag_pipeline.runtime import Runtime
+
+    roots = resolve_cli_roots(args)
+    home = _prepare_environment()
+    _export_roots(roots)
+    _announce("materialize", roots, [f"Dagster instance: {home} (DAGSTER_HOME)"])
     import dagster as dg
 
     from agrag_pipeline.definitions import build_definitions
     from agrag_pipeline.defs.partitions import documents_partitions
-    from agrag_pipeline.sources import scan_raw_root
 
-    defs = build_definitions()
-    instance = dg.DagsterInstance.get()
-    name = documents_partitions.name or "documents"
-    files, refused = scan_raw_root(Path(os.environ["AGRAG_RAW_ROOT"]))
-    for message in refused:
-        print(f"skipped: {message}", file=sys.stderr)
-    if not files:
-        print(f"no documents under {os.environ['AGRAG_RAW_ROOT']}", file=sys.stderr)
-        return 1
-    registered = set(instance.get_dynamic_partitions(name))
-    new = [f.source_key for f in files if f.source_key not in registered]
-    if new:
-        instance.add_dynamic_partitions(name, new)
-    keys = [k for k in instance.get_dynamic_partitions(name) if k in {f.source_key for f in files}]
-    job = defs.resolve_job_def("ingest_documents")
+    summary = RunSummary("agrag materialize")
     started = time.perf_counter()
-    log_level = "DEBUG" if args.verbose else "WARNING"
-    result = job.execute_in_process(
-        instance=instance,
-        run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
-        tags={
-            "dagster/asset_partition_range_start": keys[0],
-            "dagster/asset_partition_range_end": keys[-1],
-            "agrag/trigger": "cli",
-        },
-        raise_on_error=False,
+    runtime = Runtime.from_files(
+        roots.settings_path, roots.raw_root, roots.warehouse_root, roots.cache_dir
     )
-    elapsed = time.perf_counter() - started
-    _print_summary(result, keys, elapsed, instance.root_directory)
-    return 0 if result.success else 1
+    defs = build_definitions()
+    scan = _scan(roots, runtime)
+    _scan_into(summary, scan)
+    name = documents_partitions.name or "documents"
+    present = set(scan.keys)
+    with instance_lock(home):
+        instance = dg.DagsterInstance.get()
+        _initialise_storage(instance)
+        registered = instance.get_dynamic_partitions(name)
+        gone = scan.absent(set(registered) | set(stored_source_keys(runtime.warehouse)))
+        removals = remove_deleted(runtime.warehouse, gone)
+        registered_set = set(registered)
+        for removal in removals:
+            if removal.error is None and removal.source_key in registered_set:
+                instance.delete_dynamic_partition(name, removal.source_key)
+        registered_set = set(instance.get_dynamic_partitions(name))
+        new = [k for k in scan.keys if k not in registered_set]
+        if new:
+            instance.add_dynamic_partitions(name, new)
+        ordered = instance.get_dynamic_partitions(name)
+    _removals_into(summary, removals)
+    keys = [k for k in ordered if k in present]
+    summary.documents = len(keys)
+    if not keys:
+        print(f"agrag materialize: no documents under {roots.raw_root}", file=sys.stderr)
+        summary.elapsed_s = time.perf_counter() - started
+        _print_summary_lines(summary)
+        return summary.exit_status
+    job = defs.resolve_job_def("ingest_documents")
+    log_level = "DEBUG" if args.verbose else "WARNING"
+    run_id = str(uuid.uuid4())
+    watcher = _RunWatcher(instance, run_id, keys)
+    watcher.start()
+    try:
+        result = job.execute_in_process(
+            instance=instance,
+            run_id=run_id,
+            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+            tags={
+                "dagster/asset_partition_range_start": keys[0],
+                "dagster/asset_partition_range_end": keys[-1],
+                "agrag/trigger": "cli",
+            },
+            raise_on_error=False,
+        )
+    finally:
+        watcher.stop()
+    summary.elapsed_s = time.perf_counter() - started
+    _summarise_run(summary, result, keys, home)
+    _print_summary_lines(summary)
+    return summary.exit_status or (0 if result.success else 1)
 
 
-def _print_summary(result, keys: list[str], elapsed: float, home: str) -> None:
+class _RunWatcher:
+    """Progress of a run in this process, read from its event log as the run writes it.
+
+    A document counts as done when its last asset is materialised, failed when any step
+    reports it failed (assets report their documents when the step ends).
+    """
+
+    def __init__(self, instance: Any, run_id: str, keys: list[str]) -> None:
+        from agrag_pipeline.reporting import Progress
+
+        self.instance = instance
+        self.run_id = run_id
+        self.keys = set(keys)
+        self.progress: Progress = Progress(len(keys), label="agrag materialize")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._seen = 0
+        self._finished: set[str] = set()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        with contextlib.suppress(Exception):
+            self._poll()
+        self.progress.finish()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):
+            with contextlib.suppress(Exception):  # the run may not be stored yet
+                self._poll()
+
+    def _poll(self) -> None:
+        from dagster import DagsterEventType
+
+        records = self.instance.all_logs(
+            self.run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION
+        )
+        for record in records[self._seen :]:
+            event = record.dagster_event
+            if event is None:
+                continue
+            mat = event.event_specific_data.materialization
+            key = mat.partition or ""
+            if key in self._finished or key not in self.keys:
+                continue
+            status = mat.metadata.get("agrag/status")
+            asset = mat.asset_key.to_user_string()
+            if status is not None and status.value == "failed":
+                self._finished.add(key)
+                error = mat.metadata.get("error")
+                self.progress.update(key, False, error=f"{asset}: {_plain(error)}")
+            elif asset == "embeddings":
+                self._finished.add(key)
+                count = mat.metadata.get("dagster/row_count")
+                self.progress.update(key, True, int(count.value) if count is not None else 0)
+        self._seen = len(records)
+
+
+def _plain(value: Any) -> str:
+    text = str(getattr(value, "value", value) or "")
+    return text.replace("```", "").strip()
+
+
+def _summarise_run(summary: RunSummary, result: Any, keys: list[str], home: Path) -> None:
     rows: dict[str, dict[str, str]] = {}
-    failures: list[str] = []
+    failed: dict[str, str] = {}
     checks_failed = 0
+    step_failures = []
     for event in result.all_events:
         if event.event_type_value == "ASSET_MATERIALIZATION":
             mat = event.event_specific_data.materialization
             meta = mat.metadata
-            row = rows.setdefault(mat.partition or "", {})
+            key = mat.partition or ""
+            row = rows.setdefault(key, {})
             status = meta.get("agrag/status")
             count = meta.get("dagster/row_count")
-            row[mat.asset_key.to_user_string()] = (
+            asset = mat.asset_key.to_user_string()
+            row[asset] = (
                 f"{count.value}" if count is not None else (status.value if status else "ok")
             )
-            if status is not None and status.value == "failed":
-                error = meta.get("error")
-                failures.append(f"{mat.asset_key.to_user_string()}: {error.value if error else ''}")
+            if status is not None and status.value == "failed" and key not in failed:
+                failed[key] = f"{asset}: {_plain(meta.get('error'))}"
         elif event.event_type_value == "STEP_FAILURE":
-            failures.append(f"step {event.step_key}: {event.event_specific_data.error.message}")
+            step_failures.append(
+                f"step {event.step_key}: {event.event_specific_data.error.message}"
+            )
         elif (
             event.event_type_value == "ASSET_CHECK_EVALUATION"
             and not event.event_specific_data.passed
         ):
             checks_failed += 1
-    print(
-        f"\nagrag: {len(keys)} documents in {elapsed:.1f}s "
-        f"(run {result.run_id}, DAGSTER_HOME={home})"
-    )
-    print(f"{'document':48} {'sections':>8} {'chunks':>7} {'embeddings':>10}")
+    summary.extra.append(f"run {result.run_id}, DAGSTER_HOME={home}")
+    summary.extra.append(f"{'document':48} {'sections':>8} {'chunks':>7} {'embeddings':>10}")
     for key in keys:
         row = rows.get(key, {})
-        print(
+        summary.extra.append(
             f"{key[:48]:48} {row.get('sections', '-'):>8} {row.get('chunks', '-'):>7} "
             f"{row.get('embeddings', '-'):>10}"
         )
-    print(f"asset checks failed: {checks_failed}")
-    for failure in failures:
-        print(f"FAILED {failure.strip()}")
-    print("run `dagster dev` (see README) to browse these materialisations in the UI.")
+        if key in failed:
+            summary.failed.append((key, failed[key]))
+        elif row.get("embeddings", "-") in ("-", "failed") and step_failures:
+            summary.failed.append((key, "not materialised: " + "; ".join(step_failures)[:500]))
+        else:
+            summary.succeeded += 1
+            with contextlib.suppress(ValueError):
+                summary.chunks += int(row.get("chunks", "0"))
+    summary.extra.append(f"asset checks failed: {checks_failed}")
+    summary.extra.extend(f"FAILED {f.strip()}" for f in step_failures)
+    summary.extra.append("run `dagster dev` (see README) to browse these materialisations.")
+
+
+# -- agrag core --------------------------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(roots: Roots, embed: bool, force: bool) -> None:
+    from agrag_pipeline.runtime import Runtime
+
+    _WORKER["runtime"] = Runtime.from_files(
+        roots.settings_path, roots.raw_root, roots.warehouse_root, roots.cache_dir
+    )
+    _WORKER["embed"] = embed
+    _WORKER["force"] = force
+
+
+def _worker_run(key: str) -> Outcome[int]:
+    """One document, all steps, its failure recorded (what each worker process runs)."""
+    from agrag_pipeline.batch import run_isolated
+    from agrag_pipeline.pipeline import run_document
+
+    rt = _WORKER["runtime"]
+
+    def one(source_key: str) -> int:
+        result = run_document(rt, source_key, embed=_WORKER["embed"], force=_WORKER["force"])
+        return len(result.chunks)
+
+    return run_isolated("core", [key], one, rt.warehouse)[0]
+
+
+def run_documents(
+    roots: Roots,
+    keys: list[str],
+    *,
+    workers: int,
+    embed: bool,
+    force: bool,
+    on_outcome: Callable[[Outcome[int]], None],
+) -> list[Outcome[int]]:
+    """Every document through every step, ``workers`` documents at a time in worker processes
+    (in this process when one worker suffices). Each document's output is the same either way:
+    a document is processed by one process, start to end."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from agrag_pipeline.batch import Outcome
+
+    outcomes: list[Outcome[int]] = []
+    workers = max(1, min(workers, len(keys)))
+    if workers == 1:
+        _worker_init(roots, embed, force)
+        for key in keys:
+            outcome = _worker_run(key)
+            outcomes.append(outcome)
+            on_outcome(outcome)
+        return outcomes
+    # spawn: a fresh interpreter per worker, never a fork of threads (pyarrow, tokenizers)
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=get_context("spawn"),
+        initializer=_worker_init,
+        initargs=(roots, embed, force),
+    ) as pool:
+        futures = {pool.submit(_worker_run, key): key for key in keys}
+        for future in as_completed(futures):
+            key = futures[future]
+            try:
+                outcome = future.result()
+            except Exception as exc:  # the worker died (killed, out of memory)
+                outcome = Outcome(key, error=f"{key}: the worker process failed: {exc!r}")
+            outcomes.append(outcome)
+            on_outcome(outcome)
+    return outcomes
 
 
 def core(args: argparse.Namespace) -> int:
     """The same steps without Dagster, for every document under the raw root."""
-    from agrag_pipeline.batch import run_isolated
-    from agrag_pipeline.pipeline import run_document
+    from agrag_pipeline.freshness import remove_deleted, stored_source_keys
+    from agrag_pipeline.reporting import Progress, RunSummary
     from agrag_pipeline.runtime import Runtime
-    from agrag_pipeline.sources import scan_raw_root
 
-    rt = Runtime.from_files(args.settings, args.raw_root, str(args.warehouse))
-    files, _ = scan_raw_root(rt.raw_root)
-
-    def one(key: str) -> int:
-        return len(run_document(rt, key, embed=not args.no_embed, force=args.force).chunks)
-
+    roots = resolve_cli_roots(args)
+    workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
+    _announce("core", roots, [f"workers: {workers}"])
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     started = time.perf_counter()
-    outcomes = run_isolated("core", [f.source_key for f in files], one, rt.warehouse)
-    elapsed = time.perf_counter() - started
-    chunks = sum(o.result or 0 for o in outcomes)
-    failed = [o for o in outcomes if not o.ok]
-    print(
-        f"agrag core: {len(outcomes)} documents, {chunks} chunks, "
-        f"{len(failed)} failed, {elapsed:.2f}s"
+    summary = RunSummary("agrag core")
+    runtime = Runtime.from_files(
+        roots.settings_path, roots.raw_root, roots.warehouse_root, roots.cache_dir
     )
-    for o in failed:
-        print(f"FAILED {o.error}")
-    return 0 if not failed else 1
+    scan = _scan(roots, runtime)
+    _scan_into(summary, scan)
+    removals = remove_deleted(
+        runtime.warehouse, scan.absent(set(stored_source_keys(runtime.warehouse)))
+    )
+    _removals_into(summary, removals)
+    keys = scan.keys
+    summary.documents = len(keys)
+    progress: Progress = Progress(len(keys), label="agrag core")
+
+    def report(outcome: Outcome[int]) -> None:
+        progress.update(outcome.source_key, outcome.ok, outcome.result or 0, outcome.error)
+
+    outcomes = run_documents(
+        roots, keys, workers=workers, embed=not args.no_embed, force=args.force, on_outcome=report
+    )
+    progress.finish()
+    for outcome in sorted(outcomes, key=lambda o: o.source_key):
+        if outcome.ok:
+            summary.succeeded += 1
+            summary.chunks += outcome.result or 0
+        else:
+            summary.failed.append((outcome.source_key, _without_key(outcome)))
+    summary.elapsed_s = time.perf_counter() - started
+    _print_summary_lines(summary)
+    return summary.exit_status
+
+
+def _without_key(outcome: Outcome[Any]) -> str:
+    error = outcome.error or ""
+    prefix = f"{outcome.source_key}: "
+    return error[len(prefix) :] if error.startswith(prefix) else error
+
+
+# -- the parser --------------------------------------------------------------------------------
+
+
+def _add_root_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument(
+        "--raw-root", default=default, help="folder of raw documents [AGRAG_RAW_ROOT]"
+    )
+    parser.add_argument(
+        "--warehouse", default=default, help="output root, path or URI [AGRAG_WAREHOUSE_ROOT]"
+    )
+    parser.add_argument(
+        "--settings", default=default, help="pipeline settings YAML [AGRAG_SETTINGS]"
+    )
+    parser.add_argument(
+        "--cache-dir", default=default, help="embedding cache folder [AGRAG_CACHE_DIR]"
+    )
+
+
+def _positive(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``agrag`` and its subcommands; each subcommand sets ``func`` (add new ones the same way).
+
+    The root options are accepted before or after the subcommand (after wins)."""
+    parser = argparse.ArgumentParser(
+        prog="agrag", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    _add_root_options(parser, None)
+    roots = argparse.ArgumentParser(add_help=False)
+    _add_root_options(roots, argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", required=True)
+    mat_parser = sub.add_parser(
+        "materialize",
+        parents=[roots],
+        help="materialise the whole asset graph into the Dagster instance",
+    )
+    mat_parser.add_argument("--verbose", action="store_true", help="print Dagster's event log")
+    mat_parser.set_defaults(func=materialize)
+    core_parser = sub.add_parser("core", parents=[roots], help="run the steps without Dagster")
+    core_parser.add_argument("--force", action="store_true", help="recompute current outputs")
+    core_parser.add_argument("--no-embed", action="store_true", help="stop after chunking")
+    core_parser.add_argument(
+        "--workers",
+        type=_positive,
+        default=None,
+        help="documents processed at once, in worker processes (default: the CPU count)",
+    )
+    core_parser.set_defaults(func=core)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agrag", description=__doc__)
-    parser.add_argument("--raw-root", default=str(DEFAULT_RAW_ROOT), help="folder of raw documents")
-    parser.add_argument(
-        "--warehouse", default=str(DEFAULT_WAREHOUSE_ROOT), help="output root (path or URI)"
-    )
-    parser.add_argument(
-        "--settings", default=str(DEFAULT_SETTINGS_PATH), help="pipeline settings YAML"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    mat_parser = sub.add_parser(
-        "materialize", help="materialise the whole asset graph into the Dagster instance"
-    )
-    mat_parser.add_argument("--verbose", action="store_true", help="print Dagster's event log")
-    core_parser = sub.add_parser("core", help="run the steps without Dagster")
-    core_parser.add_argument("--force", action="store_true", help="recompute current outputs")
-    core_parser.add_argument("--no-embed", action="store_true", help="stop after chunking")
-    args = parser.parse_args(argv)
-    return materialize(args) if args.command == "materialize" else core(args)
+    args = build_parser().parse_args(argv)
+    status: int = args.func(args)
+    return status
 
 
 if __name__ == "__main__":

@@ -12,12 +12,23 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Document
-from agrag_pipeline.sources import SourceFile, scan_raw_root
+from agrag_pipeline.sources import (
+    ScanProblem,
+    ScanResult,
+    SourceFile,
+    display_name,
+    read_head,
+    scan_raw_root,
+)
 from agrag_pipeline.storage import Warehouse
+
+if TYPE_CHECKING:
+    from agrag_pipeline.settings import DocumentsSettings
 
 CURSOR_VERSION = 1
 
@@ -37,7 +48,8 @@ class ChangePlan:
     changed: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     unchanged: int = 0
-    refused: list[str] = field(default_factory=list)
+    refused: list[ScanProblem] = field(default_factory=list)
+    skipped: list[ScanProblem] = field(default_factory=list)
     seen: dict[str, SeenFile] = field(default_factory=dict)
 
     @property
@@ -72,20 +84,34 @@ def plan_changes(
     cursor: str | None,
     registered: Iterable[str],
     stored_hash: Callable[[str], str | None] = lambda _key: None,
+    documents: DocumentsSettings | None = None,
+    scan: ScanResult | None = None,
 ) -> ChangePlan:
     """Compare the raw root with the last scan (``cursor``) and the registered partitions.
 
     A registered document the cursor has not seen (a fresh sensor over an existing warehouse)
     is compared with the version the warehouse already holds (``stored_hash``), so it is not
-    redone when nothing changed.
+    redone when nothing changed. Never raises for one file: a file that cannot be hashed is
+    refused (named, kept as it was), and only keys known to be gone count as deleted.
     """
     previous = decode_cursor(cursor)
     registered_keys = set(registered)
-    files, refused = scan_raw_root(raw_root)
-    plan = ChangePlan(refused=refused)
-    for f in files:
+    if scan is None:
+        scan = scan_raw_root(raw_root, documents)
+    plan = ChangePlan(refused=list(scan.refused), skipped=list(scan.skipped))
+    unhashable: set[str] = set()
+    for f in scan.files:
         seen = previous.get(f.source_key)
-        current = _seen(f, seen)
+        try:
+            current = _seen(f, seen)
+        except OSError as exc:
+            plan.refused.append(
+                ScanProblem(display_name(f.source_key), f"cannot be read: {exc}", f.source_key)
+            )
+            unhashable.add(f.source_key)
+            if seen is not None:
+                plan.seen[f.source_key] = seen
+            continue
         plan.seen[f.source_key] = current
         if f.source_key not in registered_keys:
             plan.new.append(f.source_key)
@@ -93,15 +119,64 @@ def plan_changes(
             plan.changed.append(f.source_key)
         else:
             plan.unchanged += 1
-    present = {f.source_key for f in files}
-    plan.deleted = sorted((registered_keys | set(previous)) - present)
+    for key, seen_before in previous.items():
+        if scan.is_unknown(key) and key not in plan.seen:
+            plan.seen[key] = seen_before  # not seen this time, not known to be gone
+    plan.deleted = [k for k in scan.absent(registered_keys | set(previous)) if k not in unhashable]
     return plan
 
 
 def _seen(f: SourceFile, previous: SeenFile | None) -> SeenFile:
     if previous is not None and (previous.size, previous.mtime_ns) == (f.size, f.mtime_ns):
         return previous
-    return SeenFile(f.size, f.mtime_ns, content_hash(f.path.read_bytes()))
+    return SeenFile(f.size, f.mtime_ns, hash_file(f.path))
+
+
+def hash_file(path: Path) -> str:
+    """The content hash of a regular file, read without blocking (streamed, whole file)."""
+    data, _ = read_head(path, 1 << 62)
+    return content_hash(data)
+
+
+def stored_source_keys(warehouse: Warehouse) -> dict[str, UUID]:
+    """source key -> document id, for every document the warehouse holds a current version of."""
+    folder = warehouse.document_path(UUID(int=0)).rsplit("/", 1)[0]
+    keys: dict[str, UUID] = {}
+    for path in sorted(warehouse.fs.glob(f"{folder}/*.json")):
+        try:
+            document = Document.model_validate_json(warehouse.fs.cat_file(path))
+        except Exception:  # a damaged record: not ours to judge here (the run rebuilds it)
+            continue
+        assert document.id is not None
+        keys[document.source_key] = document.id
+    return keys
+
+
+@dataclass(frozen=True)
+class Removal:
+    source_key: str
+    removed: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def remove_deleted(warehouse: Warehouse, source_keys: Iterable[str]) -> list[Removal]:
+    """Remove the derived outputs and current-version record of documents that are gone.
+
+    Raw snapshots and text layers stay (content-addressed history). One failure does not stop
+    the others; it is returned, so the caller can retry the key next time.
+    """
+    removals = []
+    for key in source_keys:
+        document_id = Document.node_id_for(key)
+        try:
+            removed = warehouse.remove_outputs(document_id)
+            if warehouse.fs.exists(warehouse.document_path(document_id)):
+                warehouse.remove_document(document_id)
+                removed.append(warehouse.document_path(document_id))
+            removals.append(Removal(key, removed))
+        except Exception as exc:  # one document's removal must not stop the others
+            removals.append(Removal(key, error=f"{type(exc).__name__}: {exc}"))
+    return removals
 
 
 def stale_documents(
@@ -116,12 +191,20 @@ def stale_documents(
     stale = []
     for key in source_keys:
         document_id = Document.node_id_for(key)
-        document = warehouse.get_document(document_id)
+        try:
+            document = warehouse.get_document(document_id)
+        except Exception:  # a damaged record is stale: the run rebuilds it
+            document = None
         path = raw_root / key
-        if document is None or not path.exists():
+        if document is None:
             stale.append(key)
             continue
-        if content_hash(path.read_bytes()) != document.content_hash:
+        try:
+            current_hash = hash_file(path)
+        except OSError:
+            stale.append(key)  # the run names the problem
+            continue
+        if current_hash != document.content_hash:
             stale.append(key)
             continue
         expected = {

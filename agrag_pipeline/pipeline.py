@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, Any
 from agrag_pipeline.chunking.chunker import CHUNKER_NAME
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Chunk, Document
-from agrag_pipeline.parsing import media_type_for, parse_document
+from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.parsing.errors import DocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.runtime import PARSE_VERSION
-from agrag_pipeline.sources import validate_source_key
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.tables import (
     chunks_from_table,
@@ -97,24 +96,49 @@ class EmbeddingsResult:
 
 
 def snapshot_document(warehouse: Warehouse, raw_root: Path, source_key: str) -> SnapshotResult:
-    """Copy a document's current bytes into the warehouse, so later steps never see a change."""
-    validate_source_key(source_key)
-    path = raw_root / source_key
+    """Copy a document's current bytes into the warehouse, so later steps never see a change.
+
+    Refused before anything is stored: a key that is not a source key or leads outside the raw
+    root (``../outside.md``, a symlink out), a file that is not regular (never opened in a way
+    that blocks), one over the size limit (not read past it), and one no parser reads. An
+    unchanged version keeps its record (and ``created_at``) as it was.
+    """
+    from agrag_pipeline.parsing import DEFAULT_MAX_BYTES
+    from agrag_pipeline.parsing.errors import DocumentTooLargeError
+    from agrag_pipeline.sources import (
+        FileTooLargeError,
+        SourceKeyError,
+        read_regular_file,
+        resolve_in_root,
+    )
+
     try:
-        raw = path.read_bytes()
+        path = resolve_in_root(raw_root, source_key)
+    except SourceKeyError as exc:
+        raise DocumentError(source_key, f"refused: {exc}") from None
+    try:
+        raw = read_regular_file(path, DEFAULT_MAX_BYTES)
+    except FileTooLargeError as exc:
+        raise DocumentTooLargeError(source_key, f"{exc}; nothing was stored") from None
     except FileNotFoundError:
         raise DocumentError(source_key, f"the file {path} no longer exists") from None
     except OSError as exc:
         raise DocumentError(source_key, f"the file {path} cannot be read: {exc}") from exc
     document = Document(
         source_key=source_key,
-        media_type=_media_type_or_octet(source_key),
+        media_type=_detected_media_type(source_key, raw),
         size_bytes=len(raw),
         content_hash=content_hash(raw),
     )
     assert document.id is not None
     previous = warehouse.get_document(document.id)
     raw_path = warehouse.put_raw(document.id, document.content_hash, raw)
+    if previous is not None and (
+        previous.content_hash,
+        previous.media_type,
+        previous.size_bytes,
+    ) == (document.content_hash, document.media_type, document.size_bytes):
+        return SnapshotResult(document=previous, raw_path=raw_path, changed=False)
     warehouse.put_document(document)
     changed = previous is None or previous.content_hash != document.content_hash
     return SnapshotResult(document=document, raw_path=raw_path, changed=changed)
@@ -366,12 +390,17 @@ def _missing(
     )
 
 
-def _media_type_or_octet(source_key: str) -> str:
-    try:
-        return media_type_for(source_key)
-    except DocumentError:
-        # Recorded as-is; parsing will refuse it with a clear UnsupportedFormatError.
-        return "application/octet-stream"
+def _detected_media_type(source_key: str, raw: bytes) -> str:
+    """The media type by content (``parsing.detect``); a file no parser reads is refused here,
+    naming why (its extension, XML root, binary data), before its snapshot is stored."""
+    from agrag_pipeline.parsing import detect
+    from agrag_pipeline.parsing.errors import UnsupportedFormatError
+
+    media_type = detect.detect_media_type(source_key, raw)
+    if media_type is None:
+        reason = detect.undetected_reason(source_key, raw) or "no parser reads it"
+        raise UnsupportedFormatError(source_key, reason)
+    return media_type
 
 
 __all__: Sequence[str] = [

@@ -8,6 +8,8 @@ stay cheap.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -25,6 +27,97 @@ if TYPE_CHECKING:
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RAW_ROOT = PROJECT_ROOT / "data" / "raw"
 DEFAULT_WAREHOUSE_ROOT = PROJECT_ROOT / "data" / "warehouse"
+
+#: The environment variables that name the roots (a flag wins over them, they over defaults).
+ROOT_VARIABLES = {
+    "raw_root": "AGRAG_RAW_ROOT",
+    "warehouse_root": "AGRAG_WAREHOUSE_ROOT",
+    "settings_path": "AGRAG_SETTINGS",
+    "cache_dir": "AGRAG_CACHE_DIR",
+}
+
+
+@dataclass(frozen=True)
+class Roots:
+    """Where documents come from, where outputs go, which settings and cache apply, and where
+    each choice came from (``flag``, the variable's name, or ``default``)."""
+
+    raw_root: str
+    warehouse_root: str
+    settings_path: str
+    cache_dir: str | None
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> list[str]:
+        """One line per root, e.g. ``raw root: /data/raw (AGRAG_RAW_ROOT)``."""
+        names = {
+            "raw_root": "raw root",
+            "warehouse_root": "warehouse",
+            "settings_path": "settings",
+            "cache_dir": "embedding cache",
+        }
+        lines = []
+        for attr, label in names.items():
+            value = getattr(self, attr)
+            source = self.sources.get(attr, "default")
+            shown = value if value is not None else "(beside the warehouse)"
+            lines.append(f"{label}: {shown} ({source})")
+        return lines
+
+
+def resolve_roots(
+    raw_root: str | Path | None = None,
+    warehouse_root: str | None = None,
+    settings_path: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Roots:
+    """Each root from its flag (an argument that is not None), else its environment variable
+    (when set and not empty), else the project default: the one precedence rule of the CLI,
+    ``dagster dev`` and the benchmarks. Local paths are made absolute."""
+    env = os.environ if environ is None else environ
+    flags = {
+        "raw_root": raw_root,
+        "warehouse_root": warehouse_root,
+        "settings_path": settings_path,
+        "cache_dir": cache_dir,
+    }
+    defaults: dict[str, str | None] = {
+        "raw_root": str(DEFAULT_RAW_ROOT),
+        "warehouse_root": str(DEFAULT_WAREHOUSE_ROOT),
+        "settings_path": str(_default_settings_path()),
+        "cache_dir": None,
+    }
+    values: dict[str, str | None] = {}
+    sources: dict[str, str] = {}
+    for attr, flag in flags.items():
+        variable = ROOT_VARIABLES[attr]
+        if flag is not None and str(flag) != "":
+            value: str | None = str(flag)
+            sources[attr] = "flag"
+        elif env.get(variable):
+            value = env[variable]
+            sources[attr] = variable
+        else:
+            value = defaults[attr]
+            sources[attr] = "default"
+        if value is not None and "://" not in value:
+            value = str(Path(value).expanduser().resolve())
+        values[attr] = value
+    return Roots(
+        raw_root=values["raw_root"] or "",
+        warehouse_root=values["warehouse_root"] or "",
+        settings_path=values["settings_path"] or "",
+        cache_dir=values["cache_dir"],
+        sources=sources,
+    )
+
+
+def _default_settings_path() -> Path:
+    from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+
+    return DEFAULT_SETTINGS_PATH
+
 
 #: Bumped when the snapshot or parse steps change what they write for the same input.
 SNAPSHOT_VERSION = "1"

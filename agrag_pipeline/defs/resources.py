@@ -1,13 +1,11 @@
 """``PipelineResource``: where documents come from, where outputs go, which settings apply."""
 
-import os
 from functools import lru_cache
 from pathlib import Path
 
 import dagster as dg
 
-from agrag_pipeline.runtime import DEFAULT_RAW_ROOT, DEFAULT_WAREHOUSE_ROOT, Runtime
-from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+from agrag_pipeline.runtime import Runtime, resolve_roots
 
 
 class PipelineResource(dg.ConfigurableResource):
@@ -43,9 +41,12 @@ def _runtime(
 
 
 def default_pipeline_resource() -> PipelineResource:
+    """Roots from the environment, else the defaults: ``runtime.resolve_roots``, the one
+    precedence rule shared with the CLI and the benchmarks."""
+    roots = resolve_roots()
     return PipelineResource(
-        raw_root=os.environ.get("AGRAG_RAW_ROOT", str(DEFAULT_RAW_ROOT)),
-        warehouse_root=os.environ.get("AGRAG_WAREHOUSE_ROOT", str(DEFAULT_WAREHOUSE_ROOT)),
-        settings_path=os.environ.get("AGRAG_SETTINGS", str(DEFAULT_SETTINGS_PATH)),
-        cache_dir=os.environ.get("AGRAG_CACHE_DIR") or None,
+        raw_root=roots.raw_root,
+        warehouse_root=roots.warehouse_root,
+        settings_path=roots.settings_path,
+        cache_dir=roots.cache_dir,
     )

@@ -33,7 +33,7 @@ ingest_job = dg.define_asset_job(
 def nightly_refresh(context: dg.ScheduleEvaluationContext, pipeline: PipelineResource):
     rt = pipeline.runtime()
     name = documents_partitions.name or "documents"
-    files, _refused = scan_raw_root(rt.raw_root)
+    files = scan_raw_root(rt.raw_root, rt.settings.documents).files
     registered = set(context.instance.get_dynamic_partitions(name))
     new = [f.source_key for f in files if f.source_key not in registered]
     if new:

@@ -17,7 +17,7 @@ from dagster._core.definitions.events import AssetKeyPartitionKey
 
 from agrag_pipeline.defs.partitions import documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
-from agrag_pipeline.freshness import plan_changes
+from agrag_pipeline.freshness import plan_changes, remove_deleted
 from agrag_pipeline.models import Document
 
 ASSET_KEYS = ("raw_documents", "sections", "chunks", "embeddings")
@@ -65,14 +65,20 @@ def raw_documents_sensor(
         document = rt.warehouse.get_document(Document.node_id_for(key))
         return document.content_hash if document else None
 
-    plan = plan_changes(rt.raw_root, context.cursor, registered, stored_hash)
+    plan = plan_changes(rt.raw_root, context.cursor, registered, stored_hash, rt.settings.documents)
     for message in plan.refused:
         context.log.warning(f"not a document: {message}")
-    for key in plan.deleted:
-        document_id = Document.node_id_for(key)
-        removed = rt.warehouse.remove_outputs(document_id)
-        rt.warehouse.remove_document(document_id)
-        context.log.info(f"{key}: deleted from the raw root; removed {len(removed)} outputs")
+    removed_keys = []
+    for removal in remove_deleted(rt.warehouse, plan.deleted):
+        if removal.error is None:
+            removed_keys.append(removal.source_key)
+            context.log.info(
+                f"{removal.source_key}: deleted from the raw root; "
+                f"removed {len(removal.removed)} outputs"
+            )
+        else:  # kept registered, so the next tick tries again
+            context.log.error(f"{removal.source_key}: removing its outputs failed: {removal.error}")
+    plan.deleted = removed_keys
 
     requests = []
     if plan.to_run:

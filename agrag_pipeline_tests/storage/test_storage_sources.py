@@ -19,9 +19,10 @@ def test_source_keys_are_posix_paths_relative_to_the_raw_root(tmp_path: Path) ->
     (tmp_path / ".hidden.md").write_text("x")
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "config").write_text("x")
-    files, refused = scan_raw_root(tmp_path)
-    assert [f.source_key for f in files] == ["a/b/doc.md", "top.txt"]
-    assert refused == []
+    scan = scan_raw_root(tmp_path)
+    assert scan.keys == ["a/b/doc.md", "top.txt"]
+    assert scan.refused == [] and scan.skipped == []
+    assert [f.media_type for f in scan.files] == ["text/markdown", "text/plain"]
 
 
 @pytest.mark.parametrize("key", ["bad\nname.md", "tab\there.md", "so...md", "bell\a.md"])
@@ -33,9 +34,15 @@ def test_keys_dagster_cannot_hold_are_refused_naming_the_file(key: str) -> None:
 def test_a_file_with_a_control_character_is_reported_not_renamed(tmp_path: Path) -> None:
     (tmp_path / "ok.md").write_text("x")
     (tmp_path / "bad\nname.md").write_text("x")
-    files, refused = scan_raw_root(tmp_path)
-    assert [f.source_key for f in files] == ["ok.md"]
-    assert len(refused) == 1 and "bad\nname.md" in refused[0] and "control character" in refused[0]
+    scan = scan_raw_root(tmp_path)
+    assert scan.keys == ["ok.md"]
+    assert [(p.name, p.reason) for p in scan.refused] == [
+        (
+            "bad\\nname.md",
+            "the path contains a control character, which a Dagster partition key cannot hold",
+        )
+    ]
+    assert sorted(os.listdir(tmp_path)) == ["bad\nname.md", "ok.md"]  # never renamed
 
 
 def test_plan_finds_new_changed_deleted_and_unchanged(tmp_path: Path) -> None:
@@ -65,25 +72,27 @@ def test_a_touch_without_a_content_change_is_not_a_change(tmp_path: Path) -> Non
     assert second.to_run == [] and second.unchanged == 1
 
 
-def test_unchanged_stat_means_the_file_is_not_read_again(
+def test_unchanged_stat_means_the_file_is_not_hashed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import agrag_pipeline.freshness as freshness
+
     path = tmp_path / "doc.md"
     path.write_text("# same")
     first = plan_changes(tmp_path, None, [])
-    reads: list[Path] = []
-    real_read_bytes = Path.read_bytes
+    hashed: list[Path] = []
+    real_hash_file = freshness.hash_file
 
-    def recording_read_bytes(self: Path) -> bytes:
-        reads.append(self)
-        return real_read_bytes(self)
+    def recording_hash_file(p: Path) -> str:
+        hashed.append(p)
+        return real_hash_file(p)
 
-    monkeypatch.setattr(Path, "read_bytes", recording_read_bytes)
+    monkeypatch.setattr(freshness, "hash_file", recording_hash_file)
     second = plan_changes(tmp_path, first.cursor(), ["doc.md"])
-    assert second.unchanged == 1 and reads == []
+    assert second.unchanged == 1 and hashed == []
     path.write_text("# different")
     third = plan_changes(tmp_path, first.cursor(), ["doc.md"])
-    assert third.changed == ["doc.md"] and reads == [path]
+    assert third.changed == ["doc.md"] and hashed == [path]
 
 
 def test_a_registered_document_the_cursor_never_saw_is_compared_with_the_warehouse(
