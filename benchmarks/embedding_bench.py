@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import tempfile
@@ -39,7 +40,8 @@ from agrag_pipeline.embedding.static import StaticEmbedder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RUST_BOOK = REPO_ROOT.parent / "shared" / "corpus" / "markdown" / "rust-book"
-DEFAULT_CACHE = REPO_ROOT / "data" / "cache"
+#: Model caches: AGRAG_CACHE_DIR when set (as for the pipeline), else the project's data/cache.
+DEFAULT_CACHE = Path(os.environ.get("AGRAG_CACHE_DIR") or REPO_ROOT / "data" / "cache")
 
 
 def rust_book_texts(n: int, target_tokens: int = 200, max_tokens: int = 250) -> list[str]:

@@ -300,11 +300,12 @@ class _CoreRun:
     name = "core"
 
     def __init__(self, raw_root: Path, work: Path) -> None:
-        from agrag_pipeline.runtime import Runtime
-        from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+        from agrag_pipeline.runtime import Runtime, resolve_roots
 
         self.raw_root = raw_root
-        self.runtime = Runtime.from_files(DEFAULT_SETTINGS_PATH, raw_root, str(work / "warehouse"))
+        # The corpus and warehouse are the benchmark's own; the settings follow AGRAG_SETTINGS.
+        settings = resolve_roots().settings_path
+        self.runtime = Runtime.from_files(settings, raw_root, str(work / "warehouse"))
         self.keys: list[str] = []
         self.failed = 0
         self.cursor: str | None = None
@@ -357,8 +358,7 @@ class _DagsterBackfill:
 
         from agrag_pipeline.definitions import build_definitions
         from agrag_pipeline.defs.resources import PipelineResource
-        from agrag_pipeline.runtime import PROJECT_ROOT
-        from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+        from agrag_pipeline.runtime import PROJECT_ROOT, resolve_roots
 
         home = work / "dagster_home"
         home.mkdir(parents=True)
@@ -371,7 +371,7 @@ class _DagsterBackfill:
         resource_ = PipelineResource(
             raw_root=str(raw_root),
             warehouse_root=str(work / "warehouse"),
-            settings_path=str(DEFAULT_SETTINGS_PATH),
+            settings_path=resolve_roots().settings_path,
             cache_dir=str(work / "cache"),
         )
         self.job = build_definitions(resource_).resolve_job_def("ingest_documents")
