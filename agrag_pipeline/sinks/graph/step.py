@@ -1,0 +1,184 @@
+"""The graph step: a document's stored sections, chunks and vectors -> node and edge tables ->
+the graph database. Plain Python, called by the Dagster ``graph`` asset and by the tests.
+
+The Parquet tables (``graph_nodes``, ``graph_edges``) are written first, atomically like every
+table; then the store is made to hold exactly them. The tables are what the graph should hold,
+so a check can compare the store with them, and a store lost or swapped can be reloaded from
+them without re-chunking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agrag_pipeline.models import Document
+from agrag_pipeline.pipeline import load_chunks
+from agrag_pipeline.sinks.graph.model import (
+    DocumentGraph,
+    document_graph,
+    edges_table,
+    graph_from_tables,
+    nodes_table,
+)
+from agrag_pipeline.sinks.graph.settings import GraphSettings
+from agrag_pipeline.sinks.graph.store import GraphStore
+from agrag_pipeline.storage import Warehouse
+from agrag_pipeline.storage.tables import read_metadata, sections_from_table, with_metadata
+
+#: Bumped when the nodes or edges written for the same inputs change.
+GRAPH_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class GraphResult:
+    document: Document
+    counts: dict[str, int]
+    nodes_path: str
+    edges_path: str
+    store: str
+    superseded: int = 0
+    reused: bool = False
+
+
+def make_graph_store(settings: GraphSettings, warehouse_root: str) -> GraphStore | None:
+    """The configured store, or None when ``backend: none``."""
+    if settings.backend == "none":
+        return None
+    if settings.backend == "neo4j":
+        from agrag_pipeline.sinks.graph.neo4j_store import Neo4jGraphStore
+
+        if settings.neo4j is None:
+            raise ValueError("graph.backend is neo4j but graph.neo4j (uri, user) is not set")
+        return Neo4jGraphStore(
+            settings.neo4j.uri,
+            settings.neo4j.user,
+            settings.neo4j.password_env,
+            settings.neo4j.database,
+        )
+    from agrag_pipeline.sinks.graph.ladybug_store import LadybugGraphStore
+
+    if settings.path:
+        path = Path(settings.path)
+    elif "://" in warehouse_root:
+        raise ValueError(
+            "the embedded graph database needs a local path: set graph.path when the "
+            "warehouse is on object storage"
+        )
+    else:
+        path = Path(warehouse_root) / "_graph" / "graph.lbdb"
+    return LadybugGraphStore(path)
+
+
+def document_graph_from_warehouse(
+    warehouse: Warehouse, document: Document, *, with_vectors: bool = True
+) -> DocumentGraph:
+    """The graph of the stored version of ``document`` (sections, chunks, and vectors)."""
+    assert document.id is not None
+    sections = sections_from_table(warehouse.read_table("sections", document.id))
+    chunks = load_chunks(warehouse, document)
+    vectors = _vectors(warehouse, document) if with_vectors else None
+    return document_graph(document, sections, chunks, vectors)
+
+
+def build_graph(
+    warehouse: Warehouse,
+    document: Document,
+    store: GraphStore,
+    *,
+    with_vectors: bool = True,
+    force: bool = False,
+) -> GraphResult:
+    """Write the node and edge tables of ``document`` and make ``store`` hold exactly them.
+
+    When the stored tables already belong to this version, chunker and embedding model, and
+    the store holds what they say, nothing is rewritten unless ``force``.
+    """
+    assert document.id is not None
+    chunks_meta = warehouse.table_metadata("chunks", document.id) or {}
+    embeddings_meta = warehouse.table_metadata("embeddings", document.id) or {}
+    wanted = {
+        "content_hash": document.content_hash,
+        "chunker_hash": chunks_meta.get("chunker_hash", ""),
+        "embedding_fingerprint": embeddings_meta.get("embedding_fingerprint", "")
+        if with_vectors
+        else "",
+        "graph_version": GRAPH_VERSION,
+    }
+    nodes_path = warehouse.table_path("graph_nodes", document.id)
+    edges_path = warehouse.table_path("graph_edges", document.id)
+    if not force and _current(warehouse, document, wanted):
+        graph = stored_graph(warehouse, document)
+        if store.counts(graph.document_id) == graph.counts():
+            return GraphResult(
+                document, graph.counts(), nodes_path, edges_path, store.name, reused=True
+            )
+    else:
+        graph = document_graph_from_warehouse(warehouse, document, with_vectors=with_vectors)
+        metadata: dict[str, Any] = {
+            "document_id": str(document.id),
+            "source_key": document.source_key,
+            **wanted,
+        }
+        warehouse.write_table(
+            "graph_nodes", document.id, with_metadata(nodes_table(graph), metadata)
+        )
+        warehouse.write_table(
+            "graph_edges", document.id, with_metadata(edges_table(graph), metadata)
+        )
+    stats = store.write_document(graph)
+    return GraphResult(
+        document, graph.counts(), nodes_path, edges_path, store.name, superseded=stats.superseded
+    )
+
+
+def stored_graph(warehouse: Warehouse, document: Document) -> DocumentGraph:
+    """The graph the stored ``graph_nodes``/``graph_edges`` tables of ``document`` describe."""
+    assert document.id is not None
+    return graph_from_tables(
+        warehouse.read_table("graph_nodes", document.id),
+        warehouse.read_table("graph_edges", document.id),
+        document.content_hash,
+    )
+
+
+def graph_problems(warehouse: Warehouse, document: Document, store: GraphStore) -> list[str]:
+    """How the store differs from the tables for ``document`` (empty: it holds exactly them)."""
+    graph = stored_graph(warehouse, document)
+    problems: list[str] = []
+    stored_ids = store.node_ids(graph.document_id)
+    for label, ids in stored_ids.items():
+        wanted = {n.id for n in graph.nodes_of(label)}
+        if ids != wanted:
+            problems.append(
+                f"{label}: {len(wanted - ids)} missing, {len(ids - wanted)} not in the tables"
+            )
+    stored_edges = store.edges(graph.document_id)
+    wanted_edges = {(e.type, e.source_id, e.target_id) for e in graph.edges}
+    if stored_edges != wanted_edges:
+        problems.append(
+            f"edges: {len(wanted_edges - stored_edges)} missing, "
+            f"{len(stored_edges - wanted_edges)} not in the tables"
+        )
+    return problems
+
+
+def _current(warehouse: Warehouse, document: Document, wanted: dict[str, str]) -> bool:
+    assert document.id is not None
+    if not warehouse.has_table("graph_edges", document.id):
+        return False
+    meta = warehouse.table_metadata("graph_nodes", document.id)
+    return meta is not None and all(meta.get(k, "") == v for k, v in wanted.items())
+
+
+def _vectors(warehouse: Warehouse, document: Document) -> dict[str, list[float]] | None:
+    assert document.id is not None
+    if not warehouse.has_table("embeddings", document.id):
+        return None
+    table = warehouse.read_table("embeddings", document.id)
+    if read_metadata(table).get("content_hash") != document.content_hash:
+        return None
+    ids = table.column("chunk_id").to_pylist()
+    vectors = table.column("vector").to_pylist()
+    return {i: [float(x) for x in v] for i, v in zip(ids, vectors, strict=True)}
