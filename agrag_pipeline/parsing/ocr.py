@@ -253,10 +253,13 @@ def _unturn(a: float, b: float, turn: int, width: float, height: float) -> tuple
     return a, b
 
 
-def _timeout(settings: OcrSettings, index: int) -> float:
+def _timeout(settings: OcrSettings, index: int) -> tuple[float, str]:
+    """Seconds the next Tesseract call may take, and which budget that is (for the message)."""
     deadline = current_deadline()
     deadline.check(f"page {index + 1} (OCR)")
-    return max(1.0, min(settings.page_timeout_s, deadline.remaining))
+    if deadline.remaining < settings.page_timeout_s:
+        return max(deadline.remaining, 0.001), "the document's time budget"
+    return settings.page_timeout_s, "parsing.ocr.page_timeout_s"
 
 
 def _pgm(image: Image) -> bytes:
@@ -268,13 +271,13 @@ def _pgm(image: Image) -> bytes:
 def _run(args: list[str], image: Image, index: int, settings: OcrSettings) -> str:
     """Tesseract on ``image`` under the page's time budget; its stdout. A timeout names the page;
     a missing language is ``OcrUnavailableError``; any other failure is ``_TesseractFailed``."""
-    timeout = _timeout(settings, index)
+    timeout, budget = _timeout(settings, index)
     try:
         done = _execute(["-", "stdout", "--dpi", str(settings.dpi), *args], _pgm(image), timeout)
     except subprocess.TimeoutExpired as exc:
         raise ParseTimeoutError(
             current_deadline().source_key,
-            f"OCR of page {index + 1} took over {timeout:g} s (parsing.ocr.page_timeout_s)",
+            f"OCR of page {index + 1} took over {timeout:g} s ({budget})",
         ) from exc
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()
@@ -324,6 +327,17 @@ def _tsv_words(report: str) -> list[tuple[int, int, int, float, float, float, fl
             )
         )
     return rows
+
+
+#: A page with fewer dark pixels than this share is blank (scanner specks at most): not read.
+_BLANK_INK_SHARE = 1e-4
+
+
+def _blank(image: Image) -> bool:
+    """No ink on the page: reading it (four turns, since OSD gives up) would only find noise."""
+    histogram = image.histogram()  # grayscale: 256 bins
+    dark = sum(histogram[:128])
+    return dark < _BLANK_INK_SHARE * image.width * image.height
 
 
 @dataclass(slots=True)
@@ -397,7 +411,9 @@ def ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> OcrP
         return _read(_turn(shown, rotation), index, settings, turn, unrotated, page_points)
 
     warnings: list[str] = []
-    if not settings.detect_orientation:
+    if _blank(shown):
+        rotation, source, best = 0, "off", _Read([], 0.0)
+    elif not settings.detect_orientation:
         rotation, source, best = 0, "off", read(0)
     else:
         guess = _osd(shown, index, settings)

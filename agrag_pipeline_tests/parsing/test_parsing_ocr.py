@@ -1,0 +1,210 @@
+"""OCR of scanned PDF pages (``parsing.ocr``) with the real Tesseract, on the corpus scans and on
+scans the tests make from them (a page turned in its raster, a page with one word).
+
+Every page is read once per module (about a second a page) and shared through fixtures.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
+import pypdfium2
+import pytest
+from PIL import Image
+
+from agrag_pipeline.parsing import ocr
+from agrag_pipeline.parsing.errors import ParseTimeoutError
+from agrag_pipeline.runtime import Runtime
+from agrag_pipeline.settings import OcrSettings, PipelineSettings, load_settings
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "ocr"
+SCANS = {"ocr_test": 0, "ocr_test_rotated_90": 90, "ocr_test_rotated_180": 180}
+SETTINGS = OcrSettings()
+_WORD = re.compile(r"[^\W_]+")
+
+pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not here")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def _coverage(text: str, reference: str) -> float:
+    ours, ref = Counter(_words(text)), Counter(_words(reference))
+    return sum(min(n, ours[w]) for w, n in ref.items()) / sum(ref.values())
+
+
+def _read(path: Path, settings: OcrSettings = SETTINGS) -> ocr.OcrPage:
+    pdf = pypdfium2.PdfDocument(path)
+    try:
+        return ocr.ocr_page(pdf[0], 0, settings)
+    finally:
+        pdf.close()
+
+
+@pytest.fixture(scope="module")
+def scans() -> dict[str, ocr.OcrPage]:
+    return {name: _read(CORPUS / f"{name}.pdf") for name in SCANS}
+
+
+def _image_pdf(path: Path, image: Image.Image, dpi: int = 200) -> Path:
+    image.save(path, "PDF", resolution=dpi)
+    return path
+
+
+@pytest.fixture(scope="module")
+def rendered_scan() -> Image.Image:
+    """The upright corpus scan as a 200-dpi grayscale image."""
+    pdf = pypdfium2.PdfDocument(CORPUS / "ocr_test.pdf")
+    try:
+        return pdf[0].render(scale=200 / 72, grayscale=True).to_pil()
+    finally:
+        pdf.close()
+
+
+@pytest.mark.parametrize("name", sorted(SCANS))
+def test_each_corpus_scan_is_read_with_at_least_nine_tenths_of_the_reference_words(
+    scans: dict[str, ocr.OcrPage], name: str
+) -> None:
+    page = scans[name]
+    reference = (CORPUS / "groundtruth" / f"{name}.md").read_text("utf-8")
+    assert _coverage(page.text, reference) >= 0.9, page.text
+    assert page.words[0].text == "Docling"
+    assert page.words[-1].text == "package"
+    assert all(w.confidence >= SETTINGS.min_confidence and w.text.strip() for w in page.words)
+
+
+@pytest.mark.parametrize("name", sorted(SCANS))
+def test_the_turn_each_corpus_scan_needed_is_detected(
+    scans: dict[str, ocr.OcrPage], name: str
+) -> None:
+    assert scans[name].rotation == SCANS[name]
+    assert scans[name].orientation_source == "osd"
+
+
+def test_words_come_in_reading_order_line_by_line(scans: dict[str, ocr.OcrPage]) -> None:
+    page = scans["ocr_test_rotated_180"]
+    assert page.text.splitlines() == [
+        "Docling bundles PDF document conversion to",
+        "JSON and Markdown in an easy self contained",
+        "package",
+    ]
+    assert [w.line for w in page.words] == sorted(w.line for w in page.words)
+
+
+def test_boxes_are_on_the_unrotated_page_where_the_words_are(
+    scans: dict[str, ocr.OcrPage],
+) -> None:
+    for page in scans.values():
+        assert (page.width, page.height) == pytest.approx((595.2, 841.9), abs=0.1)
+        for word in page.words:
+            x0, top, x1, bottom = word.box
+            assert 0 <= x0 < x1 <= page.width and 0 <= top < bottom <= page.height
+        title = page.words[0].box
+        # The first word of the text block, at the top left of the page as stored.
+        assert title[0] < 0.2 * page.width and title[3] < 0.15 * page.height
+        assert 10 < title[3] - title[1] < 30  # about the height of 14-pt type
+    # The three files hold the same image turned only by /Rotate: their boxes on the unrotated
+    # page are the same, whichever way each page had to be turned to be read.
+    upright = scans["ocr_test"].words
+    for name in ("ocr_test_rotated_90", "ocr_test_rotated_180"):
+        turned = scans[name].words
+        assert [w.text for w in turned] == [w.text for w in upright]
+        for a, b in zip(upright, turned, strict=True):
+            assert a.box == pytest.approx(b.box, abs=1.0)
+
+
+def test_a_scan_turned_in_its_raster_without_rotate_is_turned_back_and_read(
+    tmp_path: Path, rendered_scan: Image.Image
+) -> None:
+    # The raster itself turned a quarter clockwise (a sideways scan, no /Rotate to help).
+    sideways = _image_pdf(tmp_path / "sideways.pdf", rendered_scan.rotate(-90, expand=True))
+    page = _read(sideways)
+    assert page.rotation == 270
+    reference = (CORPUS / "groundtruth" / "ocr_test.md").read_text("utf-8")
+    assert _coverage(page.text, reference) >= 0.9
+    # The page as stored is landscape; the text block's first word sits at its top right.
+    assert page.width > page.height
+    first = page.words[0].box
+    assert first[0] > 0.8 * page.width and first[1] < 0.2 * page.height
+    assert first[3] - first[1] > first[2] - first[0]  # a vertical word on the stored page
+
+
+def test_a_page_too_sparse_for_orientation_detection_is_read_at_its_best_turn(
+    tmp_path: Path, rendered_scan: Image.Image, scans: dict[str, ocr.OcrPage]
+) -> None:
+    # One word ("package") cut from the scan, upside down on an empty page: OSD gives up on so
+    # little text, so every turn is read and the most confident reading kept.
+    x0, top, x1, bottom = (round(v * 200 / 72) for v in scans["ocr_test"].words[-1].box)
+    word = rendered_scan.crop((x0 - 6, top - 6, x1 + 6, bottom + 6)).rotate(180)
+    canvas = Image.new("L", rendered_scan.size, 255)
+    canvas.paste(word, (800, 1200))
+    page = _read(_image_pdf(tmp_path / "one_word.pdf", canvas))
+    assert page.orientation_source == "tried"
+    assert page.rotation == 180
+    assert [w.text for w in page.words] == ["package"]
+    assert page.words[0].box[0] == pytest.approx(800 * 72 / 200, abs=6)
+
+
+def test_an_empty_page_gives_no_words_and_says_so(tmp_path: Path) -> None:
+    page = _read(_image_pdf(tmp_path / "blank.pdf", Image.new("L", (1654, 2339), 255)))
+    assert page.words == []
+    assert page.warnings == ["page 1: OCR found no words"]
+
+
+def test_fingerprint_names_the_engine_its_version_languages_and_trained_data() -> None:
+    first_line = subprocess.run(
+        ["tesseract", "--version"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()[0]
+    fp = ocr.engine_fingerprint(SETTINGS)
+    assert fp["engine"] == "tesseract"
+    assert first_line == f"tesseract {fp['version']}"
+    assert fp["languages"] == "eng" and fp["dpi"] == "200"
+    assert re.fullmatch(r"[0-9a-f]{64}", fp["traineddata.eng"])
+    assert re.fullmatch(r"[0-9a-f]{64}", fp["traineddata.osd"])
+    assert ocr.engine_fingerprint(OcrSettings(dpi=300)) != fp
+    assert ocr.engine_fingerprint(OcrSettings(languages=["eng"])) == fp
+
+
+def test_an_ocr_setting_changes_the_sections_code_version_and_a_chunker_setting_does_not() -> None:
+    base = load_settings()
+    data = base.model_dump(mode="json")
+
+    def sections_version(**changes: dict[str, object]) -> str:
+        changed = {**data, **{k: {**data[k], **v} for k, v in changes.items()}}
+        return Runtime(PipelineSettings.model_validate(changed)).code_versions()["sections"]
+
+    before = sections_version()
+    assert before.startswith("parse-")
+    assert sections_version(parsing={"ocr": {**data["parsing"]["ocr"], "dpi": 300}}) != before
+    assert sections_version(chunker={"target_tokens": 120}) == before
+
+
+def test_a_missing_language_is_ocr_unavailable_naming_the_debian_package() -> None:
+    with pytest.raises(ocr.OcrUnavailableError, match=r"tesseract-ocr-chi-sim") as caught:
+        _read(CORPUS / "ocr_test.pdf", OcrSettings(languages=["eng", "chi_sim"]))
+    assert "apt-get install" in str(caught.value)
+    assert "chi_sim" in str(caught.value)
+
+
+def test_without_tesseract_on_path_ocr_is_unavailable_and_the_fingerprint_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # a real PATH holding no tesseract
+    ocr._tesseract.cache_clear()
+    try:
+        with pytest.raises(ocr.OcrUnavailableError, match=r"apt-get install tesseract-ocr"):
+            _read(CORPUS / "ocr_test.pdf")
+        assert ocr.engine_fingerprint(SETTINGS)["version"] == "unavailable"
+    finally:
+        monkeypatch.undo()
+        ocr._tesseract.cache_clear()
+
+
+def test_a_page_past_its_time_budget_is_a_timeout_naming_the_page() -> None:
+    with pytest.raises(ParseTimeoutError, match=r"OCR of page 1 took over .*page_timeout_s"):
+        _read(CORPUS / "ocr_test.pdf", OcrSettings(dpi=300, page_timeout_s=0.02))
