@@ -25,8 +25,18 @@ from pathlib import PurePosixPath
 
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Document
-from agrag_pipeline.parsing import html, markdown, pdf, plaintext, word
+from agrag_pipeline.parsing import (
+    delimited,
+    html,
+    jats,
+    markdown,
+    pdf,
+    plaintext,
+    spreadsheet,
+    word,
+)
 from agrag_pipeline.parsing.budget import DEFAULT_TIME_BUDGET_S, Deadline, deadline_scope
+from agrag_pipeline.parsing.detect import detect_media_type
 from agrag_pipeline.parsing.encoding import decode_text
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
@@ -50,6 +60,12 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".pdf": pdf.MEDIA_TYPE,
     ".docx": word.MEDIA_TYPE,
     ".docm": word.MACRO_MEDIA_TYPE,
+    ".xlsx": spreadsheet.XLSX_MEDIA_TYPE,
+    ".xlsm": spreadsheet.XLSM_MEDIA_TYPE,
+    ".csv": delimited.CSV_MEDIA_TYPE,
+    ".tsv": delimited.TSV_MEDIA_TYPE,
+    ".nxml": jats.MEDIA_TYPE,
+    # ".xml" is JATS only by content (``detect``): other XML has no parser.
 }
 
 Parser = Callable[[bytes, Document], ParsedDocument]
@@ -92,6 +108,11 @@ PARSERS: dict[str, Parser] = {
     pdf.MEDIA_TYPE: pdf.parse,
     word.MEDIA_TYPE: word.parse,
     word.MACRO_MEDIA_TYPE: word.parse,
+    spreadsheet.XLSX_MEDIA_TYPE: spreadsheet.parse,
+    spreadsheet.XLSM_MEDIA_TYPE: spreadsheet.parse,
+    delimited.CSV_MEDIA_TYPE: delimited.parse,
+    delimited.TSV_MEDIA_TYPE: delimited.parse,
+    jats.MEDIA_TYPE: jats.parse,
 }
 
 
@@ -129,9 +150,12 @@ def parse_document(
         DocumentError: one of its subclasses (see the module docstring); never anything else.
     """
     if media_type is None:
-        media_type = media_type_for(source_key)
+        # By content where the extension lies (``detect``), else by the extension.
+        media_type = detect_media_type(source_key, raw) or media_type_for(source_key)
     media_type = media_type.split(";", 1)[0].strip().lower()
     parser = PARSERS.get(media_type)
+    if parser is None:  # media types are case-insensitive ("...macroEnabled.12")
+        parser = next((p for t, p in PARSERS.items() if t.lower() == media_type), None)
     if parser is None:
         raise UnsupportedFormatError(source_key, f"no parser for media type {media_type!r}")
     if len(raw) > max_bytes:

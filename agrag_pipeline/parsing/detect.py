@@ -36,7 +36,9 @@ CSV = "text/csv"
 TSV = "text/tab-separated-values"
 JATS = "application/jats+xml"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+DOCM = "application/vnd.ms-word.document.macroEnabled.12"
 PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+PPTM = "application/vnd.ms-powerpoint.presentation.macroEnabled.12"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 XLSM = "application/vnd.ms-excel.sheet.macroEnabled.12"
 
@@ -55,13 +57,13 @@ EXTENSIONS: dict[str, str] = {
     ".tab": TSV,
     ".nxml": JATS,
     ".docx": DOCX,
-    ".docm": DOCX,
+    ".docm": DOCM,
     ".pptx": PPTX,
-    ".pptm": PPTX,
+    ".pptm": PPTM,
     ".xlsx": XLSX,
     ".xlsm": XLSM,
 }
-_OOXML = frozenset({DOCX, PPTX, XLSX, XLSM})
+_OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
 _SNIFFED = frozenset({".txt", ".text", ".xml", ".nxml", ".csv", ".tsv", ".tab", ""})
 
@@ -139,9 +141,11 @@ def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, s
     names = _zip_names(head)
     if "[Content_Types].xml" in names or any(n.startswith(("word/", "ppt/", "xl/")) for n in names):
         if any(n.startswith("word/") for n in names):
-            return DOCX, None
+            macro = ext == ".docm" or "word/vbaProject.bin" in names
+            return (DOCM if macro else DOCX), None
         if any(n.startswith("ppt/") for n in names):
-            return PPTX, None
+            macro = ext == ".pptm" or "ppt/vbaProject.bin" in names
+            return (PPTM if macro else PPTX), None
         if any(n.startswith("xl/") for n in names):
             macro = ext == ".xlsm" or "xl/vbaProject.bin" in names
             return (XLSM if macro else XLSX), None
@@ -235,6 +239,7 @@ def _is_jats_article(text: str) -> bool:
 
 __all__ = [
     "CSV",
+    "DOCM",
     "DOCX",
     "EXTENSIONS",
     "HTML",
@@ -242,6 +247,7 @@ __all__ = [
     "MARKDOWN",
     "PDF",
     "PLAIN",
+    "PPTM",
     "PPTX",
     "TSV",
     "XLSM",

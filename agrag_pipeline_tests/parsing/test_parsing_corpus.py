@@ -57,14 +57,20 @@ def test_corpus_file_keeps_the_section_contract(
                 assert section.start <= row.start < row.end <= section.end
 
 
-def test_file_without_extension_is_unsupported_unless_typed(corpus_dir: Path) -> None:
+def test_file_without_extension_is_plain_text_by_content_and_binary_is_unsupported(
+    corpus_dir: Path,
+) -> None:
+    # Detection by content (parsing.detect): UTF-8 text without an extension is plain text
+    # (a LICENSE is kept out by the documents.exclude setting at scan time, not here).
     key = "markdown/rust-book/LICENSE-MIT"
     raw = (corpus_dir / key).read_bytes()
-    with pytest.raises(UnsupportedFormatError, match="LICENSE-MIT: no parser for extension"):
-        parse_document(raw, key)
-    parsed = parse_document(raw, key, "text/plain")
+    parsed = parse_document(raw, key)
+    assert parsed.document.media_type == "text/plain"
     assert [s.level for s in parsed.sections] == [0]
+    assert "Permission is hereby granted" in parsed.text_layer
     assert contract_violations(parsed) == []
+    with pytest.raises(UnsupportedFormatError, match="blob: no parser for extension '\(none\)'"):
+        parse_document(b"\x00\x01binary\xff", "blob")
 
 
 def test_markdown_text_layer_is_the_source(

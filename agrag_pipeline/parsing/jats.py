@@ -1,0 +1,439 @@
+"""JATS XML (NISO Z39.96: the journal article format of PubMed Central and many publishers).
+
+Parsed with lxml under a hardened parser: no DTD loading, no entity resolution, no network, no
+huge-tree mode (libxml2's depth and size limits stay on). A document whose internal DTD subset
+declares entities (billion laughs, external entities reading local files) is refused before
+parsing; real JATS references its DTD by public identifier and declares no entities. Named
+entities of the JATS DTD that are left unresolved (``&nbsp;``) are read as their HTML5
+characters.
+
+The text layer we write (``textlayer``), in reading order:
+- the article title as the level-1 heading, then the authors (one line, "Given Surname, …") and
+  the affiliations (one line, "; "-separated);
+- each abstract under a level-2 heading (its own title, else "Abstract"); its sections nest;
+- body sections as headings, level 2 at the top of the body and one deeper per nesting (a
+  ``<label>`` such as "2.1" is kept before the title); paragraphs, lists (``- item``), formulas
+  as their text (TeX sources are left out when an alternative exists), quotes;
+- figures and tables: their label and caption as a paragraph ("Fig 1 Number of …"); a table's
+  rows as a table (``<thead>`` rows, or leading rows of ``<th>`` cells, are the header; row and
+  column spans repeat the cell); its footnotes as a paragraph after it;
+- back matter: acknowledgements, appendices, notes and other sections as level-2 sections, and
+  the reference list as its own level-2 section "References" (its title when it has one), one
+  line per reference: ``[label] citation``;
+- figures and tables in ``<floats-group>`` come after the back matter.
+Metadata (journal, ids, dates, licence, keywords, funding) is left out: it is not the article's
+text.
+"""
+
+from __future__ import annotations
+
+import html.entities
+import re
+from collections.abc import Iterator
+
+from lxml import etree
+
+from agrag_pipeline.models import Document
+from agrag_pipeline.parsing.budget import Deadline, current_deadline
+from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
+from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.textlayer import TextLayer
+from agrag_pipeline.parsing.tree import build_sections
+
+MEDIA_TYPE = "application/jats+xml"
+
+_MML = "http://www.w3.org/1998/Math/MathML"
+#: Left out of running text: TeX sources, MathML annotations, labels of floats written apart.
+_SKIP_INLINE = frozenset({"tex-math", "annotation", "annotation-xml", "object-id", "graphic"})
+#: Blocks inside a section or paragraph that are written as their own blocks.
+_BLOCKS = frozenset(
+    {
+        "p",
+        "sec",
+        "fig",
+        "fig-group",
+        "table-wrap",
+        "table-wrap-group",
+        "list",
+        "disp-formula",
+        "disp-quote",
+        "boxed-text",
+        "def-list",
+        "statement",
+        "verse-group",
+        "preformat",
+        "speech",
+        "supplementary-material",
+        "ref-list",
+        "fn-group",
+        "glossary",
+        "title",
+        "label",
+    }
+)
+_ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
+_DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
+_SPACE = re.compile(r"\s+")
+
+
+def _parser() -> etree.XMLParser:
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
+
+
+def parse_xml(raw: bytes, source_key: str) -> etree._Element:
+    """The root element of a JATS file, parsed safely (see the module docstring).
+
+    Raises:
+        CorruptDocumentError: entity declarations in the DTD, or XML that is not well-formed.
+    """
+    doctype = _DOCTYPE.search(raw, 0, 65536)
+    if doctype is not None and _ENTITY_DECL.search(raw, doctype.start()):
+        # Only the internal subset can hold declarations: it ends where the root starts.
+        raise CorruptDocumentError(
+            source_key,
+            "the XML declares entities in its DTD (an entity-expansion or external-entity "
+            "attack?): refused",
+        )
+    try:
+        root = etree.fromstring(raw, _parser())
+    except etree.XMLSyntaxError as exc:
+        raise CorruptDocumentError(source_key, f"not well-formed XML: {exc}") from exc
+    if root is None:
+        raise CorruptDocumentError(source_key, "the XML holds no element")
+    return root
+
+
+def _name(element: etree._Element) -> str:
+    tag = element.tag
+    if not isinstance(tag, str):
+        return ""
+    return tag.rsplit("}", 1)[-1] if tag.startswith("{") else tag
+
+
+def _entity_text(entity: etree._Entity) -> str:
+    name = (entity.name or "").strip("&;")
+    return html.entities.html5.get(name + ";", html.entities.html5.get(name, ""))
+
+
+def _pieces(element: etree._Element, skip: frozenset[str]) -> Iterator[str]:
+    if element.text:
+        yield element.text
+    for child in element:
+        if isinstance(child, etree._Entity):
+            yield _entity_text(child)
+        elif isinstance(child.tag, str) and _name(child) not in skip:
+            yield from _pieces(child, skip)
+        if child.tail:
+            yield child.tail
+
+
+def inline(element: etree._Element | None, skip: frozenset[str] = _SKIP_INLINE) -> str:
+    """The text of ``element`` on one line.
+
+    Recursion is safe: libxml2 (without huge-tree mode) refuses nesting past 256 levels."""
+    if element is None:
+        return ""
+    return _SPACE.sub(" ", "".join(_pieces(element, skip))).strip()
+
+
+def _child(element: etree._Element, name: str) -> etree._Element | None:
+    for child in element:
+        if _name(child) == name:
+            return child
+    return None
+
+
+def _children(element: etree._Element, name: str) -> list[etree._Element]:
+    return [child for child in element if _name(child) == name]
+
+
+class _Writer:
+    def __init__(self, deadline: Deadline) -> None:
+        self.layer = TextLayer()
+        self.deadline = deadline
+        self.count = 0
+
+    def _tick(self) -> None:
+        self.count += 1
+        self.deadline.tick(f"element {self.count:,}")
+
+    # --- front matter ---------------------------------------------------------------------
+
+    def front(self, article: etree._Element) -> None:
+        meta = article.find("front/article-meta")
+        if meta is None:
+            meta = article.find(".//article-meta")
+        if meta is None:
+            return
+        self.layer.heading(inline(meta.find("title-group/article-title")), 1)
+        subtitle = meta.find("title-group/subtitle")
+        if subtitle is not None:
+            self.layer.paragraph(inline(subtitle))
+        authors: list[str] = []
+        for contrib in meta.iterfind(".//contrib-group/contrib"):
+            if contrib.get("contrib-type", "author") != "author":
+                continue
+            name = contrib.find("name")
+            if name is not None:
+                given = inline(name.find("given-names"))
+                surname = inline(name.find("surname"))
+                authors.append(" ".join(p for p in (given, surname) if p))
+            elif contrib.find("collab") is not None:
+                authors.append(inline(contrib.find("collab")))
+            elif contrib.find("string-name") is not None:
+                authors.append(inline(contrib.find("string-name")))
+        self.layer.paragraph(", ".join(a for a in authors if a))
+        affiliations = [inline(aff, _SKIP_INLINE | {"label"}) for aff in meta.iterfind(".//aff")]
+        self.layer.paragraph("; ".join(a for a in affiliations if a))
+        for abstract in meta.iterfind("abstract"):
+            title = _child(abstract, "title")
+            self.layer.heading(inline(title) if title is not None else "Abstract", 2)
+            self.content(abstract, level=3)
+        for abstract in meta.iterfind("trans-abstract"):
+            title = _child(abstract, "title")
+            self.layer.heading(inline(title) if title is not None else "Abstract", 2)
+            self.content(abstract, level=3)
+
+    # --- sections and blocks --------------------------------------------------------------
+
+    def section(self, sec: etree._Element, level: int) -> None:
+        self._tick()
+        label = inline(_child(sec, "label"))
+        title = inline(_child(sec, "title"))
+        heading = " ".join(p for p in (label, title) if p)
+        if heading:
+            self.layer.heading(heading, min(level, 6))
+        self.content(sec, level + 1 if heading else level)
+
+    def content(self, element: etree._Element, level: int) -> None:
+        """The blocks of a section-like element (its own title and label excluded)."""
+        for child in element:
+            name = _name(child)
+            if name in ("title", "label", "sec-meta"):
+                continue
+            self.block(child, level)
+
+    def block(self, child: etree._Element, level: int) -> None:
+        self._tick()
+        name = _name(child)
+        if name == "sec":
+            self.section(child, level)
+        elif name == "p":
+            self.paragraph(child, level)
+        elif name in ("fig", "table-wrap"):
+            self.float(child)
+        elif name in ("fig-group", "table-wrap-group", "boxed-text", "disp-quote", "statement"):
+            caption = self.caption_text(child)
+            if caption:
+                self.layer.paragraph(caption)
+            self.content(child, level)
+        elif name == "list":
+            self.list(child)
+        elif name == "def-list":
+            lines = []
+            for item in child.iterfind(".//def-item"):
+                term = inline(item.find("term"))
+                definition = " ".join(inline(d) for d in item.iterfind("def"))
+                lines.append(f"{term}: {definition}" if term else definition)
+            self.layer.lines(lines)
+        elif name == "ref-list":
+            self.references(child, level)
+        elif name in ("fn-group", "glossary", "notes", "app-group", "app", "ack"):
+            self.section(child, level)
+        elif name == "preformat":
+            self.layer.lines((child.xpath("string()") or "").splitlines())
+        elif name in ("caption", "alternatives", "supplementary-material"):
+            self.content(child, level)
+        else:
+            self.layer.paragraph(inline(child))
+
+    def paragraph(self, p: etree._Element, level: int) -> None:
+        """A paragraph; blocks nested in it (lists, figures, formulas) are their own blocks."""
+        nested = [c for c in p if _name(c) in _BLOCKS or _name(c) == "disp-formula"]
+        if not nested:
+            self.layer.paragraph(inline(p))
+            return
+        pieces: list[str] = [p.text or ""]
+        for child in p:
+            if child in nested:
+                self.layer.paragraph("".join(pieces))
+                pieces = []
+                self.block(child, level)
+            elif isinstance(child, etree._Entity):
+                pieces.append(_entity_text(child))
+            elif isinstance(child.tag, str) and _name(child) not in _SKIP_INLINE:
+                pieces.append(inline(child))
+            pieces.append(child.tail or "")
+        self.layer.paragraph("".join(pieces))
+
+    def list(self, element: etree._Element) -> None:
+        ordered = element.get("list-type", "") in ("order", "arabic", "alpha-lower", "roman-lower")
+        lines: list[str] = []
+        for number, item in enumerate(_children(element, "list-item"), start=1):
+            label = inline(_child(item, "label"))
+            text = inline(item, _SKIP_INLINE | {"label"})
+            marker = label or (f"{number}." if ordered else "-")
+            lines.append(f"{marker} {text}")
+        self.layer.lines(lines)
+
+    def caption_text(self, element: etree._Element) -> str:
+        label = inline(_child(element, "label"))
+        caption = _child(element, "caption")
+        text = inline(caption) if caption is not None else ""
+        return " ".join(p for p in (label, text) if p)
+
+    def float(self, element: etree._Element) -> None:
+        caption = self.caption_text(element)
+        if caption:
+            self.layer.paragraph(caption)
+        for table in element.iter("table"):
+            self.table(table)
+        foot = _child(element, "table-wrap-foot")
+        if foot is not None:
+            self.layer.paragraph(inline(foot))
+
+    def table(self, table: etree._Element) -> None:
+        rows: list[list[str]] = []
+        header_rows = 0
+        leading = True
+        spans: dict[tuple[int, int], str] = {}  # cells covered by a rowspan from above
+        for tr in table.iter("tr"):
+            self._tick()
+            in_head = any(_name(a) == "thead" for a in tr.iterancestors())
+            cells = [c for c in tr if _name(c) in ("td", "th")]
+            row: list[str] = []
+            col = 0
+            r = len(rows)
+            for cell in cells:
+                while (r, col) in spans:
+                    row.append(spans.pop((r, col)))
+                    col += 1
+                text = inline(cell)
+                colspan = _span(cell.get("colspan"))
+                rowspan = _span(cell.get("rowspan"))
+                for c in range(colspan):
+                    row.append(text)
+                    for dr in range(1, rowspan):
+                        spans[(r + dr, col + c)] = text
+                col += colspan
+            while (r, col) in spans:
+                row.append(spans.pop((r, col)))
+                col += 1
+            rows.append(row)
+            is_header = in_head or (bool(cells) and all(_name(c) == "th" for c in cells))
+            if leading and is_header:
+                header_rows += 1
+            else:
+                leading = False
+        self.layer.table(rows, header_rows=header_rows)
+
+    def references(self, ref_list: etree._Element, level: int) -> None:
+        title = inline(_child(ref_list, "title")) or "References"
+        self.layer.heading(title, min(level, 6))
+        lines: list[str] = []
+        for ref in ref_list.iter("ref"):
+            self._tick()
+            label = inline(_child(ref, "label"))
+            citation = " ".join(_citation(c) for c in ref if _name(c).endswith("citation"))
+            if not citation:
+                citation = inline(ref, _SKIP_INLINE | {"label"})
+            if citation:
+                lines.append(f"[{label}] {citation}" if label else citation)
+        self.layer.lines(lines)
+        for nested in _children(ref_list, "ref-list"):
+            self.references(nested, level + 1)
+
+    # --- the article ----------------------------------------------------------------------
+
+    def article(self, article: etree._Element) -> None:
+        self.front(article)
+        body = _child(article, "body")
+        if body is not None:
+            self.content(body, level=2)
+        back = _child(article, "back")
+        if back is not None:
+            for child in back:
+                name = _name(child)
+                if name in ("title", "label"):
+                    continue
+                if name == "ack" and _child(child, "title") is None:
+                    self.layer.heading("Acknowledgments", 2)
+                    self.content(child, level=3)
+                else:
+                    self.block(child, 2)
+        floats = _child(article, "floats-group")
+        if floats is not None:
+            self.content(floats, level=2)
+        for sub in _children(article, "sub-article"):
+            self.article(sub)
+
+
+def _span(value: str | None) -> int:
+    try:
+        return max(1, min(int(value or "1"), 1000))
+    except ValueError:
+        return 1
+
+
+def _citation(citation: etree._Element) -> str:
+    """A reference's text: a ``mixed-citation`` as written; an ``element-citation`` (fields
+    without punctuation) as its authors, then its other fields, joined by ". "."""
+    if _name(citation) != "element-citation":
+        return inline(citation)
+    authors: list[str] = []
+    parts: list[str] = []
+    for child in citation:
+        name = _name(child)
+        if name == "person-group":
+            for person in child:
+                if _name(person) == "name":
+                    surname = inline(person.find("surname"))
+                    given = inline(person.find("given-names"))
+                    authors.append(" ".join(p for p in (surname, given) if p))
+                elif isinstance(person.tag, str):
+                    authors.append(inline(person))
+        elif name not in ("pub-id", "object-id"):
+            text = inline(child)
+            if text:
+                parts.append(text)
+    head = ", ".join(a for a in authors if a)
+    return ". ".join(p for p in ([head] if head else []) + parts if p)
+
+
+def parse(raw: bytes, document: Document) -> ParsedDocument:
+    """The text layer and sections of a JATS article."""
+    key = document.source_key
+    if not raw.strip():
+        raise EmptyDocumentError(key, "the file is empty")
+    root = parse_xml(raw, key)
+    _strip_namespaces(root)
+    if _name(root) != "article":
+        raise CorruptDocumentError(
+            key, f"not a JATS article: the root element is <{_name(root) or '?'}>"
+        )
+    writer = _Writer(current_deadline(key))
+    writer.article(root)
+    text = writer.layer.value()
+    if not text.strip():
+        raise EmptyDocumentError(key, "the article holds no text")
+    sections = build_sections(text, document, writer.layer.headings, writer.layer.tables)
+    return ParsedDocument(document=document, text_layer=text, sections=sections)
+
+
+def _strip_namespaces(root: etree._Element) -> None:
+    """JATS elements are un-namespaced; a file that puts them in a namespace reads the same."""
+    for element in root.iter():
+        tag = element.tag
+        if isinstance(tag, str) and tag.startswith("{") and not tag.startswith("{" + _MML):
+            element.tag = tag.rsplit("}", 1)[-1]
+
+
+__all__ = ["MEDIA_TYPE", "inline", "parse", "parse_xml"]
