@@ -299,16 +299,21 @@ class _NotRegular(OSError):
     pass
 
 
-def read_head(path: Path | str, limit: int) -> tuple[bytes, os.stat_result]:
+def read_head(
+    path: Path | str, limit: int, *, max_size: int | None = None
+) -> tuple[bytes, os.stat_result]:
     """At most ``limit`` bytes from the start of a regular file, and its stat; never blocks.
 
-    Raises ``OSError`` (a subclass saying so when the path is no longer a regular file).
+    Raises ``OSError`` (a subclass saying so when the path is no longer a regular file, or,
+    before anything is read, when it is larger than ``max_size``).
     """
     fd = os.open(path, OPEN_FLAGS)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _NotRegular(f"not a regular file ({_kind(st.st_mode)}); it is never read")
+        if max_size is not None and st.st_size > max_size:
+            raise FileTooLargeError(st.st_size, max_size)
         chunks: list[bytes] = []
         remaining = limit
         while remaining > 0:
@@ -329,9 +334,9 @@ def read_regular_file(path: Path | str, max_bytes: int) -> bytes:
         FileTooLargeError: the file is larger than ``max_bytes`` (nothing past it is read).
         OSError: the file cannot be read, or is not a regular file.
     """
-    data, st = read_head(path, max_bytes + 1)
-    if len(data) > max_bytes or st.st_size > max_bytes:
-        raise FileTooLargeError(max(len(data), st.st_size), max_bytes)
+    data, _ = read_head(path, max_bytes + 1, max_size=max_bytes)
+    if len(data) > max_bytes:  # it grew while being read
+        raise FileTooLargeError(len(data), max_bytes)
     return data
 
 
