@@ -12,8 +12,9 @@ Documented results for bad input (every error is a ``DocumentError`` naming the 
 - a truncated, encrypted or otherwise unreadable PDF: ``CorruptDocumentError``;
 - a PDF over ``pdf.MAX_PAGES`` pages: ``DocumentTooLargeError``; past its time budget:
   ``ParseTimeoutError``;
-- a PDF without a text layer (a scan): *not* an error: an empty text layer, no sections, and a
-  warning in ``ParsedDocument.warnings`` (the file is fine; it needs OCR, which we do not do).
+- a PDF page without a usable text layer (a scan) is read by OCR (``parsing.ocr``, settings in
+  ``parsing``: ``ParsingSettings``); a PDF that still has no text: ``EmptyDocumentError`` with
+  the reason and the pages ("no text layer and OCR found no text on pages 1–4").
 Any other library failure is wrapped in ``CorruptDocumentError``: nothing but a
 ``DocumentError`` leaves ``parse_document``.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Document
@@ -32,6 +34,7 @@ from agrag_pipeline.parsing import (
     markdown,
     pdf,
     plaintext,
+    powerpoint,
     spreadsheet,
     word,
 )
@@ -47,6 +50,9 @@ from agrag_pipeline.parsing.errors import (
 )
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
+if TYPE_CHECKING:
+    from agrag_pipeline.settings import ParsingSettings
+
 #: Default size limit: larger files are refused before any parsing.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
@@ -60,6 +66,8 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".pdf": pdf.MEDIA_TYPE,
     ".docx": word.MEDIA_TYPE,
     ".docm": word.MACRO_MEDIA_TYPE,
+    ".pptx": powerpoint.MEDIA_TYPE,
+    ".pptm": powerpoint.MACRO_MEDIA_TYPE,
     ".xlsx": spreadsheet.XLSX_MEDIA_TYPE,
     ".xlsm": spreadsheet.XLSM_MEDIA_TYPE,
     ".csv": delimited.CSV_MEDIA_TYPE,
@@ -108,6 +116,8 @@ PARSERS: dict[str, Parser] = {
     pdf.MEDIA_TYPE: pdf.parse,
     word.MEDIA_TYPE: word.parse,
     word.MACRO_MEDIA_TYPE: word.parse,
+    powerpoint.MEDIA_TYPE: powerpoint.parse,
+    powerpoint.MACRO_MEDIA_TYPE: powerpoint.parse,
     spreadsheet.XLSX_MEDIA_TYPE: spreadsheet.parse,
     spreadsheet.XLSM_MEDIA_TYPE: spreadsheet.parse,
     delimited.CSV_MEDIA_TYPE: delimited.parse,
@@ -139,8 +149,11 @@ def parse_document(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     time_budget_s: float = DEFAULT_TIME_BUDGET_S,
+    parsing: ParsingSettings | None = None,
 ) -> ParsedDocument:
     """Parse one document version into its text layer and section tree.
+
+    ``parsing`` (default: ``ParsingSettings()``) reaches the parsers that read it (PDF: OCR).
 
     ``media_type`` wins over the extension; parameters such as ``; charset=...`` are ignored.
     The parser runs under a ``budget.Deadline`` of ``time_budget_s`` (reached through
@@ -170,6 +183,8 @@ def parse_document(
     )
     try:
         with deadline_scope(Deadline(source_key, time_budget_s)):
+            if parsing is not None and parser is pdf.parse:
+                return pdf.parse(raw, document, parsing=parsing)
             return parser(raw, document)
     except DocumentError:
         raise

@@ -376,7 +376,11 @@ class _Heading:
 
 
 @dataclass
-class _Writer:
+class Writer:
+    """The text layer being written block by block, with the heading and table marks into it
+    (shared with ``powerpoint``): blocks are separated by a blank line, consecutive list items
+    by a line break; a table is ``| a | b |`` rows with a ``| - |`` rule after its header."""
+
     parts: list[str] = field(default_factory=list)
     pos: int = 0
     last: str = ""
@@ -452,7 +456,7 @@ class _Converter:
         self.styles = _Styles(package.xml(package.related(main, "/styles")))
         self.numbering = _Numbering(package.xml(package.related(main, "/numbering")))
         self.main = main
-        self.writer = _Writer()
+        self.writer = Writer()
         self.notes: dict[str, dict[str, int]] = {"footnote": {}, "endnote": {}}
         self.blocks_seen = 0
 
