@@ -228,13 +228,21 @@ def _rad(element: etree._Element) -> str:
     return f"\\sqrt[{degree}]{{{body}}}" if degree else f"\\sqrt{{{body}}}"
 
 
+def _fence(char: str) -> str:
+    """A delimiter for ``\\left``/``\\right``: braces escaped, none as ``.``."""
+    return {"": ".", "{": "\\{", "}": "\\}"}.get(char, char)
+
+
 def _delimiter(element: etree._Element) -> str:
+    """Word's delimiters grow with their content: ``\\left( … \\right)`` in LaTeX."""
     begin = _prop(element, "dPr", "begChr")
     end = _prop(element, "dPr", "endChr")
     sep = _prop(element, "dPr", "sepChr")
     parts = [linear(e) for e in element.findall(_m("e"))]
     inner = (sep if sep is not None else "|").join(parts)
-    return f"{'(' if begin is None else begin}{inner}{')' if end is None else end}"
+    left = _fence("(" if begin is None else begin)
+    right = _fence(")" if end is None else end)
+    return f"\\left{left}{inner}\\right{right}"
 
 
 def _nary(element: etree._Element) -> str:
@@ -245,12 +253,16 @@ def _nary(element: etree._Element) -> str:
     return f"{op}{limits} {_part(element, 'e')}".rstrip()
 
 
+_OPENERS = ("(", "[", "{", "\\left")
+
+
 def _func(element: etree._Element) -> str:
     name = _part(element, "fName").strip()
     if name in _FUNCTIONS:
         name = f"\\{name}"
     body = _part(element, "e")
-    return f"{name}{'' if body.startswith(('(', '[', '{')) else ' '}{body}".rstrip()
+    glue = "" if body.startswith(_OPENERS) else " "
+    return f"{name}{glue}{body}".rstrip()
 
 
 def _lim_low(element: etree._Element) -> str:
