@@ -1,134 +1,165 @@
-"""PDF with pdfplumber (MIT; pdfminer.six underneath): text with pages, boxes and tables.
+"""PDF: text, reading order, headings and tables from PDFium (pypdfium2); OCR where text is missing.
 
-Text layer: per page, text lines (pdfplumber's ``extract_text_lines``) and table rows in
-top-to-bottom order, joined by ``"\\n"``; pages joined by ``PAGE_SEPARATOR`` (``"\\n\\n"``).
-A table found by ``find_tables`` is written one row per line, cells joined by `` | ``, and its
-characters are taken out of the text lines, so table text is never duplicated. The first row of
-a table of two or more rows is its header (PDF tables do not mark headers).
-``ParsedDocument.layout`` holds one ``LayoutSpan`` per text line and per table row: 1-based page
-and box in PDF points, origin ``"top-left"`` (pdfplumber's ``top``/``bottom``).
+Pages are read one at a time (``pdf_layout.read_page``: clean words, columns, rotated text,
+ruled tables) and closed; only their lines are kept (what the text layer needs anyway), so
+memory grows with the text, not with every page's characters. Then, over the whole document:
 
-Headings: from the outline (bookmarks) when it has entries that can be found in the text (title
-matched to the lines of the entry's destination page, levels from the outline); otherwise from
-typography: short lines set clearly larger than the body's median size (levels by size), or
-bold lines at body size (the next level down).
+- running headers, footers and page numbers (lines in the top or bottom margin whose text,
+  digits aside, repeats on most pages; or a lone page number there) are left out of the text
+  layer and counted in a warning: the references leave them out and a sentence must never be
+  cut by one;
+- table-of-contents lines (leader dots before a page number) lose their leaders; their pages
+  give no headings;
+- hyphenated line ends are joined (``compu-`` + ``tation`` -> ``computation``) in the text
+  layer, which is ours to define: every offset is exact against what is stored.
 
-Bounds: more than ``MAX_PAGES`` pages is refused (``DocumentTooLargeError``); the time budget is
-checked between pages (``ParseTimeoutError``). A single page that pdfminer spends unbounded
-time on can only be stopped by running the parse in a worker process with a timeout: that is
-the caller's choice (the Dagster shell), not done here.
+Text layer: lines joined by ``"\\n"``, paragraphs and column breaks by ``"\\n\\n"``, pages by
+``PAGE_SEPARATOR``; a table as pipe rows (``| a | b |``, header row then ``| - |``), a header
+longer than ``MAX_HEADER_CHARS`` is no header (it would be repeated in every chunk of the table).
+``ParsedDocument.layout`` has one ``LayoutSpan`` per line and table row, boxes in PDF points on
+the unrotated page from its top-left corner.
 
-No text layer (a scan with no OCR text): an empty text layer, no sections, and a warning.
+Headings: from the outline (bookmarks) where its entries are found on their pages; otherwise from
+typography measured over the whole document: lines set clearly larger than the body size, or
+bold at body size when the body is not bold, standing as their own paragraph, short, not a
+caption, an author list or a sentence; a heading wrapped over two lines is one heading; levels
+rank the heading styles over the whole document, so they agree across pages.
 
-Known limits: reading order is pdfplumber's line clustering, so two-column pages interleave
-their columns line by line; right-to-left scripts come out in visual (reversed) order.
+OCR (``parsing.ocr``, Tesseract): a page with no visible text, mostly unmapped glyphs, or an
+invisible text layer over an image is read by OCR when ``ParsingSettings.ocr.enabled``; its
+words become lines like any other. A document that still has no text raises
+``EmptyDocumentError`` with the reason and the pages.
 """
 
 from __future__ import annotations
 
-import io
+import itertools
+import re
 import statistics
-import time
-from dataclasses import dataclass
-from typing import Any
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import pdfplumber
-from pdfminer.pdfdocument import PDFNoOutlines, PDFPasswordIncorrect
-from pdfminer.pdftypes import resolve1
+import pypdfium2
 
 from agrag_pipeline.models import Document, PageBox
+from agrag_pipeline.parsing import pdf_layout
+from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
-    ParseTimeoutError,
+    EmptyDocumentError,
 )
 from agrag_pipeline.parsing.parsed import LayoutSpan, ParsedDocument
+from agrag_pipeline.parsing.pdf_layout import Line, PageRead, Table
+from agrag_pipeline.parsing.textlayer import cell_text, pipe_row
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
+
+if TYPE_CHECKING:
+    from agrag_pipeline.settings import ParsingSettings
 
 MEDIA_TYPE = "application/pdf"
 PAGE_SEPARATOR = "\n\n"
-CELL_SEPARATOR = " | "
 MAX_PAGES = 2000
-TIME_BUDGET_S = 300.0
-
-#: Typography: a heading is set at least this much larger than the body's median size …
-_LARGER = 1.15
+#: A table header row longer than this is written as a body row (not repeated per chunk).
+MAX_HEADER_CHARS = 160
+#: Typography: a heading is set at least this much larger than the body size …
+_LARGER = 1.12
+#: … or slightly larger and standing alone (a line of its own paragraph).
+_SLIGHTLY_LARGER = 1.05
 #: … and is a short line.
-_MAX_HEADING_CHARS = 120
-_BOLD_MARKERS = ("bold", "black", "heavy", "semibold", "demi")
+_MAX_HEADING_CHARS = 150
+_MAX_HEADING_WORDS = 18
+_CAPTION = re.compile(r"^(fig(ure)?|table|tab|listing|algorithm|chart)\.?\s*\d", re.I)
+_PAGE_NUMBER = re.compile(
+    r"^(page\s*)?[-–—(]?\s*(\d{1,4}|\d{1,3}[-–.]\d{1,4}|[ivxlcdm]{1,6})\s*[-–—)]?"
+    r"(\s*(of|/)\s*\d{1,4})?$",
+    re.I,
+)
+_RUNNING_HEAD = re.compile(r"^\d{1,4}\s.*\S|.*\S\s\d{1,4}$")
+_NUMBERED = re.compile(r"^(\d+(\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s")
 
 
-@dataclass
-class _Line:
+@dataclass(slots=True)
+class _Written:
     start: int
     end: int
     page: int
-    top: float
-    bottom: float
     text: str
     size: float
     bold: bool
+    italic: bool
+    top: float
+    bottom: float
+    paragraph_start: bool
+    role: str
 
 
 def parse(
     raw: bytes,
     document: Document,
     *,
+    parsing: ParsingSettings | None = None,
     max_pages: int = MAX_PAGES,
-    time_budget_s: float = TIME_BUDGET_S,
 ) -> ParsedDocument:
     """The text layer, layout and sections of a PDF."""
     key = document.source_key
-    deadline = time.monotonic() + time_budget_s
+    deadline = current_deadline(key)
     try:
-        pdf = pdfplumber.open(io.BytesIO(raw))
-    except Exception as exc:
-        # pdfplumber wraps pdfminer's errors in its PdfminerException (first argument).
-        cause = exc.args[0] if exc.args and isinstance(exc.args[0], Exception) else exc
-        if isinstance(cause, PDFPasswordIncorrect):
+        pdf = pypdfium2.PdfDocument(raw)
+    except pypdfium2.PdfiumError as exc:
+        message = str(exc)
+        if "password" in message.lower():
             raise CorruptDocumentError(key, "the PDF is encrypted and needs a password") from None
         raise CorruptDocumentError(
-            key, f"not a readable PDF (truncated or corrupt?): {type(exc).__name__}: {exc}"
+            key, f"not a readable PDF (truncated or corrupt?): {message}"
         ) from None
-    with pdf:
-        try:
-            pages = pdf.pages
-        except Exception as exc:
-            raise CorruptDocumentError(
-                key, f"the PDF's page tree cannot be read: {type(exc).__name__}: {exc}"
-            ) from None
-        if len(pages) > max_pages:
+    warnings: list[str] = []
+    ocr_log = _OcrLog()
+    try:
+        count = len(pdf)
+        if count > max_pages:
             raise DocumentTooLargeError(
-                key, f"{len(pages)} pages is over the limit of {max_pages} pages"
+                key, f"{count} pages is over the limit of {max_pages} pages"
             )
-        builder = _LayerBuilder()
-        warnings: list[str] = []
-        for page in pages:
-            if time.monotonic() > deadline:
-                raise ParseTimeoutError(
-                    key, f"gave up after {time_budget_s:.0f} s at page {page.page_number}"
-                )
+        pages: list[PageRead] = []
+        for index in range(count):
+            deadline.check(f"page {index + 1}")
             try:
-                had_text = builder.add_page(page)
-            except Exception as exc:
-                raise CorruptDocumentError(
-                    key, f"page {page.page_number} cannot be read: {type(exc).__name__}: {exc}"
-                ) from None
-            if not had_text:
-                warnings.append(f"page {page.page_number} has no text layer")
-        text = builder.text()
-        if not text.strip():
-            return ParsedDocument(
-                document=document,
-                text_layer="",
-                warnings=[
-                    f"no text layer on any of its {len(pages)} page(s): a scan without OCR "
-                    "text? (no sections; OCR is not done here)"
-                ],
-            )
-        headings = _outline_headings(pdf, builder.lines, warnings)
-        if not headings:
-            headings = _typographic_headings(builder.lines)
+                page = pdf[index]
+            except pypdfium2.PdfiumError as exc:
+                raise CorruptDocumentError(key, f"page {index + 1} cannot be read: {exc}") from None
+            try:
+                read = pdf_layout.read_page(page, index + 1)
+                if _needs_ocr(read):
+                    read = _ocr(page, index, read, parsing, ocr_log)
+            finally:
+                page.close()
+            pages.append(read)
+        outline = _outline(pdf)
+    finally:
+        pdf.close()
+    furniture = _mark_furniture(pages)
+    toc_pages = _mark_toc(pages)
+    builder = _LayerBuilder()
+    for read in pages:
+        builder.add_page(read)
+    text = builder.text()
+    warnings += ocr_log.warnings()
+    unmapped = sum(p.unmapped for p in pages)
+    if unmapped:
+        warnings.append(f"{unmapped} glyphs without a Unicode mapping were left out of the text")
+    if furniture:
+        warnings.append(f"{furniture} running header/footer or page-number lines left out")
+    if toc_pages:
+        warnings.append(f"table of contents on page(s) {', '.join(map(str, toc_pages))}")
+    if not text.strip():
+        raise EmptyDocumentError(key, ocr_log.why_empty(count))
+    lines = builder.lines
+    headings = _outline_headings(outline, lines, warnings) if outline else []
+    if not headings:
+        headings = _typographic_headings(lines)
     parsed = ParsedDocument(
         document=document, text_layer=text, layout=builder.layout, warnings=warnings
     )
@@ -136,140 +167,368 @@ def parse(
     return parsed
 
 
+# -- OCR --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _OcrLog:
+    """Which pages needed OCR and what became of them (for warnings and the failure reason)."""
+
+    read: list[int] = field(default_factory=list)
+    empty: list[int] = field(default_factory=list)
+    off: list[int] = field(default_factory=list)
+    unavailable: list[int] = field(default_factory=list)
+    reason: str = ""
+    engine: str = ""
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.read:
+            out.append(f"text by OCR ({self.engine}) on pages {_ranges(self.read)}")
+        if self.empty:
+            out.append(f"no text layer and OCR found no text on pages {_ranges(self.empty)}")
+        if self.off:
+            out.append(f"no usable text layer on pages {_ranges(self.off)} (OCR is turned off)")
+        if self.unavailable:
+            out.append(
+                f"no usable text layer on pages {_ranges(self.unavailable)} and OCR is "
+                f"unavailable: {self.reason}"
+            )
+        return out
+
+    def why_empty(self, count: int) -> str:
+        if not count:
+            return "the PDF has no pages"
+        if self.off:
+            return f"no text layer on pages {_ranges(self.off)} and OCR is turned off"
+        if self.unavailable:
+            return (
+                f"no text layer on pages {_ranges(self.unavailable)} and OCR is unavailable: "
+                f"{self.reason}"
+            )
+        return f"no text layer and OCR found no text on pages {_ranges(self.empty or [1])}"
+
+
+def _needs_ocr(read: PageRead) -> bool:
+    """No text, mostly unmapped glyphs, or an invisible text layer over a scanned image.
+
+    Invisible text with no image under it is kept as text (a searchable layer someone meant
+    to be found); over an image it is re-read by OCR, and kept where OCR cannot run.
+    """
+    if read.chars == 0 or read.unmapped > read.chars:
+        return True
+    visible = read.chars - read.invisible
+    return read.invisible > visible and read.image_area >= 0.25
+
+
+def _ocr(
+    page: pypdfium2.PdfPage,
+    index: int,
+    read: PageRead,
+    parsing: ParsingSettings | None,
+    log: _OcrLog,
+) -> PageRead:
+    from agrag_pipeline.parsing import ocr
+    from agrag_pipeline.settings import ParsingSettings
+
+    settings = (parsing or ParsingSettings()).ocr
+    number = index + 1
+    if not settings.enabled:
+        log.off.append(number)
+        return read
+    try:
+        result = ocr.ocr_page(page, index, settings)
+    except ocr.OcrUnavailableError as exc:
+        log.unavailable.append(number)
+        log.reason = str(exc)
+        return read
+    words = [w for w in result.words if w.text.strip()]
+    if not words:
+        log.empty.append(number)
+        return read
+    log.read.append(number)
+    log.engine = ocr.ENGINE
+    out = PageRead(number, read.width, read.height)
+    groups: dict[tuple[int, int], list[ocr.OcrWord]] = {}
+    for word in words:
+        groups.setdefault((word.block, word.line), []).append(word)
+    previous_block = None
+    for (block, _), group in groups.items():
+        x0 = min(w.box[0] for w in group)
+        top = min(w.box[1] for w in group)
+        x1 = max(w.box[2] for w in group)
+        bottom = max(w.box[3] for w in group)
+        line = Line(
+            text=" ".join(w.text.strip() for w in group),
+            box=(x0, top, x1, bottom),
+            top=top,
+            bottom=bottom,
+            x0=x0,
+            x1=x1,
+            size=max(bottom - top, 1.0) * 0.8,
+            bold=False,
+            column=block,
+        )
+        line.paragraph_start = block != previous_block
+        previous_block = block
+        out.items.append(line)
+    out.chars = sum(len(w.text) for w in words)
+    return out
+
+
+# -- document pass: furniture, TOC ------------------------------------------------------------
+
+
+def _furniture_key(text: str) -> str:
+    return re.sub(r"\d+", "#", " ".join(text.casefold().split()))
+
+
+def _mark_furniture(pages: list[PageRead]) -> int:
+    """Mark running headers/footers and page numbers; return how many lines were marked."""
+    zone: list[list[Line]] = []
+    for read in pages:
+        lines = [i for i in read.items if isinstance(i, Line) and not i.rotated]
+        margin = 0.15 * read.height
+        candidates = []
+        for k, line in enumerate(lines[:2]):  # at the top, set apart from what follows
+            below = lines[k + 1] if k + 1 < len(lines) else None
+            apart = below is None or below.top - line.bottom >= 0.8 * line.size
+            if line.box[3] <= margin and apart:
+                candidates.append(line)
+        for k in range(max(len(lines) - 2, 0), len(lines)):  # at the bottom, set apart
+            line = lines[k]
+            above = lines[k - 1] if k else None
+            apart = above is None or line.top - above.bottom >= 0.8 * line.size
+            if line.box[1] >= read.height - margin and apart:
+                candidates.append(line)
+        zone.append(list({id(c): c for c in candidates}.values()))
+    counts: Counter[str] = Counter()
+    for candidates in zone:
+        counts.update({_furniture_key(c.text) for c in candidates})
+    needed = max(2, (len(pages) + 1) // 2)
+    sizes: Counter[float] = Counter()
+    for read in pages:
+        for item in read.items:
+            if isinstance(item, Line):
+                sizes[round(item.size * 2) / 2] += len(item.text)
+    body = sizes.most_common(1)[0][0] if sizes else 0.0
+    marked = 0
+    for candidates in zone:
+        for line in candidates:
+            text = line.text.strip()
+            if (
+                (len(pages) >= 2 and counts[_furniture_key(text)] >= needed)
+                or _PAGE_NUMBER.match(text)
+                # A running head with its page number ("Study on X — Annex 209"), no larger
+                # than the body text (a title would be).
+                or (
+                    _RUNNING_HEAD.match(text)
+                    and len(text.split()) >= 3
+                    and line.size <= body * 1.05
+                )
+            ):
+                line.role = "furniture"
+                marked += 1
+    return marked
+
+
+def _mark_toc(pages: list[PageRead]) -> list[int]:
+    """Strip leader dots; mark lines of table-of-contents pages; return those pages."""
+    toc_pages = []
+    for read in pages:
+        led = 0
+        lines = [i for i in read.items if isinstance(i, Line)]
+        for line in lines:
+            stripped, had = pdf_layout.strip_leaders(line.text)
+            if had:
+                line.text = stripped
+                line.role = "toc-entry"
+                led += 1
+        if led >= 3 and led >= 0.3 * len(lines):
+            toc_pages.append(read.number)
+            for line in lines:
+                if line.role == "text":
+                    line.role = "toc"
+    return toc_pages
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[1, 2, 3, 5]`` -> ``"1–3, 5"``."""
+    parts: list[str] = []
+    start = previous = numbers[0]
+    for n in [*numbers[1:], None]:
+        if n is not None and n == previous + 1:
+            previous = n
+            continue
+        parts.append(f"{start}–{previous}" if previous > start else str(start))
+        if n is not None:
+            start = previous = n
+    return ", ".join(parts)
+
+
+# -- text layer -------------------------------------------------------------------------------
+
+
 class _LayerBuilder:
     def __init__(self) -> None:
         self.parts: list[str] = []
         self.pos = 0
         self.layout: list[LayoutSpan] = []
-        self.lines: list[_Line] = []
+        self.lines: list[_Written] = []
         self.tables: list[TableMark] = []
 
     def text(self) -> str:
         return "".join(self.parts)
 
-    def _write(self, text: str, page: int, bbox: tuple[float, float, float, float]) -> int:
-        if self.pos:
-            self.parts.append("\n")
-            self.pos += 1
+    def _put(self, text: str) -> int:
         start = self.pos
         self.parts.append(text)
         self.pos += len(text)
-        x0, top, x1, bottom = bbox
-        box = PageBox(
-            page=page, x0=min(x0, x1), y0=min(top, bottom), x1=max(x0, x1), y1=max(top, bottom)
-        )
-        self.layout.append(LayoutSpan(start=start, end=self.pos, box=box))
         return start
 
-    def add_page(self, page: Any) -> bool:
-        """Writes a page's lines and tables in top-to-bottom order; False if it has no text."""
-        found = page.find_tables()
-        boxes = [t.bbox for t in found]
-
-        def outside_tables(obj: dict[str, Any]) -> bool:
-            if obj.get("object_type") != "char":
-                return True
-            cx = (obj["x0"] + obj["x1"]) / 2
-            cy = (obj["top"] + obj["bottom"]) / 2
-            return not any(x0 <= cx <= x1 and t <= cy <= b for x0, t, x1, b in boxes)
-
-        text_page = page.filter(outside_tables) if boxes else page
-        blocks: list[tuple[float, int, Any]] = []
-        for line in text_page.extract_text_lines(return_chars=True, strip=True):
-            if line["text"].strip():
-                blocks.append((line["top"], 0, line))
-        for table in found:
-            blocks.append((table.bbox[1], 1, table))
-        blocks.sort(key=lambda b: (b[0], b[1]))
-        if not blocks:
-            return False
-        if self.pos:  # page separator: "\n" from _write plus this one
-            self.parts.append(PAGE_SEPARATOR[1:])
-            self.pos += len(PAGE_SEPARATOR) - 1
-        wrote = False
-        number = page.page_number
-        for _, kind, item in blocks:
-            if kind == 0:
-                self._add_line(item, number)
-                wrote = True
-            else:
-                wrote = self._add_table(item, number) or wrote
-        return wrote
-
-    def _add_line(self, line: dict[str, Any], page: int) -> None:
-        text = line["text"]
-        bbox = (line["x0"], line["top"], line["x1"], line["bottom"])
-        start = self._write(text, page, bbox)
-        chars = [c for c in line.get("chars", []) if c.get("text", "").strip()]
-        size = statistics.median(c["size"] for c in chars) if chars else 0.0
-        bold = bool(chars) and all(
-            any(m in str(c.get("fontname", "")).lower() for m in _BOLD_MARKERS) for c in chars
-        )
-        self.lines.append(
-            _Line(start, self.pos, page, line["top"], line["bottom"], text, size, bold)
+    def _span(self, start: int, page: int, box: tuple[float, float, float, float]) -> None:
+        x0, top, x1, bottom = box
+        self.layout.append(
+            LayoutSpan(
+                start=start,
+                end=self.pos,
+                box=PageBox(
+                    page=page,
+                    x0=min(x0, x1),
+                    y0=min(top, bottom),
+                    x1=max(x0, x1),
+                    y1=max(top, bottom),
+                ),
+            )
         )
 
-    def _add_table(self, table: Any, page: int) -> bool:
-        rows = table.extract()
-        spans: list[tuple[int, int]] = []
-        for cells, row in zip(rows, table.rows, strict=False):
-            texts = [" ".join((c or "").split()) for c in cells]
-            if not any(texts):
+    def add_page(self, read: PageRead) -> None:
+        items = [i for i in read.items if not (isinstance(i, Line) and i.role == "furniture")]
+        if not items:
+            return
+        if self.pos:
+            self._put(PAGE_SEPARATOR)
+        previous: Line | Table | None = None
+        joined = False  # the previous line ended in a hyphen that was joined to this one
+        leading = _leading(items)
+        for k, item in enumerate(items):
+            if isinstance(item, Table):
+                if previous is not None:
+                    self._put("\n\n")
+                self._add_table(item, read.number)
+                previous, joined = item, False
                 continue
-            start = self._write(CELL_SEPARATOR.join(texts), page, row.bbox)
+            text = item.text
+            paragraph = previous is None or _paragraph_break(previous, item, leading)
+            if previous is not None and not joined:
+                self._put("\n\n" if paragraph else "\n")
+            item.paragraph_start = paragraph and not joined
+            following = items[k + 1] if k + 1 < len(items) else None
+            join_next = (
+                isinstance(following, Line)
+                and not _paragraph_break(item, following, leading)
+                and pdf_layout.is_hyphen_end(text)
+                and (text[-1] == "\u00ad" or following.text[:1].islower())
+            )
+            if join_next:
+                text = text[:-1]
+            text = text.replace("\u00ad", "")
+            start = self._put(text)
+            self._span(start, read.number, item.box)
+            self.lines.append(
+                _Written(
+                    start,
+                    self.pos,
+                    read.number,
+                    text,
+                    item.size,
+                    item.bold,
+                    item.italic,
+                    item.top,
+                    item.bottom,
+                    item.paragraph_start,
+                    item.role if not item.rotated else "rotated",
+                )
+            )
+            previous, joined = item, join_next
+
+    def _add_table(self, table: Table, page: int) -> None:
+        rows = [[cell_text(c) for c in row] for row in table.rows]
+        width = max(len(r) for r in rows)
+        rows = [r + [""] * (width - len(r)) for r in rows]
+        header_text = " ".join(rows[0])
+        has_header = len(rows) > 1 and len(header_text) <= MAX_HEADER_CHARS
+        spans: list[tuple[int, int]] = []
+        header: tuple[int, int] | None = None
+        first = self.pos
+        for index, (row, box) in enumerate(zip(rows, table.row_boxes, strict=False)):
+            if index:
+                self._put("\n")
+            start = self._put(pipe_row(row))
+            self._span(start, page, box)
             spans.append((start, self.pos))
-        if not spans:
-            return False
-        header = spans[0] if len(spans) > 1 else None
+            if index == 0 and has_header:
+                self._put("\n")
+                self._put(pipe_row(["-"] * width))
+                header = (start, self.pos)
         body = tuple(spans[1:]) if header else tuple(spans)
-        self.tables.append(TableMark(spans[0][0], spans[-1][1], header, body))
+        self.tables.append(TableMark(first, self.pos, header, body))
+
+
+def _leading(items: list[Line | Table]) -> float:
+    """The page's usual gap between two lines of a paragraph, in font sizes."""
+    gaps = []
+    for a, b in itertools.pairwise(items):
+        if isinstance(a, Line) and isinstance(b, Line) and a.column == b.column:
+            size = max(min(a.size, b.size), 1.0)
+            gap = (b.top - a.bottom) / size
+            if -0.5 < gap < 2.0:
+                gaps.append(gap)
+    return statistics.median(gaps) if gaps else 0.2
+
+
+def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool:
+    if isinstance(previous, Table):
         return True
+    if previous.column != line.column or previous.rotated != line.rotated:
+        return True
+    gap = line.top - previous.bottom
+    size = max(min(previous.size, line.size), 1.0)
+    if gap > (max(leading, 0.0) + 0.45) * size or gap < -2 * size:
+        return True
+    return (
+        abs(previous.size - line.size) > 0.15 * size
+        or previous.bold != line.bold
+        or previous.italic != line.italic
+    )
+
+
+# -- headings ---------------------------------------------------------------------------------
 
 
 def _norm(text: str) -> str:
-    return " ".join(text.split()).casefold()
+    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
 
 
-def _outline_entries(pdf: Any) -> list[tuple[int, str, int | None]]:
-    """(level, title, 1-based page or None) of each outline entry, in outline order."""
+def _outline(pdf: pypdfium2.PdfDocument) -> list[tuple[int, str, int | None]]:
+    """(level from 1, title, 1-based page or None) of each outline entry, in outline order."""
+    entries: list[tuple[int, str, int | None]] = []
     try:
-        outlines = list(pdf.doc.get_outlines())
-    except PDFNoOutlines:
-        return []
+        for item in pdf.get_toc(max_depth=8):
+            title = (item.get_title() or "").strip()
+            if not title:
+                continue
+            dest = item.get_dest()
+            index = dest.get_index() if dest is not None else None
+            entries.append((item.level + 1, title, index + 1 if index is not None else None))
+            if len(entries) > 5000:
+                break
     except Exception:
         return []  # a broken outline is no reason to refuse a readable document
-    page_numbers = {p.page_obj.pageid: p.page_number for p in pdf.pages}
-    entries = []
-    for level, title, dest, action, _ in outlines:
-        if not title:
-            continue
-        entries.append((int(level), str(title), _destination_page(pdf, dest, action, page_numbers)))
     return entries
 
 
-def _destination_page(pdf: Any, dest: Any, action: Any, page_numbers: dict[int, int]) -> int | None:
-    try:
-        if dest is None and action is not None:
-            action = resolve1(action)
-            if isinstance(action, dict):
-                dest = action.get("D")
-        dest = resolve1(dest)
-        if isinstance(dest, bytes | str) or hasattr(dest, "name"):
-            name = dest.name if hasattr(dest, "name") else dest
-            dest = resolve1(pdf.doc.get_dest(name))
-        if isinstance(dest, dict):
-            dest = resolve1(dest.get("D"))
-        if isinstance(dest, list) and dest:
-            ref = dest[0]
-            objid = getattr(ref, "objid", None)
-            if objid is not None:
-                return page_numbers.get(objid)
-    except Exception:
-        return None
-    return None
-
-
-def _match(lines: list[_Line], index: int, title: str) -> int | None:
+def _match(lines: list[_Written], index: int, title: str) -> int | None:
     """Index of the last line of ``title`` if it starts at ``lines[index]``, else None."""
     accumulated = _norm(lines[index].text)
     if not accumulated:
@@ -277,7 +536,7 @@ def _match(lines: list[_Line], index: int, title: str) -> int | None:
     if accumulated == title or accumulated.startswith(title):
         return index
     last = index
-    while title.startswith(accumulated) and last + 1 < len(lines):
+    while title.startswith(accumulated) and last + 1 < len(lines) and last - index < 3:
         last += 1
         if lines[last].page != lines[index].page:
             return None
@@ -287,18 +546,21 @@ def _match(lines: list[_Line], index: int, title: str) -> int | None:
     return None
 
 
-def _outline_headings(pdf: Any, lines: list[_Line], warnings: list[str]) -> list[HeadingMark]:
-    entries = _outline_entries(pdf)
-    if not entries:
-        return []
+def _outline_headings(
+    entries: list[tuple[int, str, int | None]], lines: list[_Written], warnings: list[str]
+) -> list[HeadingMark]:
     marks: list[HeadingMark] = []
     used: set[int] = set()
     missing = 0
+    by_page: dict[int, list[int]] = {}
+    for i, line in enumerate(lines):
+        if line.role in ("text", "rotated"):
+            by_page.setdefault(line.page, []).append(i)
+    everywhere = [i for ids in by_page.values() for i in ids]
     for level, title, page in entries:
         wanted = _norm(title)
-        candidates = [i for i, line in enumerate(lines) if page is None or line.page == page]
         found = None
-        for i in candidates:
+        for i in by_page.get(page, []) if page is not None else everywhere:
             if i in used:
                 continue
             last = _match(lines, i, wanted)
@@ -310,49 +572,97 @@ def _outline_headings(pdf: Any, lines: list[_Line], warnings: list[str]) -> list
             continue
         first, last = found
         used.update(range(first, last + 1))
-        marks.append(
-            HeadingMark(lines[first].start, lines[last].end, min(max(level, 1), 6), title.strip())
-        )
+        marks.append(HeadingMark(lines[first].start, lines[last].end, min(max(level, 1), 6), title))
     if missing:
         warnings.append(f"{missing} outline entries were not found in the text")
     marks.sort(key=lambda m: m.start)
     return marks
 
 
-def _typographic_headings(lines: list[_Line]) -> list[HeadingMark]:
-    sizes = [line.size for line in lines if line.size > 0]
-    if not sizes:
+def _weighted_median(values: list[tuple[float, int]]) -> float:
+    ordered = sorted(values)
+    half = sum(w for _, w in ordered) / 2
+    seen = 0
+    for value, weight in ordered:
+        seen += weight
+        if seen >= half:
+            return value
+    return ordered[-1][0] if ordered else 0.0
+
+
+def _looks_like_heading(text: str) -> bool:
+    if not (2 <= len(text) <= _MAX_HEADING_CHARS) or not any(c.isalpha() for c in text):
+        return False
+    if len(text.split()) > _MAX_HEADING_WORDS or _CAPTION.match(text):
+        return False
+    if text.count(",") >= 2 or "@" in text or "http" in text.lower():
+        return False  # author lists, affiliations, addresses
+    if text.startswith("(") and text.endswith(")"):
+        return False  # an aside: "(Please select all that apply)"
+    return text[-1] not in ".,;" or bool(_NUMBERED.match(text) and len(text.split()) <= 2)
+
+
+def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
+    body_lines = [line for line in lines if line.role == "text"]
+    if not body_lines:
         return []
-    body = statistics.median(sizes)
-    body_bold = statistics.median(1.0 if line.bold else 0.0 for line in lines) >= 0.5
-    candidates: list[tuple[int, float, bool]] = []  # line index, size (rounded), bold
+    weights: Counter[float] = Counter()
+    bold_chars = italic_chars = total = 0
+    for line in body_lines:
+        weights[round(line.size * 2) / 2] += len(line.text)
+        total += len(line.text)
+        bold_chars += len(line.text) if line.bold else 0
+        italic_chars += len(line.text) if line.italic else 0
+    body = _weighted_median([(line.size, len(line.text)) for line in body_lines])
+    body_bold = bold_chars * 2 > total
+    body_italic = italic_chars * 2 > total
+    candidates: list[tuple[int, tuple[float, bool, bool]]] = []
     for i, line in enumerate(lines):
-        text = line.text.strip()
-        if not (2 <= len(text) <= _MAX_HEADING_CHARS) or not any(c.isalpha() for c in text):
+        if line.role != "text" or not _looks_like_heading(line.text.strip()):
             continue
-        if line.size >= body * _LARGER:
-            candidates.append((i, round(line.size * 2) / 2, line.bold))
-        elif line.bold and not body_bold and line.size >= body * 0.95:
-            candidates.append((i, 0.0, True))  # bold at body size: below every larger size
-    if not candidates or len(candidates) > len(lines) * 0.3:
-        return []  # nothing stands out, or too much does: typography says nothing here
-    ranks = sorted({size for _, size, _ in candidates if size > 0}, reverse=True)
-    level_of = {size: min(rank + 1, 6) for rank, size in enumerate(ranks)}
-    level_of[0.0] = min(len(ranks) + 1, 6)
+        wrapped = bool(candidates) and candidates[-1][0] == i - 1
+        if not (line.paragraph_start or wrapped):
+            continue
+        size = line.size
+        following = lines[i + 1] if i + 1 < len(lines) else None
+        standalone = following is None or following.paragraph_start
+        if size >= body * _LARGER or (size >= body * _SLIGHTLY_LARGER and standalone):
+            candidates.append((i, (round(size * 2) / 2, line.bold, line.italic)))
+        elif (
+            ((line.bold and not body_bold) or (line.italic and not body_italic))
+            and size >= body * 0.95
+            and len(line.text) <= 90
+            and len(line.text.split()) <= 12
+            and not line.text.rstrip().endswith("?")
+            and (following is None or following.paragraph_start)
+        ):
+            # Bold (or italic) at body size, standing alone: below every larger size.
+            candidates.append((i, (0.0, line.bold, line.italic)))
+    # Not a heading: a large style only its own paragraph's lines use on one page, many lines
+    # long (a cover's blurb, a pull quote) is left to the sizes that structure the document.
+    if not candidates or len(candidates) > max(len(body_lines) * 0.3, 3):
+        candidates = [c for c in candidates if c[1][0] > 0]
+        if len(candidates) > max(len(body_lines) * 0.3, 3):
+            return []
+    styles = sorted({style for _, style in candidates}, key=lambda s: (-s[0], not s[1], not s[2]))
+    level_of = {style: min(rank + 1, 6) for rank, style in enumerate(styles)}
     marks: list[HeadingMark] = []
-    previous: tuple[int, float, bool] | None = None
-    for index, size, bold in candidates:
+    previous: tuple[int, tuple[float, bool, bool]] | None = None
+    for index, style in candidates:
         line = lines[index]
+        prev_line = lines[index - 1] if index else None
         if (
             previous is not None
+            and prev_line is not None
             and previous[0] == index - 1
-            and previous[1:] == (size, bold)
-            and lines[index - 1].page == line.page
-            and line.top - lines[index - 1].bottom < max(line.size, 1.0)
+            and previous[1] == style
+            and prev_line.page == line.page
+            and line.top - prev_line.bottom < 0.9 * line.size
         ):  # a heading wrapped onto a second line: one heading
             last = marks[-1]
-            marks[-1] = HeadingMark(last.start, line.end, last.level, f"{last.text} {line.text}")
+            joined = f"{last.text} {line.text.strip()}"
+            marks[-1] = HeadingMark(last.start, line.end, last.level, joined)
         else:
-            marks.append(HeadingMark(line.start, line.end, level_of[size], line.text.strip()))
-        previous = (index, size, bold)
-    return marks
+            marks.append(HeadingMark(line.start, line.end, level_of[style], line.text.strip()))
+        previous = (index, style)
+    return [m for m in marks if len(m.text) <= _MAX_HEADING_CHARS * 2]

@@ -185,8 +185,10 @@ def test_bookmark_pdf_outline(parsed_corpus: dict[str, ParsedDocument]) -> None:
     ]
     pages = {s.heading: s.pages[0] for s in parsed.sections if s.heading}
     assert (pages[one], pages[two], pages["4. Termination"], pages[three]) == (1, 2, 3, 3)
-    # The running header above the first bookmark is level-0 text.
-    assert parsed.sections[0].heading_path == []
+    # The running header ("Sample Agreement — page 1", on every page) is left out of the text.
+    assert "Sample Agreement" not in parsed.text_layer
+    assert parsed.sections[0].heading == one
+    assert "3 running header/footer or page-number lines left out" in parsed.warnings
 
 
 def test_korean_report_numbered_headings(parsed_corpus: dict[str, ParsedDocument]) -> None:
@@ -198,12 +200,13 @@ def test_korean_report_numbered_headings(parsed_corpus: dict[str, ParsedDocument
         [title, "2 코로나-19 관련 보험 현황"],
         [title, "3 문제점"],
         [title, "4 개선과제"],
+        [title, "5 맺으며"],
     ]
     tables = [s for s in parsed.sections if s.kind == "table"]
     assert len(tables) == 1 and tables[0].pages == [2]
     assert tables[0].table_header is not None
     header = parsed.text_layer[tables[0].table_header.start : tables[0].table_header.end]
-    assert header == "구분 | 개정전 | 개정후"
+    assert header == "| 구분 | 개정전 | 개정후 |\n| - | - | - |"  # pipe rows, as for every table
 
 
 def test_pdf_table_text_is_not_duplicated(parsed_corpus: dict[str, ParsedDocument]) -> None:
