@@ -32,6 +32,7 @@ from agrag_pipeline.storage.tables import (
     sections_to_table,
     with_metadata,
 )
+from agrag_pipeline.storage.warehouse import DOCUMENT, DamagedFileError, InputChangedError
 
 if TYPE_CHECKING:
     from agrag_pipeline.chunking.chunker import StructureChunker
@@ -173,22 +174,38 @@ def build_sections(
 
         wanted["ocr_engine"] = canonical_json(engine_fingerprint(ocr)).decode("utf-8")
     if not force and _current(warehouse, "sections", document, wanted):
-        parsed = load_parsed(warehouse, document)
-        return SectionsResult(
-            document,
-            parsed,
-            warehouse.table_path("sections", document.id),
-            warehouse.text_path(document.id, document.content_hash),
-            reused=True,
-        )
-    raw = warehouse.get_raw(document.id, document.content_hash)
-    parsed = parse_document(raw, document.source_key, document.media_type)
+        try:
+            parsed = load_parsed(warehouse, document)
+        except DamagedFileError as exc:  # e.g. a missing text layer: parse again
+            warehouse._repaired(f"{exc}; the sections are rebuilt from the snapshot")
+        else:
+            return SectionsResult(
+                document,
+                parsed,
+                warehouse.table_path("sections", document.id),
+                warehouse.text_path(document.id, document.content_hash),
+                reused=True,
+            )
+    raw = warehouse.get_raw(document.id, document.content_hash)  # verified against its hash
+    parsing = None
+    if ocr is not None:
+        from agrag_pipeline.settings import ParsingSettings
+
+        parsing = ParsingSettings(ocr=ocr)
+    parsed = parse_document(raw, document.source_key, document.media_type, parsing=parsing)
     text_path = warehouse.put_text_layer(document.id, document.content_hash, parsed.text_layer)
     if parsed.layout:
         warehouse.put_layout(document.id, document.content_hash, layout_to_table(parsed.layout))
-    metadata = {**_version_metadata(document), **wanted}
+    text_sha256 = content_hash(parsed.text_layer.encode("utf-8", "surrogatepass"))
+    metadata = {**_version_metadata(document), **wanted, "text_sha256": text_sha256}
     table = with_metadata(sections_to_table(parsed.sections), metadata)
-    path = warehouse.write_table("sections", document.id, table)
+    path = _write_step_table(
+        warehouse,
+        "sections",
+        document,
+        table,
+        requires={DOCUMENT: {"content_hash": document.content_hash}},
+    )
     return SectionsResult(document, parsed, path, text_path)
 
 
@@ -200,9 +217,10 @@ def load_parsed(warehouse: Warehouse, document: Document) -> ParsedDocument:
     table = warehouse.read_table("sections", document.id)
     _require_version(warehouse, table, document, "sections")
     layout = warehouse.get_layout(document.id, document.content_hash)
+    text_sha256 = read_metadata(table).get("text_sha256")
     return ParsedDocument(
         document=document,
-        text_layer=warehouse.get_text_layer(document.id, document.content_hash),
+        text_layer=warehouse.get_text_layer(document.id, document.content_hash, sha256=text_sha256),
         sections=sections_from_table(table),
         layout=layout_from_table(layout) if layout is not None else [],
     )
@@ -231,10 +249,14 @@ def build_chunks(
         "parse_version": sections_meta.get("parse_version", ""),
     }
     if not force and _current(warehouse, "chunks", document, wanted):
-        chunks = load_chunks(warehouse, document)
-        counts = [int(c.metadata.get("token_count", 0)) for c in chunks]
-        path = warehouse.table_path("chunks", document.id)
-        return ChunksResult(document, chunks, path, counts, reused=True)
+        try:
+            chunks = load_chunks(warehouse, document)
+        except DamagedFileError as exc:
+            warehouse._repaired(f"{exc}; the chunks are rebuilt from the sections")
+        else:
+            counts = [int(c.metadata.get("token_count", 0)) for c in chunks]
+            path = warehouse.table_path("chunks", document.id)
+            return ChunksResult(document, chunks, path, counts, reused=True)
     parsed = load_parsed(warehouse, document)
     chunks = chunker.chunk(
         parsed,
@@ -249,8 +271,16 @@ def build_chunks(
         "extraction_fingerprint": extraction_fingerprint,
         "parse_version": sections_meta.get("parse_version"),
     }
-    path = warehouse.write_table(
-        "chunks", document.id, with_metadata(chunks_to_table(chunks), metadata)
+    sections_read = {
+        "content_hash": document.content_hash,
+        "parse_version": sections_meta.get("parse_version", ""),
+    }
+    path = _write_step_table(
+        warehouse,
+        "chunks",
+        document,
+        with_metadata(chunks_to_table(chunks), metadata),
+        requires={"sections": sections_read},
     )
     counts = [int(c.metadata.get("token_count", 0)) for c in chunks]
     return ChunksResult(document, chunks, path, counts)
@@ -260,9 +290,17 @@ def load_chunks(warehouse: Warehouse, document: Document) -> list[Chunk]:
     assert document.id is not None
     if not warehouse.has_table("chunks", document.id):
         raise _missing(warehouse, document, "chunks")
+    return _load_chunks_table(warehouse, document)[0]
+
+
+def _load_chunks_table(warehouse: Warehouse, document: Document) -> tuple[list[Chunk], Any]:
+    """The chunks of ``document`` and the ``agrag.*`` metadata of the very table read."""
+    assert document.id is not None
+    if not warehouse.has_table("chunks", document.id):
+        raise _missing(warehouse, document, "chunks")
     table = warehouse.read_table("chunks", document.id)
     _require_version(warehouse, table, document, "chunks")
-    return chunks_from_table(table)
+    return chunks_from_table(table), read_metadata(table)
 
 
 def build_embeddings(
@@ -292,9 +330,16 @@ def build_embeddings(
     }
     path = warehouse.table_path("embeddings", document.id)
     if not force and _current(warehouse, "embeddings", document, wanted):
-        rows = warehouse.read_table("embeddings", document.id).num_rows
-        return EmbeddingsResult(document, rows, path, embedder.fingerprint, 0, 0, 0, reused=True)
-    chunks = load_chunks(warehouse, document)
+        try:
+            rows = warehouse.read_table("embeddings", document.id).num_rows
+        except DamagedFileError as exc:
+            warehouse._repaired(f"{exc}; the embeddings are rebuilt from the chunks")
+        else:
+            return EmbeddingsResult(
+                document, rows, path, embedder.fingerprint, 0, 0, 0, reused=True
+            )
+    # The chunker hash recorded is the one of the very table embedded (not of an earlier read).
+    chunks, chunks_meta = _load_chunks_table(warehouse, document)
     vectors, stats = embed_with_cache(embedder, [c.contextual_text for c in chunks], cache)
     table = embeddings_table(chunks, vectors, embedder.fingerprint)
     metadata = {
@@ -303,7 +348,17 @@ def build_embeddings(
         "embedding_fingerprint": embedder.fingerprint,
         "embedding_settings": settings_fingerprint,
     }
-    path = warehouse.write_table("embeddings", document.id, with_metadata(table, metadata))
+    chunks_read = {
+        "content_hash": document.content_hash,
+        "chunker_hash": chunks_meta.get("chunker_hash", ""),
+    }
+    path = _write_step_table(
+        warehouse,
+        "embeddings",
+        document,
+        with_metadata(table, metadata),
+        requires={"chunks": chunks_read},
+    )
     return EmbeddingsResult(
         document=document,
         rows=table.num_rows,
@@ -344,9 +399,40 @@ def run_document(
 
 
 def _current(warehouse: Warehouse, table: str, document: Document, wanted: dict[str, str]) -> bool:
+    """Whether the stored ``table`` is of ``wanted``; a damaged one (truncated, garbage) is
+    not, so the step rebuilds it from its sound inputs."""
     assert document.id is not None
-    meta = warehouse.table_metadata(table, document.id)
+    try:
+        meta = warehouse.table_metadata(table, document.id)
+    except DamagedFileError as exc:
+        warehouse._repaired(f"{exc}; rebuilding it")
+        return False
     return meta is not None and all(meta.get(k, "") == v for k, v in wanted.items())
+
+
+def _write_step_table(
+    warehouse: Warehouse,
+    table: str,
+    document: Document,
+    data: Any,
+    *,
+    requires: dict[str, dict[str, str]],
+) -> str:
+    """Write a step's table only if the inputs it was built from are still the current ones.
+
+    Why: two writers of two versions of one document (a ``materialize`` and a ``core``, or
+    two runs racing an edit) must never leave embeddings of one version beside chunks of
+    another. Each step records the metadata of the input it read (the document record's
+    content hash; the sections' content hash and parse version; the chunks' content hash and
+    chunker hash) and ``Warehouse.write_table`` reads them again under the document's lock
+    just before its atomic rename: a replaced input makes the step fail (``StaleInputError``,
+    nothing written), and the writer of the newer input rebuilds what follows it.
+    """
+    assert document.id is not None
+    try:
+        return warehouse.write_table(table, document.id, data, requires=requires)
+    except InputChangedError as exc:
+        raise StaleInputError(document.source_key, str(exc)) from exc
 
 
 def _version_metadata(document: Document) -> dict[str, Any]:

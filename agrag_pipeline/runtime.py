@@ -121,7 +121,7 @@ def _default_settings_path() -> Path:
 
 #: Bumped when the snapshot or parse steps change what they write for the same input.
 SNAPSHOT_VERSION = "1"
-PARSE_VERSION = "1"
+PARSE_VERSION = "2"  # 2: PDFs read with PDFium (words, columns, headings, OCR)
 #: all-MiniLM-L6-v2 reads at most 256 word pieces (special tokens included).
 DEFAULT_MAX_SEQUENCE_TOKENS = 256
 

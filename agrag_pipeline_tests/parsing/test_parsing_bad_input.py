@@ -143,12 +143,14 @@ def _blank_pdf(pages: int) -> bytes:
     return out.getvalue()
 
 
-def test_pdf_without_text_layer_is_the_documented_empty_result() -> None:
-    parsed = parse_document(_blank_pdf(2), "scan.pdf")
-    assert parsed.text_layer == "" and parsed.sections == [] and parsed.layout == []
-    assert (
-        len(parsed.warnings) == 1 and "no text layer on any of its 2 page(s)" in parsed.warnings[0]
-    )
+def test_pdf_without_any_text_fails_with_the_reason_and_pages() -> None:
+    from agrag_pipeline.settings import OcrSettings, ParsingSettings
+
+    off = ParsingSettings(ocr=OcrSettings(enabled=False))
+    with pytest.raises(
+        EmptyDocumentError, match=r"scan.pdf: no text layer on pages 1–2 and OCR is turned off"
+    ):
+        parse_document(_blank_pdf(2), "scan.pdf", parsing=off)
 
 
 def test_invisible_ocr_text_layer_is_text(corpus_dir: Path) -> None:
@@ -166,5 +168,10 @@ def test_pdf_page_limit_and_time_budget(corpus_dir: Path) -> None:
     )
     with pytest.raises(DocumentTooLargeError, match=r"m.pdf: 5 pages is over the limit of 3"):
         parse_pdf(raw, document, max_pages=3)
-    with pytest.raises(ParseTimeoutError, match=r"m.pdf: gave up after 0 s at page 1"):
-        parse_pdf(raw, document, time_budget_s=0.0)
+    from agrag_pipeline.parsing.budget import Deadline, deadline_scope
+
+    with (
+        deadline_scope(Deadline("m.pdf", 1e-9)),
+        pytest.raises(ParseTimeoutError, match=r"m.pdf: gave up after 1e-09 s .* at page 1"),
+    ):
+        parse_pdf(raw, document)
