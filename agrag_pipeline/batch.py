@@ -3,14 +3,21 @@
 Each document's failure is caught, named (source key and problem) and recorded in the
 warehouse's failure records; what was stored before for that document stays untouched, because
 every write is atomic and happens only after the step succeeded.
+
+Recording is best effort and never aborts the batch: a failure record that cannot be written
+(a full disk, a failures path that is a folder) or a success whose stale record cannot be
+cleared is logged as a warning, kept in ``Outcome.record_error`` and, for a failure, appended
+to ``Outcome.error``, so the caller still reports it; the remaining documents are tried.
 """
 
 from __future__ import annotations
 
+import logging
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Generic, TypeVar
 
 from agrag_pipeline.models import Document
@@ -18,12 +25,16 @@ from agrag_pipeline.storage import Warehouse
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class Outcome(Generic[T]):
     source_key: str
     result: T | None = None
     error: str | None = None
+    #: Why the failure record could not be written or cleared, if it could not.
+    record_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -41,28 +52,55 @@ def run_isolated(
     outcomes: list[Outcome[T]] = []
     for key in source_keys:
         try:
-            outcomes.append(Outcome(key, result=work(key)))
-            if warehouse is not None:
-                warehouse.clear_failure(Document.node_id_for(key), step)
+            result = work(key)
         except Exception as exc:  # one document's failure must not fail the batch
             message = _describe(key, exc)
+            record_error = None
             if warehouse is not None:
-                warehouse.record_failure(
-                    Document.node_id_for(key),
-                    step,
-                    {
-                        "source_key": key,
-                        "step": step,
-                        "error": message,
-                        "type": type(exc).__name__,
-                        "at": datetime.now(UTC).isoformat(),
-                        "traceback": traceback.format_exc(limit=8),
-                    },
+                record = {
+                    "source_key": key,
+                    "step": step,
+                    "error": message,
+                    "type": type(exc).__name__,
+                    "at": datetime.now(UTC).isoformat(),
+                    "traceback": traceback.format_exc(limit=8),
+                }
+                record_error = _best_effort(
+                    key,
+                    "record the failure",
+                    partial(warehouse.record_failure, Document.node_id_for(key), step, record),
                 )
+            if record_error is not None:
+                message = f"{message} ({record_error})"
             if on_error is not None:
                 on_error(key, message)
-            outcomes.append(Outcome(key, error=message))
+            outcomes.append(Outcome(key, error=message, record_error=record_error))
+            continue
+        record_error = None
+        if warehouse is not None:
+            record_error = _best_effort(
+                key,
+                "clear its earlier failure record",
+                partial(warehouse.clear_failure, Document.node_id_for(key), step),
+            )
+        outcomes.append(Outcome(key, result=result, record_error=record_error))
     return outcomes
+
+
+def _best_effort(source_key: str, what: str, action: Callable[[], object]) -> str | None:
+    """Run ``action``; on any error say why (and log it) instead of raising."""
+    try:
+        action()
+    except Exception as exc:
+        problem = f"could not {what}: {type(exc).__name__}: {exc}"
+        log.warning("%s: %s", _printable(source_key), problem)
+        return problem
+    return None
+
+
+def _printable(text: str) -> str:
+    """``text`` with undecodable bytes (surrogate escapes) shown as ``\\xNN``, never raising."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _describe(source_key: str, exc: Exception) -> str:

@@ -3,17 +3,27 @@
 Key: (embedding fingerprint, SHA-256 of the exact text embedded). Store: one SQLite file in WAL
 mode, so writes are atomic transactions and readers in other processes never see half a write
 nor block writers; ``busy_timeout`` makes concurrent writers wait instead of failing.
+
+What is read back is verified before it is used, because SQLite's own integrity check does not
+look inside a BLOB: each row carries a checksum (BLAKE2b of fingerprint, key, dimension and the
+vector's bytes); a row whose checksum, dimension or finiteness fails is deleted and counted as
+a miss, so the text is embedded again and bit rot is never written out. A file SQLite reports as
+not a database or malformed is set aside as ``<name>.corrupt-<UTC time>`` (with its ``-wal`` and
+``-shm``) and a fresh cache is started; both are logged as warnings naming the file.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -25,15 +35,23 @@ CACHE_FILE = "embeddings.sqlite3"
 #: Keys looked up per query; far below SQLite's limit on bound parameters.
 _LOOKUP_CHUNK = 500
 
+#: SQLite primary result codes of a damaged file: SQLITE_CORRUPT, SQLITE_NOTADB.
+_DAMAGED_CODES = frozenset({11, 26})
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
     fingerprint TEXT NOT NULL,
     text_sha256 TEXT NOT NULL,
     dimension INTEGER NOT NULL,
     vector BLOB NOT NULL,
+    checksum TEXT,
     PRIMARY KEY (fingerprint, text_sha256)
 ) WITHOUT ROWID
 """
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
 
 
 def text_sha256(text: str) -> str:
@@ -41,12 +59,22 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def vector_checksum(fingerprint: str, key: str, dimension: int, blob: bytes) -> str:
+    """The checksum stored with a row: it binds the vector's bytes to its key and model."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (fingerprint.encode(), key.encode(), str(dimension).encode()):
+        digest.update(part + b"\x00")
+    digest.update(blob)
+    return digest.hexdigest()
+
+
 @dataclass(frozen=True)
 class CacheStats:
     """What one ``embed_with_cache`` call did.
 
     ``hits`` and ``misses`` count distinct texts; ``truncated`` counts the embedded (missed)
-    texts the model had to truncate.
+    texts the model had to truncate; ``corrupt`` counts cached vectors that failed their check
+    (they are among the misses and were embedded again).
     """
 
     texts: int
@@ -54,6 +82,7 @@ class CacheStats:
     hits: int
     misses: int
     truncated: int
+    corrupt: int = 0
 
 
 class EmbeddingCache:
@@ -66,6 +95,10 @@ class EmbeddingCache:
         self._pid: int | None = None
         # One connection per process, shared by its threads one statement batch at a time.
         self._lock = threading.RLock()
+        #: Rows dropped because they failed their check, since this object was made.
+        self.corrupt_rows = 0
+        #: Where damaged cache files were set aside, since this object was made.
+        self.set_aside: list[Path] = []
 
     @classmethod
     def in_dir(cls, cache_dir: Path) -> EmbeddingCache:
@@ -81,12 +114,52 @@ class EmbeddingCache:
                 isolation_level=None,
                 check_same_thread=False,
             )
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute(_SCHEMA)
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute(_SCHEMA)
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(embeddings)")}
+                if "checksum" not in columns:  # a cache written before checksums existed
+                    conn.execute("ALTER TABLE embeddings ADD COLUMN checksum TEXT")
+            except BaseException:
+                conn.close()
+                raise
             self._conn, self._pid = conn, os.getpid()
         return self._conn
+
+    def _guarded(self, action: Callable[[sqlite3.Connection], R]) -> R:
+        """Run ``action`` on the connection; a damaged file is set aside and, on a fresh
+        file, ``action`` runs once more."""
+        with self._lock:
+            try:
+                return action(self._connection())
+            except sqlite3.DatabaseError as exc:
+                if not _is_damage(exc):
+                    raise
+                self._set_aside(exc)
+            return action(self._connection())
+
+    def _set_aside(self, exc: sqlite3.DatabaseError) -> None:
+        self.close()
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        moved = []
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{self.path}{suffix}")
+            target = Path(f"{self.path}{suffix}.corrupt-{stamp}")
+            try:
+                source.rename(target)
+            except FileNotFoundError:
+                continue
+            moved.append(target)
+        if moved:
+            self.set_aside.append(moved[0])
+        log.warning(
+            "%s is damaged (%s); set aside as %s and a fresh cache started",
+            self.path,
+            exc,
+            moved[0] if moved else "(already moved by another process)",
+        )
 
     def close(self) -> None:
         if self._conn is not None and self._pid == os.getpid():
@@ -100,54 +173,113 @@ class EmbeddingCache:
         self.close()
 
     def get_many(self, fingerprint: str, keys: Iterable[str]) -> dict[str, Vectors]:
-        """The cached vectors among ``keys`` (text SHA-256s); absent keys are left out."""
+        """The cached vectors among ``keys`` (text SHA-256s) that pass their check; absent and
+        damaged ones (deleted here, so they are embedded again) are left out."""
         keys = list(dict.fromkeys(keys))
-        rows: list[tuple[str, int, bytes]] = []
-        with self._lock:
-            conn = self._connection()
+
+        def select(conn: sqlite3.Connection) -> list[tuple[str, int, bytes, str | None]]:
+            rows: list[tuple[str, int, bytes, str | None]] = []
             for start in range(0, len(keys), _LOOKUP_CHUNK):
                 part = keys[start : start + _LOOKUP_CHUNK]
                 marks = ",".join("?" * len(part))
                 rows.extend(
                     conn.execute(
-                        "SELECT text_sha256, dimension, vector FROM embeddings "
+                        "SELECT text_sha256, dimension, vector, checksum FROM embeddings "
                         f"WHERE fingerprint = ? AND text_sha256 IN ({marks})",
                         [fingerprint, *part],
                     )
                 )
+            return rows
+
         found: dict[str, Vectors] = {}
-        for key, dimension, blob in rows:
-            vector = np.frombuffer(blob, dtype="<f4")
-            if vector.shape != (dimension,):
-                raise EmbeddingError(f"{self.path}: corrupt vector for {key}")
-            found[key] = vector.astype(np.float32)
+        bad: list[str] = []
+        for key, dimension, blob, checksum in self._guarded(select):
+            problem = _row_problem(fingerprint, key, dimension, blob, checksum)
+            if problem is not None:
+                log.warning("%s: cached vector for %s dropped: %s", self.path, key, problem)
+                bad.append(key)
+                continue
+            found[key] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+        if bad:
+            self.corrupt_rows += len(bad)
+            self._delete(fingerprint, bad)
         return found
 
-    def put_many(self, fingerprint: str, vectors: Mapping[str, Vectors]) -> None:
-        """Store vectors in one transaction; a key already present keeps its first vector."""
-        if not vectors:
-            return
-        rows = [
-            (fingerprint, key, int(v.shape[0]), np.ascontiguousarray(v, dtype="<f4").tobytes())
-            for key, v in vectors.items()
-        ]
-        with self._lock:
-            conn = self._connection()
+    def _delete(self, fingerprint: str, keys: list[str]) -> None:
+        def delete(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?, ?)", rows)
+                conn.executemany(
+                    "DELETE FROM embeddings WHERE fingerprint = ? AND text_sha256 = ?",
+                    [(fingerprint, key) for key in keys],
+                )
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
 
+        self._guarded(delete)
+
+    def put_many(self, fingerprint: str, vectors: Mapping[str, Vectors]) -> None:
+        """Store vectors in one transaction; a key already present keeps its first vector."""
+        if not vectors:
+            return
+        rows = []
+        for key, v in vectors.items():
+            array = np.ascontiguousarray(v, dtype="<f4")
+            if array.ndim != 1 or not np.isfinite(array).all():
+                raise EmbeddingError(f"refusing to cache a non-finite or non-flat vector for {key}")
+            blob = array.tobytes()
+            dimension = int(array.shape[0])
+            checksum = vector_checksum(fingerprint, key, dimension, blob)
+            rows.append((fingerprint, key, dimension, blob, checksum))
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO embeddings "
+                    "(fingerprint, text_sha256, dimension, vector, checksum) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+        self._guarded(insert)
+
     def count(self, fingerprint: str | None = None) -> int:
-        with self._lock:
-            conn = self._connection()
+        def count(conn: sqlite3.Connection) -> int:
             if fingerprint is None:
                 return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
             query = "SELECT COUNT(*) FROM embeddings WHERE fingerprint = ?"
             return int(conn.execute(query, [fingerprint]).fetchone()[0])
+
+        return self._guarded(count)
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _DAMAGED_CODES
+    text = str(exc)
+    return "not a database" in text or "malformed" in text
+
+
+def _row_problem(
+    fingerprint: str, key: str, dimension: object, blob: object, checksum: str | None
+) -> str | None:
+    if not isinstance(blob, bytes) or not isinstance(dimension, int):
+        return "not a vector row"
+    if len(blob) != 4 * dimension:
+        return f"{len(blob)} bytes for dimension {dimension}"
+    if checksum is not None and checksum != vector_checksum(fingerprint, key, dimension, blob):
+        return "checksum mismatch (bit rot)"
+    if not np.isfinite(np.frombuffer(blob, dtype="<f4")).all():
+        return "not finite"
+    return None
 
 
 def embed_with_cache(
@@ -161,6 +293,7 @@ def embed_with_cache(
     texts = list(texts)
     keys = [text_sha256(t) for t in texts]
     unique: dict[str, str] = dict(zip(keys, texts, strict=True))
+    corrupt_before = cache.corrupt_rows
     found = cache.get_many(embedder.fingerprint, unique)
     missing = [key for key in unique if key not in found]
     truncated = 0
@@ -184,5 +317,6 @@ def embed_with_cache(
         hits=len(unique) - len(missing),
         misses=len(missing),
         truncated=truncated,
+        corrupt=cache.corrupt_rows - corrupt_before,
     )
     return out, stats

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Chunk, Document, PageBox, Section
 from agrag_pipeline.models.provenance import CharSpan
 from agrag_pipeline.parsing.parsed import LayoutSpan
@@ -145,26 +146,31 @@ def test_a_failed_write_leaves_the_previous_file_whole_and_no_temporary(tmp_path
 def test_raw_snapshots_are_written_once_and_kept_per_version(tmp_path: Path) -> None:
     warehouse = Warehouse(str(tmp_path))
     document_id = Document.node_id_for("a.md")
-    warehouse.put_raw(document_id, "11" * 32, b"v1")
-    warehouse.put_raw(document_id, "22" * 32, b"v2")
-    warehouse.put_raw(document_id, "11" * 32, b"ignored: same version")
-    assert warehouse.get_raw(document_id, "11" * 32) == b"v1"
-    assert warehouse.get_raw(document_id, "22" * 32) == b"v2"
+    v1, v2 = content_hash(b"v1"), content_hash(b"v2")
+    path = warehouse.put_raw(document_id, v1, b"v1")
+    warehouse.put_raw(document_id, v2, b"v2")
+    written = os.stat(path).st_mtime_ns
+    warehouse.put_raw(document_id, v1, b"v1")  # the same version again: not rewritten
+    assert os.stat(path).st_mtime_ns == written
+    assert warehouse.get_raw(document_id, v1) == b"v1"
+    assert warehouse.get_raw(document_id, v2) == b"v2"
+    assert sorted(os.listdir(tmp_path / "raw" / str(document_id))) == sorted([v1, v2])
 
 
 def test_remove_outputs_keeps_raw_history(tmp_path: Path) -> None:
     warehouse = Warehouse(str(tmp_path))
     document_id = Document.node_id_for("a.md")
-    warehouse.put_raw(document_id, HASH, b"v1")
-    warehouse.put_text_layer(document_id, HASH, "v1")
+    v1 = content_hash(b"v1")
+    warehouse.put_raw(document_id, v1, b"v1")
+    warehouse.put_text_layer(document_id, v1, "v1")
     warehouse.write_table("chunks", document_id, chunks_to_table([]))
     warehouse.record_failure(document_id, "chunks", {"error": "x"})
     removed = warehouse.remove_outputs(document_id)
     assert len(removed) == 2
     assert not warehouse.has_table("chunks", document_id)
     assert warehouse.read_failures(document_id) == {}
-    assert warehouse.get_raw(document_id, HASH) == b"v1"
-    assert warehouse.get_text_layer(document_id, HASH) == "v1"
+    assert warehouse.get_raw(document_id, v1) == b"v1"
+    assert warehouse.get_text_layer(document_id, v1) == "v1"
 
 
 def test_the_same_layout_works_under_an_object_store_uri() -> None:
