@@ -557,3 +557,59 @@ def test_core_in_worker_processes_writes_what_one_process_writes(
     for name, table in results["1"].items():
         assert table.equals(results["2"][name]), name
         assert table.schema.metadata == results["2"][name].schema.metadata
+
+
+# -- the same faults through agrag materialize (Dagster), and a deleted document ----------------
+
+
+@pytest.mark.slow
+def test_materialize_names_bad_entries_fails_a_failed_document_and_removes_deleted_ones(
+    roots: Roots, tmp_path: Path
+) -> None:
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copyfile(
+        REPO_ROOT / "agrag_pipeline" / "instance" / "dagster.yaml", home / "dagster.yaml"
+    )
+    os.mkfifo(roots.raw / "pipe.md")
+    with open(os.fsencode(roots.raw) + b"/bad\xffname.md", "wb") as handle:
+        handle.write(b"# Bad name\n")
+    os.symlink("loop-b.md", roots.raw / "loop-a.md")
+    os.symlink("loop-a.md", roots.raw / "loop-b.md")
+    os.symlink(roots.outside / "secret.md", roots.raw / "passwd.md")
+    (roots.raw / "empty.md").write_bytes(b"")
+    argv = ["materialize", "--raw-root", str(roots.raw), "--warehouse", str(roots.warehouse)]
+    argv += ["--cache-dir", str(tmp_path / "cache")]
+    env = {**os.environ, "DAGSTER_HOME": str(home), "AGRAG_AUTOMATION": "off"}
+    out = _run_cli(argv, env, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text  # a document failed and entries were refused
+    assert "REFUSED bad\\xffname.md: the file name is not valid UTF-8" in text
+    assert "REFUSED loop-a.md: a symlink loop (-> loop-b.md)" in text
+    assert "REFUSED passwd.md: a symlink to" in text and "outside the raw root" in text
+    assert "SKIPPED pipe.md: not a regular file (a FIFO); it is never read" in text
+    assert "FAILED empty.md: sections: empty.md: the file is empty (0 bytes)" in text
+    assert_good_documents_complete(roots.wh)
+    for key in GOOD:
+        assert roots.wh.has_table("embeddings", Document.node_id_for(key))
+
+    for name in ("pipe.md", "loop-a.md", "loop-b.md", "passwd.md", "empty.md"):
+        (roots.raw / name).unlink()
+    os.unlink(os.fsencode(roots.raw) + b"/bad\xffname.md")
+    (roots.raw / "sub" / "notes.txt").unlink()
+    out = _run_cli(argv, env, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    assert "REMOVED sub/notes.txt: no longer a document" in text
+    assert "REMOVED empty.md: no longer a document" in text
+    gone = Document.node_id_for("sub/notes.txt")
+    assert not any(roots.wh.has_table(t, gone) for t in ("sections", "chunks", "embeddings"))
+    import dagster as dg
+
+    os.environ["DAGSTER_HOME"] = str(home)
+    try:
+        instance = dg.DagsterInstance.from_config(str(home))
+        assert instance.get_dynamic_partitions("documents") == ["good.md"]
+    finally:
+        os.environ.pop("DAGSTER_HOME", None)
+    assert_good_documents_complete(roots.wh, {"good.md": GOOD["good.md"]})
