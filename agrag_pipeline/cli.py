@@ -80,6 +80,11 @@ def _prepare_environment() -> Path:
 def _scan(roots: Roots, runtime: Runtime) -> ScanResult:
     from agrag_pipeline.sources import scan_raw_root
 
+    # Temporary files of writers killed mid-write (a live writer's are kept).
+    try:
+        runtime.warehouse.remove_stale_temporaries()
+    except OSError as exc:
+        print(f"agrag: could not clean temporary files: {exc}", file=sys.stderr)
     return scan_raw_root(Path(roots.raw_root), runtime.settings.documents)
 
 
