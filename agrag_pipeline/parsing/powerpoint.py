@@ -55,7 +55,7 @@ from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.tree import HeadingMark, build_sections
-from agrag_pipeline.parsing.word import Writer, clean
+from agrag_pipeline.parsing.word import Writer, clean, comment_line, is_file_name
 
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 MACRO_MEDIA_TYPE = "application/vnd.ms-powerpoint.presentation.macroEnabled.12"
@@ -84,7 +84,6 @@ _TITLE_ZONE = 0.25
 _TITLE_TYPES = frozenset({"title", "ctrTitle"})
 _NO_BULLET_TYPES = frozenset({"title", "ctrTitle", "subTitle", "dt", "ftr", "sldNum", "hdr"})
 _SHAPES = frozenset({"sp", "pic", "grpSp", "graphicFrame", "cxnSp", "contentPart"})
-_FILE_NAME = re.compile(r"^[^\s/\\]*\.(png|jpe?g|gif|bmp|tiff?|emf|wmf|svg|webp|heic)$", re.I)
 _AUTONUM = re.compile(r"(arabic|alphaLc|alphaUc|romanLc|romanUc)(.*)")
 
 
@@ -94,11 +93,6 @@ def _p(local: str) -> str:
 
 def _a(local: str) -> str:
     return f"{{{A}}}{local}"
-
-
-def is_file_name(alt: str) -> bool:
-    """True for alt text that is only an image's file name (older Office fills it in)."""
-    return bool(_FILE_NAME.match(alt.strip()))
 
 
 # --- the package: checked, and Strict mapped to Transitional ---------------------------------
@@ -484,27 +478,16 @@ class _Slides:
                 for cm in root.iter(_p("cm")):
                     text = clean(cm.findtext(_p("text")) or "")
                     lines.append(
-                        _comment_line(authors.get(cm.get("authorId", "")), cm.get("dt"), text)
+                        comment_line(authors.get(cm.get("authorId", "")), cm.get("dt"), text)
                     )
                 continue
             for cm in root.iter(f"{{{P188}}}cm", f"{{{P188}}}reply"):
                 body = cm.find(f"{{{P188}}}txBody")
                 text = clean(" ".join(_all_text(body))) if body is not None else ""
                 lines.append(
-                    _comment_line(authors.get(cm.get("authorId", "")), cm.get("created"), text)
+                    comment_line(authors.get(cm.get("authorId", "")), cm.get("created"), text)
                 )
         return [line for line in lines if line]
-
-
-def _comment_line(author: tuple[str, str] | None, when: str | None, text: str) -> str:
-    if not text:
-        return ""
-    labels = []
-    if author and author[0]:
-        labels.append(f"author: {author[0]}" + (f" ({author[1]})" if author[1] else ""))
-    if when:
-        labels.append(f"time: {when}")
-    return f"[{', '.join(labels)}]: {text}" if labels else text
 
 
 def table_grid(table: etree._Element) -> tuple[list[list[str]], int]:

@@ -23,12 +23,14 @@ Text layer (what offsets index), in body order:
   row's line, a nested table is flattened into its cell (``a, b; c, d``);
 - text boxes (DrawingML and VML) follow the paragraph they are anchored in; equations are
   their linear LaTeX-like text (``omml.py``); a checkbox content control is ``[x]``/``[ ]``;
-  an image is ``[Image: alt text]`` when it has alt text (an image without any leaves no
-  text: a bare placeholder gives a reader and a retriever nothing);
+  an image is ``[Image: alt text]`` when it has alt text (an image without any, or whose
+  "alt text" is its file name, leaves no text: a bare placeholder gives a reader and a
+  retriever nothing);
 - footnotes and endnotes (``[1]`` at the reference, numbered in reference order) and comments
-  (``Author: text``) are kept, each kind as its own section at the end, headed ``Footnotes``,
-  ``Endnotes`` and ``Comments``: they are part of what the document says, and a retriever can
-  leave them out by their heading path.
+  (``[author: Name (initials), time: date]: text``) are kept, each kind as its own section
+  at the end, headed ``Footnotes``, ``Endnotes`` and ``Comments``: they are part of what the
+  document says (review decisions live in comments), and a retriever can leave them out by
+  their heading path.
 No page spans: a DOCX has no layout until a word processor lays it out.
 """
 
@@ -95,6 +97,14 @@ def _int(value: str | None, default: int | None = None) -> int | None:
         return int(value) if value is not None else default
     except ValueError:
         return default
+
+
+_FILE_NAME = re.compile(r"^[^\n]{0,200}\.(png|jpe?g|gif|bmp|tiff?|emf|wmf|svg|webp|heic)$", re.I)
+
+
+def is_file_name(alt: str) -> bool:
+    """True for alt text that is only an image's file name (older Office fills it in)."""
+    return bool(_FILE_NAME.match(alt.strip()))
 
 
 def clean(text: str) -> str:
@@ -200,10 +210,9 @@ class _Styles:
     def heading(self, style_id: str | None) -> int | None:
         """0 for a title, 1-9 for a heading level, None for body text."""
         chain = self.chain(style_id)
-        if not chain:
-            return None
-        first = chain[0]
-        for text in (first.name, style_id or ""):
+        # The style's name, else its id (a style used but not defined: "Heading1").
+        names = [chain[0].name] if chain else []
+        for text in (*names, style_id or ""):
             if text.strip().lower() == "title":
                 return 0
             match = _HEADING_NAME.fullmatch(text.strip())
@@ -557,7 +566,7 @@ class _Converter:
                 local = etree.QName(child.tag).localname
                 if local == "docPr":
                     alt = clean(child.get("descr") or child.get("title") or "")
-                    if alt:
+                    if alt and not is_file_name(alt):
                         out.append(f" [Image: {alt}] ")
                 elif local == "txbxContent":
                     boxes.append(child)
@@ -583,7 +592,7 @@ class _Converter:
                     or node.get(f"{{{VML_O}}}title")
                     or ""
                 )
-                if alt:
+                if alt and not is_file_name(alt):
                     out.append(f" [Image: {alt}] ")
 
     # blocks
@@ -758,14 +767,27 @@ class _Converter:
         entries = []
         for comment in root.findall(_w("comment")):
             self.deadline.tick("comments")
-            text = self.cell(comment)
             author = clean(comment.get(_w("author")) or "")
-            if text:
-                entries.append(f"{author}: {text}" if author else text)
+            initials = clean(comment.get(_w("initials")) or "")
+            line = comment_line((author, initials), comment.get(_w("date")), self.cell(comment))
+            if line:
+                entries.append(line)
         if entries:
             self.writer.heading(COMMENTS, 1)
             for entry in entries:
                 self.writer.block(entry, "list")
+
+
+def comment_line(author: tuple[str, str] | None, when: str | None, text: str) -> str:
+    """``[author: Name (initials), time: when]: text`` (labels only for what is known)."""
+    if not text:
+        return ""
+    labels = []
+    if author and author[0]:
+        labels.append(f"author: {author[0]}" + (f" ({author[1]})" if author[1] else ""))
+    if when:
+        labels.append(f"time: {when}")
+    return f"[{', '.join(labels)}]: {text}" if labels else text
 
 
 def _alternate(element: etree._Element) -> etree._Element | None:
