@@ -101,6 +101,8 @@ class OcrPage:
     #: How the rotation was decided: "osd", "tried" (all four turns read) or "off".
     orientation_source: str = "off"
     warnings: list[str] = field(default_factory=list)
+    #: The script OSD saw ("Latin", "Arabic", "Korean", ...), "" when OSD did not run or gave up.
+    script: str = ""
 
     @property
     def text(self) -> str:
@@ -290,17 +292,82 @@ def _run(args: list[str], image: Image, index: int, settings: OcrSettings) -> st
     return done.stdout.decode("utf-8", "replace")
 
 
-def _osd(image: Image, index: int, settings: OcrSettings) -> tuple[int, float] | None:
-    """Tesseract's orientation guess (clockwise turn to read, confidence), None if it gives up."""
+@dataclass(frozen=True, slots=True)
+class _Osd:
+    rotation: int  # clockwise degrees to turn the image to read it
+    confidence: float
+    script: str
+    script_confidence: float
+
+
+def _osd(image: Image, index: int, settings: OcrSettings) -> _Osd | None:
+    """Tesseract's orientation and script guess, None if it gives up (too little text)."""
     try:
         report = _run(["--psm", "0"], image, index, settings)
     except _TesseractFailed:
         return None  # "Too few characters": a page with little or no text
-    rotate = re.search(r"^Rotate:\s*(\d+)", report, re.MULTILINE)
-    confidence = re.search(r"^Orientation confidence:\s*([\d.]+)", report, re.MULTILINE)
-    if rotate is None or confidence is None:
+    fields = dict(
+        (key.strip(), value.strip())
+        for key, _, value in (line.partition(":") for line in report.splitlines())
+    )
+    try:
+        return _Osd(
+            int(fields["Rotate"]) % 360,
+            float(fields["Orientation confidence"]),
+            fields.get("Script", ""),
+            float(fields.get("Script confidence", "0") or 0),
+        )
+    except (KeyError, ValueError):
         return None
-    return int(rotate.group(1)) % 360, float(confidence.group(1))
+
+
+#: Scripts OSD names and the Tesseract languages that read them (Debian tesseract-ocr-<code>).
+#: A page in one of these scripts, read with none of its languages, gives garbage: say so.
+SCRIPT_LANGUAGES: dict[str, tuple[str, ...]] = {
+    "Arabic": ("ara", "fas", "urd", "pus", "uig"),
+    "Armenian": ("hye",),
+    "Bengali": ("ben", "asm"),
+    "Cyrillic": ("rus", "ukr", "bel", "bul", "mkd", "srp", "kaz", "kir", "mon", "tgk", "uzb_cyrl"),
+    "Devanagari": ("hin", "mar", "nep", "san"),
+    "Ethiopic": ("amh", "tir"),
+    "Georgian": ("kat", "kat_old"),
+    "Greek": ("ell", "grc"),
+    "Gujarati": ("guj",),
+    "Gurmukhi": ("pan",),
+    "Han": ("chi_sim", "chi_tra", "jpn"),
+    "HanS": ("chi_sim",),
+    "HanT": ("chi_tra",),
+    "Hangul": ("kor",),
+    "Hebrew": ("heb", "yid"),
+    "Japanese": ("jpn",),
+    "Kannada": ("kan",),
+    "Khmer": ("khm",),
+    "Korean": ("kor",),
+    "Lao": ("lao",),
+    "Malayalam": ("mal",),
+    "Myanmar": ("mya",),
+    "Oriya": ("ori",),
+    "Sinhala": ("sin",),
+    "Tamil": ("tam",),
+    "Telugu": ("tel",),
+    "Thai": ("tha",),
+    "Tibetan": ("bod",),
+}
+
+
+def _script_warning(osd: _Osd | None, index: int, settings: OcrSettings) -> str | None:
+    if osd is None or osd.script not in SCRIPT_LANGUAGES:
+        return None
+    codes = SCRIPT_LANGUAGES[osd.script]
+    if any(code in settings.languages for code in codes) or f"script/{osd.script}" in (
+        settings.languages
+    ):
+        return None
+    return (
+        f"page {index + 1}: the page looks like {osd.script} script, which none of "
+        f"parsing.ocr.languages ({', '.join(settings.languages)}) reads: add e.g. {codes[0]!r} "
+        f"(`{_install_hint(list(codes[:1]))}`)"
+    )
 
 
 _TSV_COLUMNS = 12  # level page block par line word left top width height conf text
@@ -411,14 +478,18 @@ def ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> OcrP
         return _read(_turn(shown, rotation), index, settings, turn, unrotated, page_points)
 
     warnings: list[str] = []
+    guess: _Osd | None = None
     if _blank(shown):
         rotation, source, best = 0, "off", _Read([], 0.0)
     elif not settings.detect_orientation:
         rotation, source, best = 0, "off", read(0)
     else:
         guess = _osd(shown, index, settings)
-        if guess is not None and guess[1] >= MIN_OSD_CONFIDENCE:
-            rotation, source, best = guess[0], "osd", read(guess[0])
+        script_warning = _script_warning(guess, index, settings)
+        if script_warning:
+            warnings.append(script_warning)
+        if guess is not None and guess.confidence >= MIN_OSD_CONFIDENCE:
+            rotation, source, best = guess.rotation, "osd", read(guess.rotation)
         else:
             # OSD gave up or is unsure: read every turn, keep the most confident reading.
             tried = {r: read(r) for r in ROTATIONS}
@@ -434,6 +505,7 @@ def ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> OcrP
         height=page_points[1],
         orientation_source=source,
         warnings=warnings,
+        script=guess.script if guess is not None else "",
     )
 
 
