@@ -115,7 +115,7 @@ def plan_changes(
         plan.seen[f.source_key] = current
         if f.source_key not in registered_keys:
             plan.new.append(f.source_key)
-        elif current.content_hash != (seen.content_hash if seen else stored_hash(f.source_key)):
+        elif current.content_hash != (seen.content_hash if seen else _stored(stored_hash, f)):
             plan.changed.append(f.source_key)
         else:
             plan.unchanged += 1
@@ -124,6 +124,14 @@ def plan_changes(
             plan.seen[key] = seen_before  # not seen this time, not known to be gone
     plan.deleted = [k for k in scan.absent(registered_keys | set(previous)) if k not in unhashable]
     return plan
+
+
+def _stored(stored_hash: Callable[[str], str | None], f: SourceFile) -> str | None:
+    """The warehouse's version of ``f``; a damaged record counts as none (it is redone)."""
+    try:
+        return stored_hash(f.source_key)
+    except Exception:
+        return None
 
 
 def _seen(f: SourceFile, previous: SeenFile | None) -> SeenFile:

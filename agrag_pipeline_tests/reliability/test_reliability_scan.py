@@ -280,6 +280,22 @@ def test_a_sensor_scan_over_broken_symlinks_still_reports_the_deleted_documents(
     assert sorted(p.name for p in second.refused) == ["dangling.md", "loop-a", "loop-b"]
 
 
+def test_a_sensor_scan_over_a_corrupt_document_record_redoes_it_and_still_deletes(
+    roots: Roots, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert roots.core(capsys=capsys)[0] == 0
+    record = roots.warehouse / "documents" / f"{Document.node_id_for('good.md')}.json"
+    record.write_bytes(b'{"source_key": "good.md", "trunc')  # a real torn record
+    (roots.raw / "sub" / "notes.txt").unlink()
+
+    def stored_hash(key: str) -> str | None:  # what the sensor passes
+        document = roots.wh.get_document(Document.node_id_for(key))
+        return document.content_hash if document else None
+
+    plan = plan_changes(roots.raw, None, ["good.md", "sub/notes.txt"], stored_hash)
+    assert plan.changed == ["good.md"] and plan.deleted == ["sub/notes.txt"]
+
+
 # -- 4. FIFOs, sockets: only regular files are read -------------------------------------------
 
 
