@@ -4,9 +4,11 @@
 8 KiB; the pipeline passes the whole file) and its extension:
 
 - Binary containers are recognised by their magic: ``%PDF-`` (in the first KiB, as readers
-  allow) is a PDF; a zip holding ``[Content_Types].xml`` is OOXML, told apart by its main part
-  (``word/`` DOCX, ``ppt/`` PPTX, ``xl/`` XLSX, XLSM when macro-enabled); any other zip, legacy
-  OLE2 Office files and other binary data (NUL bytes) have no parser: ``None``.
+  allow) is a PDF; a zip holding ``[Content_Types].xml`` is OOXML, told apart by the content
+  type of its main part (read from that first member, which Office writes first), else by its
+  part names (``word/`` DOCX, ``ppt/`` PPTX, ``xl/`` XLSX); macro-enabled variants (DOCM, PPTM,
+  XLSM) likewise; any other zip, legacy OLE2 Office files and other binary data (NUL bytes)
+  have no parser: ``None``.
 - Text is sniffed for markup where the extension may lie (``.txt``, ``.xml``, ``.csv``, ``.tsv``,
   no extension): JATS by ``<!DOCTYPE article`` with a JATS/NLM DTD, or an ``<article>`` root
   carrying ``dtd-version`` or JATS front matter; HTML by ``<!doctype html`` or an ``<html>``,
@@ -26,6 +28,7 @@ import codecs
 import io
 import re
 import zipfile
+import zlib
 from pathlib import PurePosixPath
 
 PDF = "application/pdf"
@@ -138,7 +141,10 @@ def _ext_words(ext: str) -> str:
 
 
 def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, str | None]:
-    names = _zip_names(head)
+    names, content_types = _zip_members(head)
+    main = _main_part_type(content_types) if content_types else None
+    if main is not None:
+        return main, None
     if "[Content_Types].xml" in names or any(n.startswith(("word/", "ppt/", "xl/")) for n in names):
         if any(n.startswith("word/") for n in names):
             macro = ext == ".docm" or "word/vbaProject.bin" in names
@@ -157,22 +163,78 @@ def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, s
     return None, f"a zip archive with {_ext_words(ext)}, which no parser reads"
 
 
-def _zip_names(head: bytes) -> set[str]:
-    """Member names: from the central directory when ``head`` is the whole file, else from the
-    local headers that ``head`` holds."""
+#: Content type of the package's main part (``[Content_Types].xml``) -> our media type; macro
+#: variants first (their names contain the plain ones' words). Templates and slide shows read
+#: like their documents.
+_MAIN_PARTS: tuple[tuple[bytes, str], ...] = (
+    (b"ms-excel.sheet.macroenabled.main+xml", XLSM),
+    (b"ms-excel.template.macroenabled.main+xml", XLSM),
+    (b"spreadsheetml.sheet.main+xml", XLSX),
+    (b"spreadsheetml.template.main+xml", XLSX),
+    (b"ms-word.document.macroenabled.main+xml", DOCM),
+    (b"ms-word.template.macroenabledtemplate.main+xml", DOCM),
+    (b"wordprocessingml.document.main+xml", DOCX),
+    (b"wordprocessingml.template.main+xml", DOCX),
+    (b"ms-powerpoint.presentation.macroenabled.main+xml", PPTM),
+    (b"ms-powerpoint.slideshow.macroenabled.main+xml", PPTM),
+    (b"ms-powerpoint.template.macroenabled.main+xml", PPTM),
+    (b"presentationml.presentation.main+xml", PPTX),
+    (b"presentationml.slideshow.main+xml", PPTX),
+    (b"presentationml.template.main+xml", PPTX),
+)
+_CONTENT_TYPES_MAX = 1024 * 1024
+
+
+def _main_part_type(content_types: bytes) -> str | None:
+    lowered = content_types.lower()
+    for needle, media_type in _MAIN_PARTS:
+        if needle in lowered:
+            return media_type
+    return None
+
+
+def _zip_members(head: bytes) -> tuple[set[str], bytes | None]:
+    """Member names and the bytes of ``[Content_Types].xml`` (None if not seen): from the
+    central directory when ``head`` is the whole file, else from the local headers it holds."""
     try:
         with zipfile.ZipFile(io.BytesIO(head)) as archive:
-            return set(archive.namelist())
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError):
+            listed = set(archive.namelist())
+            content_types = None
+            if "[Content_Types].xml" in listed:
+                info = archive.getinfo("[Content_Types].xml")
+                if info.file_size <= _CONTENT_TYPES_MAX:
+                    content_types = archive.read(info)
+            return listed, content_types
+    except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, NotImplementedError):
         pass
     names: set[str] = set()
+    content_types = None
     for match in _LOCAL_HEADER.finditer(head):
-        length = int.from_bytes(match.group(1), "little")
-        start = match.end() + 0
-        raw = head[start : start + length]
-        if len(raw) == length:
-            names.add(raw.decode("utf-8", "replace"))
-    return names
+        at = match.start()
+        method = int.from_bytes(head[at + 8 : at + 10], "little")
+        name_length = int.from_bytes(match.group(1), "little")
+        extra_length = int.from_bytes(match.group(2), "little")
+        raw = head[match.end() : match.end() + name_length]
+        if len(raw) != name_length:
+            continue
+        name = raw.decode("utf-8", "replace")
+        names.add(name)
+        if name == "[Content_Types].xml" and content_types is None:
+            data = head[match.end() + name_length + extra_length :]
+            content_types = _inflate(data, method)
+    return names, content_types
+
+
+def _inflate(data: bytes, method: int) -> bytes | None:
+    """The start of a member's data as far as ``data`` holds it (stored or deflated)."""
+    if method == zipfile.ZIP_STORED:
+        return data[:_CONTENT_TYPES_MAX]
+    if method != zipfile.ZIP_DEFLATED:
+        return None
+    try:
+        return zlib.decompressobj(-15).decompress(data, _CONTENT_TYPES_MAX)
+    except zlib.error:
+        return None
 
 
 def _head_text(head: bytes) -> str | None:

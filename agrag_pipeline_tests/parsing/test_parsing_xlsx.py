@@ -1,0 +1,243 @@
+"""XLSX/XLSM: sheets as sections, tables with cells in the right rows, and hostile workbooks."""
+
+from __future__ import annotations
+
+import io
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import openpyxl
+import pytest
+from openpyxl.chart import BarChart, Reference
+from openpyxl.comments import Comment
+
+from agrag_pipeline.models import Section
+from agrag_pipeline.parsing import ParsedDocument, parse_document, spreadsheet
+from agrag_pipeline.parsing.contract import contract_violations
+from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLargeError
+
+
+def _parse(raw: bytes, key: str = "book.xlsx") -> ParsedDocument:
+    parsed = parse_document(raw, key)
+    assert contract_violations(parsed) == []
+    return parsed
+
+
+def _corpus(corpus_dir: Path, name: str) -> ParsedDocument:
+    return _parse((corpus_dir / "xlsx" / name).read_bytes(), f"xlsx/{name}")
+
+
+def _cells(parsed: ParsedDocument, section: Section) -> list[list[str]]:
+    """The rows of a table section as cell lists (header first, delimiter row dropped)."""
+    spans = ([section.table_header] if section.table_header else []) + section.table_rows
+    rows = []
+    for span in spans:
+        line = parsed.text_layer[span.start : span.end].split("\n")[0]
+        rows.append([c.strip() for c in line.strip().strip("|").split(" | ")])
+    return rows
+
+
+def _tables(parsed: ParsedDocument) -> list[Section]:
+    return [s for s in parsed.sections if s.kind == "table"]
+
+
+def _workbook_bytes(workbook: openpyxl.Workbook) -> bytes:
+    out = io.BytesIO()
+    workbook.save(out)
+    return out.getvalue()
+
+
+def _replace_member(raw: bytes, name: str, change: Callable[[bytes], bytes]) -> bytes:
+    """The package ``raw`` with member ``name`` rewritten by ``change``."""
+    source = zipfile.ZipFile(io.BytesIO(raw))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            data = source.read(info)
+            archive.writestr(info, change(data) if info.filename == name else data)
+    return out.getvalue()
+
+
+def test_each_sheet_is_a_heading_with_its_table_cells_in_the_right_rows(corpus_dir: Path) -> None:
+    parsed = _corpus(corpus_dir, "xlsx_03_chartsheet.xlsx")
+    headings = [(s.level, s.heading) for s in parsed.sections if s.heading]
+    assert headings[:2] == [(1, "Duck Observations"), (1, "Duck Chart")]
+    first = _tables(parsed)[0]
+    assert first.heading_path == ["Duck Observations"]
+    rows = _cells(parsed, first)
+    assert rows[0] == ["Year", "Freshwater Ducks", "Saltwater Ducks", "Ducks"]
+    assert rows[1] == ["2019", "120", "80", "200"]
+    assert rows[-1] == ["2024", "180", "130", "310"]
+    assert len(first.table_rows) == 6
+
+
+def test_chart_is_its_title_kind_and_data_table(corpus_dir: Path) -> None:
+    parsed = _corpus(corpus_dir, "xlsx_03_chartsheet.xlsx")
+    chart = next(s for s in parsed.sections if s.heading == "Wild Duck Observations by Year")
+    assert chart.heading_path == ["Duck Chart", "Wild Duck Observations by Year"]
+    assert "Bar chart" in chart.text_in(parsed.text_layer)
+    table = _tables(parsed)[1]
+    assert table.parent_id == chart.id
+    assert _cells(parsed, table)[:2] == [
+        ["", "Freshwater Ducks", "Saltwater Ducks"],
+        ["2019", "120", "80"],
+    ]
+
+
+def test_inflated_sheet_costs_its_filled_cells_not_its_declared_range(corpus_dir: Path) -> None:
+    # Sheet1 declares A1:C1048496 (a styled cell a million rows down).
+    started = time.perf_counter()
+    parsed = _corpus(corpus_dir, "xlsx_04_inflated.xlsx")
+    assert time.perf_counter() - started < 10
+    sheet1 = _tables(parsed)[0]
+    assert sheet1.heading_path == ["Sheet1"]
+    assert _cells(parsed, sheet1)[0] == ["first", "second", "third"]
+    assert _cells(parsed, sheet1)[-1] == ["6", "0", "-6"]
+    assert len(sheet1.table_rows) == 6
+    assert len(parsed.text_layer) < 5_000
+
+
+def test_islands_on_one_sheet_are_separate_tables(corpus_dir: Path) -> None:
+    parsed = _corpus(corpus_dir, "xlsx_06_edge_cases_.xlsx")
+    diagonal = [t for t in _tables(parsed) if t.heading_path == ["Diagonal"]]
+    assert len(diagonal) == 2  # touching only at a corner: two tables
+    assert _cells(parsed, diagonal[1]) == [
+        ["G1", "H1", "I3"],
+        ["Overview 1", "Purpose 1", "Extra 1"],
+        ["Overview 2", "Purpose 2", "Extra 2"],
+    ]
+    # A header with an empty first cell keeps its column.
+    missing = next(t for t in _tables(parsed) if t.heading_path == ["missing_header_head"])
+    assert _cells(parsed, missing)[0] == ["", "Sub-category", "ID", "Question", "Answer", "Extra"]
+
+
+def test_merged_cells_repeat_their_value_and_a_label_row_is_text(corpus_dir: Path) -> None:
+    parsed = _corpus(corpus_dir, "xlsx_04_inflated.xlsx")
+    sheet3 = [t for t in _tables(parsed) if t.heading_path == ["Sheet3"]]
+    rows = _cells(parsed, sheet3[0])
+    assert rows[0] == ["first", "header", "header"]  # B1:C1 merged
+    assert rows[1] == ["first", "second", "third"]  # A1:A2 merged
+    labelled = _corpus(corpus_dir, "xlsx_09_section_label_header.xlsx")
+    table = _tables(labelled)[0]
+    assert _cells(labelled, table)[0][:3] == ["#", "Genre", "Sub-Genre"]
+    before = labelled.text_layer[: table.start]
+    assert "Reading List" in before
+
+
+def test_dates_follow_the_number_format_and_xlsm_reads_like_xlsx(corpus_dir: Path) -> None:
+    parsed = _corpus(corpus_dir, "xlsx_02_sample_sales_data.xlsm")
+    assert parsed.document.media_type == spreadsheet.XLSM_MEDIA_TYPE.lower()
+    rows = _cells(parsed, _tables(parsed)[0])
+    assert rows[0] == ["Product", "Date", "Quantity", "Revenue"]
+    assert rows[1] == ["Widget A", "2024-01-01 00:00:00", "5", "5000"]
+
+
+def test_comments_and_threaded_replies_are_kept_with_author(corpus_dir: Path) -> None:
+    parsed = _corpus(corpus_dir, "xlsx_comments.xlsx")
+    comments = next(s for s in parsed.sections if s.heading == "Comments")
+    text = comments.text_in(parsed.text_layer)
+    assert "A1 [author: John Reviewer]: Why Python specifically?" in text
+    assert "Marcus Sterling (MS), time: 2026-06-18T17:15:52" in text
+    assert "I never thought it would be so low" in text
+    assert "tc={" not in parsed.text_layer  # legacy copies of threads are not repeated
+
+
+def test_formulas_give_cached_values_and_chartsheets_read_their_cells(tmp_path: Path) -> None:
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.title = "Data"
+    for row in [("Year", "Sales"), (2020, 5.5), (2021, 0.25)]:
+        sheet.append(row)
+    sheet["C1"] = "Total"
+    sheet["C2"] = "=B2+B3"  # never computed: no cached value
+    sheet["A1"].comment = Comment("units are tonnes", "Ana")
+    chartsheet = workbook.create_chartsheet("Sales chart")
+    chart = BarChart()
+    chart.title = "Sales by year"
+    chart.add_data(Reference(sheet, min_col=2, min_row=1, max_row=3), titles_from_data=True)
+    chart.set_categories(Reference(sheet, min_col=1, min_row=2, max_row=3))
+    chartsheet.add_chart(chart)
+    parsed = _parse(_workbook_bytes(workbook))
+    data = _tables(parsed)[0]
+    assert _cells(parsed, data) == [
+        ["Year", "Sales", "Total"],
+        ["2020", "5.5", ""],
+        ["2021", "0.25", ""],
+    ]
+    assert "=B2+B3" not in parsed.text_layer
+    assert "A1 [author: Ana]: units are tonnes" in parsed.text_layer
+    headings = [s.heading for s in parsed.sections if s.heading]
+    assert headings == ["Data", "Comments", "Sales chart", "Sales by year"]
+    # The chart has no cached values (openpyxl writes none): read from the cells it names.
+    assert _cells(parsed, _tables(parsed)[1]) == [["", "Sales"], ["2020", "5.5"], ["2021", "0.25"]]
+
+
+def test_huge_sparse_merge_is_bounded_by_the_filled_area() -> None:
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet["A1"] = "title"
+    sheet["A2"] = "x"
+    sheet["B2"] = "y"
+    sheet.merge_cells("A1:B1")
+    # Widen the merge in the XML to 17 billion cells (openpyxl would build them all).
+    raw = _replace_member(
+        _workbook_bytes(workbook),
+        "xl/worksheets/sheet1.xml",
+        lambda data: data.replace(b'ref="A1:B1"', b'ref="A1:XFD1048576"'),
+    )
+    started = time.perf_counter()
+    parsed = _parse(raw)
+    assert time.perf_counter() - started < 5
+    assert "title" in parsed.text_layer
+
+
+# --- hostile files --------------------------------------------------------------------------
+
+
+def test_truncated_workbook_is_a_corrupt_document_error(corpus_dir: Path) -> None:
+    raw = (corpus_dir / "xlsx" / "xlsx_03_chartsheet.xlsx").read_bytes()
+    with pytest.raises(CorruptDocumentError, match=r"cut\.xlsx: .*ZIP"):
+        parse_document(raw[: len(raw) // 2], "cut.xlsx")
+
+
+def test_zip_bomb_workbook_is_refused_from_its_directory() -> None:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("xl/worksheets/sheet1.xml", b"\0" * (300 * 1024 * 1024))
+    started = time.perf_counter()
+    with pytest.raises(DocumentTooLargeError, match=r"bomb\.xlsx: .*(bomb|limit)"):
+        parse_document(out.getvalue(), "bomb.xlsx")
+    assert time.perf_counter() - started < 5
+
+
+def test_sheet_xml_past_the_size_budget_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A "200 MB sheet" in miniature: the budget is lowered, the check is the same.
+    workbook = openpyxl.Workbook()
+    for r in range(200):
+        workbook.active.append([f"cell {r}-{c}" for c in range(20)])
+    raw = _workbook_bytes(workbook)
+    monkeypatch.setattr(spreadsheet, "MAX_SHEET_XML_BYTES", 50_000)
+    with pytest.raises(DocumentTooLargeError, match=r"big\.xlsx: .* bytes of sheet XML is over"):
+        parse_document(raw, "big.xlsx")
+    monkeypatch.setattr(spreadsheet, "MAX_SHEET_XML_BYTES", 10**9)
+    monkeypatch.setattr(spreadsheet, "MAX_CELLS", 1_000)
+    with pytest.raises(DocumentTooLargeError, match=r"big\.xlsx: .* filled cells is over"):
+        parse_document(raw, "big.xlsx")
+
+
+def test_sheet_xml_with_entities_is_refused(corpus_dir: Path) -> None:
+    def with_entities(data: bytes) -> bytes:
+        body = data.split(b"?>", 1)[-1].replace(b"Header1", b"&b;&x;")
+        return (
+            b'<?xml version="1.0"?><!DOCTYPE worksheet [<!ENTITY a "aaaaaaaaaa">'
+            b'<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+            b'<!ENTITY x SYSTEM "file:///etc/passwd">]>' + body
+        )
+
+    raw = (corpus_dir / "xlsx" / "xlsx_08_one_cell_anchor.xlsx").read_bytes()
+    hostile = _replace_member(raw, "xl/worksheets/sheet1.xml", with_entities)
+    with pytest.raises(CorruptDocumentError, match=r"xxe\.xlsx: .*DTD"):
+        parse_document(hostile, "xxe.xlsx")
