@@ -29,12 +29,22 @@ is the count the embedder sees, special tokens included.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import TypeAdapter
 
 from agrag_pipeline.chunking.errors import ChunkingError
+from agrag_pipeline.chunking.markup import (
+    Span,
+    document_title,
+    has_visible_text,
+    heading_line,
+    invisible_spans,
+    merged,
+    trim_span,
+    within,
+)
 from agrag_pipeline.chunking.packing import pack
 from agrag_pipeline.chunking.settings import ChunkerSettings
 from agrag_pipeline.chunking.tables import split_table
@@ -49,7 +59,12 @@ from agrag_pipeline.chunking.tokens import TokenCounter
 from agrag_pipeline.fingerprints import chunker_hash
 from agrag_pipeline.models import Chunk, PageBox, PageProvenance, Section, TextProvenance
 from agrag_pipeline.models.base import utc_now
-from agrag_pipeline.models.chunk import LABEL_SEPARATOR, _clean_heading
+from agrag_pipeline.models.chunk import (
+    LABEL_SEPARATOR,
+    UNEMBEDDED_SPANS,
+    _clean_heading,
+    embedded_text,
+)
 from agrag_pipeline.models.document import PROJECT_NAMESPACE
 from agrag_pipeline.models.provenance import HEADER_SEPARATOR, CharSpan
 from agrag_pipeline.parsing.parsed import ParsedDocument
@@ -57,7 +72,7 @@ from agrag_pipeline.parsing.trusted import Uuid5Series, unvalidated
 
 CHUNKER_NAME = "agrag-structure"
 #: Bump whenever the same settings would give different chunks: it changes ``chunker_hash``.
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"
 
 #: The retries allowed to cut an over-limit chunk finer before giving up (never hit with an
 #: additive tokenizer such as WordPiece; a safety net for others).
@@ -71,10 +86,13 @@ def heading_label(heading_path: list[str] | tuple[str, ...]) -> str | None:
     return LABEL_SEPARATOR.join(_clean_heading(h) for h in heading_path)
 
 
-def contextual(heading_path: tuple[str, ...], text: str) -> str:
-    """What ``Chunk.contextual_text`` returns for this heading path and text."""
+def contextual(
+    heading_path: tuple[str, ...], text: str, unembedded: list[Span] | None = None
+) -> str:
+    """What ``Chunk.contextual_text`` returns for this heading path, text and left-out spans."""
     label = heading_label(heading_path)
-    return text if label is None else f"{label}\n\n{text}"
+    body = embedded_text(text, unembedded)
+    return body if label is None else f"{label}\n\n{body}"
 
 
 @dataclass
@@ -105,6 +123,8 @@ class _Draft:
     tokens: int
     #: False where the sum may differ from the joined text's count: the draft is recounted.
     exact: bool
+    #: Spans of ``text`` (offsets into it) left out of what is embedded.
+    unembedded: list[Span] = field(default_factory=list)
 
 
 def _common_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -175,18 +195,41 @@ class StructureChunker:
         extraction_fingerprint: str | None,
     ) -> list[Chunk]:
         text = parsed.text_layer
+        invisible = invisible_spans(parsed)
+        # Text before the first heading gets the document's title as its heading, so no chunk
+        # of a document with headings is without a heading path (nor merges into one that is).
+        headed = any(s.heading is not None for s in parsed.sections)
+        title = document_title(parsed, invisible) if headed else None
         sections: list[Section] = []
         spans: list[tuple[int, int]] = []
         for section in parsed.sections:
             s, e = strip_span(text, section.start, section.end)
+            if invisible:
+                # Markup at a section's edges belongs to no chunk; markup alone makes none.
+                s, e = trim_span(text, s, e, invisible)
+                if s < e and not has_visible_text(text, s, e, invisible):
+                    s = e
             if s < e:
+                if title is not None and not section.heading_path:
+                    section = section.model_copy(update={"heading_path": [title]})
                 sections.append(section)
                 spans.append((s, e))
         section_blocks, block_tokens, counts = self._count_sections(text, sections, spans)
         self._count_labels([tuple(s.heading_path) for s in sections])
         self._check_labels(parsed, sections)
         groups = self._group(sections, spans, counts, section_blocks, block_tokens)
-        drafts = self._drafts_within_limit(text, groups, parsed.document.source_key)
+        # Heading paths some chunk's label will carry: those of sections with text of their own
+        # beyond their heading, and every prefix (a heading-only section's heading lives on in
+        # the paths of the sections under it).
+        carried: set[tuple[str, ...]] = set()
+        for section, (s, e) in zip(sections, spans, strict=True):
+            line = heading_line(text, section)
+            if line is None or has_visible_text(text, max(line[1], s), e, invisible):
+                path = tuple(section.heading_path)
+                carried.update(path[:n] for n in range(1, len(path) + 1))
+        drafts = self._drafts_within_limit(
+            text, groups, parsed.document.source_key, _Context(invisible, carried, title)
+        )
         return self._chunks(parsed, drafts, schema_fingerprint, extraction_fingerprint)
 
     def _count_sections(
@@ -298,26 +341,30 @@ class StructureChunker:
         if section.parent_id != run.sections[0].parent_id and section.parent_id not in members:
             return False
         path = _common_prefix(run.heading_path, tuple(section.heading_path))
+        if not path and (run.heading_path or section.heading):
+            return False  # top-level siblings: merged, the chunk would lose its heading path
         size = self._label_tokens(path) + total + n + self.counter.special_tokens
         return size <= st.target_tokens
 
     # -- drafts -----------------------------------------------------------------------------
 
     def _drafts_within_limit(
-        self, text: str, groups: list[_Group], source_key: str
+        self, text: str, groups: list[_Group], source_key: str, context: _Context
     ) -> list[_Draft]:
         """Drafts of every group; any draft over the limit gets its group cut finer.
 
         A draft whose summed count is exact (additive tokenizer, pieces apart) is trusted;
         the others are counted again as the embedder will see them.
         """
-        per_group = [self._group_drafts(text, g) for g in groups]
+        per_group = [
+            _finished(text, self._group_drafts(text, g, context.invisible), context) for g in groups
+        ]
         pending = list(range(len(groups)))
         specials = self.counter.special_tokens
         for _ in range(_MAX_REPAIRS + 1):
             checks = [(gi, d) for gi in pending for d in per_group[gi] if not d.exact]
             counts = self.counter.count_batch(
-                [contextual(d.heading_path, d.text) for _, d in checks]
+                [contextual(d.heading_path, d.text, d.unembedded) for _, d in checks]
             )
             for (_, d), n in zip(checks, counts, strict=True):
                 d.tokens, d.exact = n - self._label_tokens(d.heading_path), True
@@ -336,11 +383,13 @@ class StructureChunker:
                 if group.kind == "whole":
                     group.kind = "split"
                 group.slack += excess
-                per_group[gi] = self._group_drafts(text, group)
+                per_group[gi] = _finished(
+                    text, self._group_drafts(text, group, context.invisible), context
+                )
             pending = sorted(over)
         raise ChunkingError(source_key, "could not cut chunks within max_tokens (tokenizer?)")
 
-    def _group_drafts(self, text: str, group: _Group) -> list[_Draft]:
+    def _group_drafts(self, text: str, group: _Group, invisible: list[Span]) -> list[_Draft]:
         additive = self.counter.additive
         if group.kind == "whole":
             start, end = group.spans[0][0], group.spans[-1][1]
@@ -364,7 +413,7 @@ class StructureChunker:
         for section, span, bl, bt in zip(
             group.sections, group.spans, group.blocks, group.block_tokens, strict=True
         ):
-            drafts.extend(self._split_drafts(text, section, span, group.slack, bl, bt))
+            drafts.extend(self._split_drafts(text, section, span, group.slack, bl, bt, invisible))
         return drafts
 
     def _split_drafts(
@@ -375,6 +424,7 @@ class StructureChunker:
         slack: int,
         units: list[Block] | None,
         unit_tokens: list[int] | None,
+        invisible: list[Span],
     ) -> list[_Draft]:
         st = self.settings
         path = tuple(section.heading_path)
@@ -383,6 +433,12 @@ class StructureChunker:
         piece_budget = max(budget - st.overlap_tokens, 1)
         if units is None:
             units, unit_tokens = blocks(text, span[0], span[1], st.keep_code_blocks_whole), None
+        if invisible:
+            # A block of nothing but markup is no piece: it could end up a chunk's overlap.
+            keep = [i for i, u in enumerate(units) if has_visible_text(text, u[0], u[1], invisible)]
+            if len(keep) < len(units):
+                units = [units[i] for i in keep]
+                unit_tokens = None if unit_tokens is None else [unit_tokens[i] for i in keep]
         pieces = fit_pieces(text, units, piece_budget, self.counter, unit_tokens)
         packed = pack(text, pieces, target, st.overlap_tokens, self.counter)
         additive = self.counter.additive
@@ -496,10 +552,13 @@ class StructureChunker:
                     },
                     _TEXT_PROVENANCE_GIVEN,
                 )
+            metadata: dict[str, object] = {"token_count": n}
+            if draft.unembedded:
+                metadata[UNEMBEDDED_SPANS] = [[a, b] for a, b in draft.unembedded]
             chunk_fields = {
                 "id": chunk_id(str(index)),
                 "created_at": created_at,
-                "metadata": {"token_count": n},
+                "metadata": metadata,
                 "document_id": document.id,
                 "content_hash": document.content_hash,
                 "index": index,
@@ -525,6 +584,83 @@ class StructureChunker:
 _FINGERPRINT: TypeAdapter[str | None] = TypeAdapter(str | None)
 _CHUNK_GIVEN = frozenset(Chunk.model_fields) - {"embedding"}
 _TEXT_PROVENANCE_GIVEN = frozenset({"start", "end", "repeated_header"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """Per document: spans of markup no reader sees, and the heading paths labels carry."""
+
+    invisible: list[Span]
+    carried: set[tuple[str, ...]]
+    #: The document's title (``markup.document_title``); None for a document without headings.
+    title: str | None
+
+
+def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft]:
+    """Drafts with what their embedded text must not hold trimmed off or marked as left out.
+
+    Left out: markup no reader sees, and the heading line of a section whose heading the
+    chunk's label already ends with (the embedded text never says a heading twice). A draft
+    with nothing else is dropped where its heading lives on in the heading paths of the
+    chunks under it; a heading with nothing under it at all stays a chunk of its own, under
+    its parent's label (at the top, the document title's; a document that is one heading
+    and nothing else keeps its own).
+    A table draft is never trimmed (its text may join a repeated header to rows); markup in
+    its cells is left out of what is embedded.
+    """
+    invisible = context.invisible
+    out: list[_Draft] = []
+    for d in drafts:
+        if d.kind == "table":
+            if invisible:
+                _mark_table_markup(d, invisible)
+            out.append(d)
+            continue
+        markup = within(invisible, d.start, d.end) if invisible else []
+        hidden = list(markup)
+        for section in d.sections:
+            if section.heading is not None and tuple(section.heading_path) == d.heading_path:
+                line = heading_line(text, section)
+                if line is not None and line[0] < d.end and line[1] > d.start:
+                    hidden.append((max(line[0], d.start), min(line[1], d.end)))
+        if not hidden:
+            out.append(d)
+            continue
+        hidden = merged(text, hidden)
+        start, end = trim_span(text, d.start, d.end, hidden)
+        if start >= end or not has_visible_text(text, start, end, hidden):
+            if d.heading_path in context.carried:
+                continue
+            # Only a heading, which no other chunk carries: keep it, said once.
+            hidden = markup
+            start, end = trim_span(text, d.start, d.end, hidden)
+            if start >= end:
+                continue
+            if len(d.heading_path) > 1:
+                d.heading_path = d.heading_path[:-1]
+            elif context.title is not None and (context.title,) != d.heading_path:
+                d.heading_path = (context.title,)
+        if (start, end) != (d.start, d.end):
+            d.start, d.end, d.text = start, end, text[start:end]
+        d.unembedded = [(a - start, b - start) for a, b in within(hidden, start, end)]
+        d.exact = False
+        out.append(d)
+    return out
+
+
+def _mark_table_markup(d: _Draft, invisible: list[Span]) -> None:
+    """Left-out spans of a table draft, whose text is ``[header + HEADER_SEPARATOR +] rows``."""
+    spans: list[Span] = []
+    offset = 0
+    if d.header is not None:
+        hs, he = d.header
+        spans.extend((a - hs, b - hs) for a, b in within(invisible, hs, he))
+        offset = he - hs + len(HEADER_SEPARATOR)
+    spans.extend(
+        (a - d.start + offset, b - d.start + offset) for a, b in within(invisible, d.start, d.end)
+    )
+    if spans:
+        d.unembedded, d.exact = spans, False
 
 
 def _locate(parsed: ParsedDocument, draft: _Draft) -> tuple[list[int], list[PageBox]]:

@@ -22,6 +22,10 @@ _DASH_RUN = re.compile(r"-{3,}")
 #: How the headings of a path are joined into one line by ``section_label``.
 LABEL_SEPARATOR = " > "
 
+#: ``metadata`` key the chunker sets: ``[start, end]`` offsets into ``text`` of what
+#: ``contextual_text`` leaves out (markup that renders to nothing, a heading the label repeats).
+UNEMBEDDED_SPANS = "unembedded_spans"
+
 #: Properties that ``to_node_record`` writes as JSON text, because graph stores hold no maps.
 _JSON_TEXT_PROPERTIES = ("provenance", "metadata")
 
@@ -61,12 +65,14 @@ class Chunk(DataPoint):
         """The text with its heading path above it, for embedding.
 
         The stored text and its offsets do not change. A chunk with no heading path returns its
-        text.
+        text. Spans of the text that ``metadata["unembedded_spans"]`` names (markup no reader
+        sees, a heading the label already says) are left out.
         """
         label = self.section_label()
+        text = embedded_text(self.text, self.metadata.get(UNEMBEDDED_SPANS))
         if label is None:
-            return self.text
-        return f"{label}\n\n{self.text}"
+            return text
+        return f"{label}\n\n{text}"
 
     def section_label(self) -> str | None:
         """Return the heading path as one line, or None when the path is empty.
@@ -127,6 +133,32 @@ class Chunk(DataPoint):
             raise
         except (TypeError, RecursionError, OverflowError) as exc:
             raise ValueError(f"node properties do not validate as a Chunk: {exc}") from exc
+
+
+def embedded_text(text: str, spans: Any) -> str:
+    """``text`` without ``spans`` (``[[start, end], ...]``, ascending); whitespace at each cut
+    becomes one blank line, one newline or one space, the widest it was."""
+    if not spans:
+        return text
+    parts: list[str] = []
+    at = 0
+    for start, end in spans:
+        parts.append(text[at:start])
+        at = max(at, end)
+    parts.append(text[at:])
+    out = parts[0]
+    for part in parts[1:]:
+        out = _join(out, part)
+    return out.strip()
+
+
+def _join(left: str, right: str) -> str:
+    ws = left[len(left.rstrip()) :] + right[: len(right) - len(right.lstrip())]
+    left, right = left.rstrip(), right.lstrip()
+    if not left or not right:
+        return left + right
+    sep = "\n\n" if ws.count("\n") >= 2 else "\n" if "\n" in ws else " " if ws else ""
+    return left + sep + right
 
 
 def _clean_heading(heading: str) -> str:

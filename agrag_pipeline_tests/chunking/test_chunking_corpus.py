@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from agrag_pipeline.chunking.chunker import StructureChunker
+from agrag_pipeline.chunking.chunker import StructureChunker, heading_label
+from agrag_pipeline.chunking.errors import ChunkingError
 from agrag_pipeline.chunking.settings import ChunkerSettings
 from agrag_pipeline.chunking.tokens import TokenCounter
 from agrag_pipeline.models import Chunk
@@ -32,7 +33,17 @@ def test_corpus_chunks_keep_every_invariant(
     kinds = {p.document.media_type for p in corpus_parsed}
     assert {"text/markdown", "text/html", "application/pdf"} <= kinds
     for parsed in corpus_parsed:
-        chunks = chunker.chunk(parsed, schema_fingerprint="s" * 64, extraction_fingerprint=None)
+        try:
+            chunks = chunker.chunk(parsed, schema_fingerprint="s" * 64, extraction_fingerprint=None)
+        except ChunkingError as exc:
+            # A heading path longer than a small max_tokens allows is refused, by design: it
+            # must really be that long.
+            longest = max(
+                counter.count(heading_label(s.heading_path) or "") for s in parsed.sections
+            )
+            need = settings.min_text_tokens + settings.overlap_tokens + counter.special_tokens
+            assert "the heading path" in str(exc) and longest + need > settings.max_tokens
+            continue
         if parsed.sections:
             assert chunks, parsed.document.source_key
         invariants(parsed, chunks, chunker, counter)
@@ -63,3 +74,29 @@ def test_corpus_tables_are_chunked_apart_from_text(
             assert kinds == {c.content_kind}
             tables += c.content_kind == "table"
     assert tables > 0
+
+
+def test_no_corpus_chunk_is_markup_alone_and_none_lacks_a_heading_path(
+    corpus_parsed: list[ParsedDocument], counter: TokenCounter
+) -> None:
+    """Rendered as a reader sees it (CommonMark to HTML, tags dropped), every Markdown chunk
+    shows text; every chunk of a document with headings has a heading path."""
+    import html
+    import re
+
+    import pyromark
+
+    tag = re.compile(r"<[^>]*>")
+    chunker = StructureChunker(ChunkerSettings(), counter)
+    markdown_chunks = 0
+    for parsed in corpus_parsed:
+        headed = any(s.heading is not None for s in parsed.sections)
+        for c in chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=None):
+            assert bool(c.heading_path) == headed, (parsed.document.source_key, c.text[:60])
+            if parsed.document.media_type == "text/markdown":
+                markdown_chunks += 1
+                seen = html.unescape(tag.sub("", pyromark.html(c.text))).strip()
+                assert seen, (parsed.document.source_key, c.index, c.text[:80])
+                embedded = c.contextual_text.split("\n\n", 1)[-1]
+                assert "<!--" not in embedded and '<a id="' not in embedded
+    assert markdown_chunks > 1000

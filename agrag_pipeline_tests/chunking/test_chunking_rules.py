@@ -113,14 +113,102 @@ def test_small_sibling_sections_merge_under_their_parent(counter: TokenCounter) 
     assert len(chunks) == 1
     assert chunks[0].heading_path == ["Guide"]
     assert chunks[0].section_ids == [s.id for s in parsed.sections]
-    assert chunks[0].text == doc.strip()
+    # The label says "Guide"; the text starts below that heading, with the children's own.
+    assert chunks[0].text == doc.strip().removeprefix("# Guide\n\n")
+    assert chunks[0].contextual_text == "Guide\n\n" + chunks[0].text
 
 
 def test_no_merge_when_min_tokens_is_zero(counter: TokenCounter) -> None:
     doc = "# Guide\n\n## Install\n\nRun cargo.\n\n## Build\n\nRun cargo build.\n"
     parsed, chunks = chunks_of(doc, counter, min_tokens=0)
-    assert len(chunks) == len(parsed.sections) == 3
-    assert [c.heading_path for c in chunks] == [["Guide"], ["Guide", "Install"], ["Guide", "Build"]]
+    assert len(parsed.sections) == 3
+    # "# Guide" alone is no chunk: its heading lives on in the labels below it.
+    assert [c.heading_path for c in chunks] == [["Guide", "Install"], ["Guide", "Build"]]
+    assert [c.text for c in chunks] == ["Run cargo.", "Run cargo build."]
+    assert chunks[0].contextual_text == "Guide > Install\n\nRun cargo."
+
+
+MARKUP_DOC = """---
+title: Cargo Guide
+---
+
+<!-- Old headings. Do not remove or links may break. -->
+
+<a id="getting-started"></a>
+
+Some intro about cargo and crates before any heading.
+
+## Installing
+
+Run the <span class="cmd">installer</span> script. <a id="later"></a>Then restart.
+
+<!-- a note for editors -->
+
+<a id="next-anchor"></a>
+
+## Building
+
+Run cargo build to compile.
+
+[book]: https://doc.rust-lang.org/book/
+"""
+
+
+def test_markup_only_text_is_never_a_chunk_and_never_embedded(counter: TokenCounter) -> None:
+    _, chunks = chunks_of(MARKUP_DOC, counter, min_tokens=0)
+    assert [c.heading_path for c in chunks] == [["Cargo Guide"], ["Installing"], ["Building"]]
+    intro, install, build = chunks
+    # Front matter, the comment and the anchor before the intro are no part of any chunk.
+    assert intro.text == "Some intro about cargo and crates before any heading."
+    # Markup at a chunk's end is trimmed off; markup inside stays in the text, not embedded.
+    assert install.text == (
+        'Run the <span class="cmd">installer</span> script. <a id="later"></a>Then restart.'
+    )
+    assert install.contextual_text == "Installing\n\nRun the installer script. Then restart."
+    assert build.text == "Run cargo build to compile."  # the link reference definition is gone
+    for c in chunks:
+        assert "<" not in c.contextual_text and "---" not in c.contextual_text
+
+
+def test_preamble_before_the_first_heading_is_its_own_section_under_the_title(
+    counter: TokenCounter,
+) -> None:
+    doc = "Badges and a short pitch for the crate.\n\n# Serde\n\n" + prose(20) + "\n"
+    _, chunks = chunks_of(doc, counter)
+    # The one level-1 heading is the title; the preamble never merges into a path-less chunk.
+    assert [c.heading_path for c in chunks] == [["Serde"]]
+    assert chunks[0].contextual_text.startswith("Serde\n\nBadges and a short pitch")
+    assert chunks[0].contextual_text.count("Serde") == 1
+    # Without a level-1 heading the file name heads the preamble.
+    doc = "Intro words about the topic at hand.\n\n## Part one\n\n" + prose(60) + "\n"
+    _, chunks = chunks_of(doc, counter)
+    assert chunks[0].heading_path == ["rules.md"]
+    assert chunks[0].text == "Intro words about the topic at hand."
+    assert all(c.heading_path == ["Part one"] for c in chunks[1:])
+
+
+def test_a_split_section_never_repeats_its_heading_in_the_embedded_text(
+    counter: TokenCounter,
+) -> None:
+    doc = "## Ownership rules\n\n" + "\n\n".join(prose(60, seed=i) for i in range(6)) + "\n"
+    _, chunks = chunks_of(doc, counter)
+    assert len(chunks) > 2
+    for c in chunks:
+        assert c.heading_path == ["Ownership rules"]
+        assert c.contextual_text.count("Ownership rules") == 1
+        assert not c.text.startswith("##")
+
+
+def test_markdown_invisible_spans_know_code_from_markup() -> None:
+    from agrag_pipeline.chunking.markup import markdown_invisible_spans
+
+    doc = (
+        "Text with `<!-- not a comment -->` in code.\n\n"
+        "```html\n<!-- inside a fence -->\n[x]: y\n```\n\n"
+        '<!-- a real comment -->\n\n[ref]: https://example.com "Title"\n'
+    )
+    found = [doc[a:b] for a, b in markdown_invisible_spans(doc)]
+    assert found == ['<!-- a real comment -->\n\n[ref]: https://example.com "Title"']
 
 
 def test_heading_path_too_long_for_the_budget_is_a_clear_error(counter: TokenCounter) -> None:
@@ -211,7 +299,9 @@ def test_paged_sources_get_pages_and_boxes(counter: TokenCounter) -> None:
     chunker = StructureChunker(ChunkerSettings(), counter)
     [chunk] = chunker.chunk(parsed, schema_fingerprint="s", extraction_fingerprint="e")
     assert chunk.provenance.kind == "page"
-    assert chunk.provenance.pages == [1, 2] and len(chunk.provenance.boxes) == 3
+    # The heading line "Title" is the label's, so the chunk's text and boxes are the two lines.
+    assert chunk.text == "First page line.\nSecond page line."
+    assert chunk.provenance.pages == [1, 2] and len(chunk.provenance.boxes) == 2
     assert chunk.schema_fingerprint == "s" and chunk.extraction_fingerprint == "e"
 
 
