@@ -7,7 +7,6 @@ import warnings
 import dagster as dg
 
 from agrag_pipeline.defs.assets import build_assets
-from agrag_pipeline.defs.checks import asset_checks
 from agrag_pipeline.defs.resources import PipelineResource, default_pipeline_resource
 from agrag_pipeline.defs.schedules import ingest_job, nightly_refresh
 from agrag_pipeline.defs.sensors import raw_documents_sensor
@@ -23,7 +22,6 @@ def build_definitions(pipeline: PipelineResource | None = None) -> dg.Definition
         assets = build_assets(code_versions)
     return dg.Definitions(
         assets=assets,
-        asset_checks=asset_checks,
         jobs=[ingest_job],
         sensors=[raw_documents_sensor],
         schedules=[nightly_refresh],

@@ -1,25 +1,41 @@
 """raw_documents -> sections -> chunks -> embeddings, one dynamic partition per document.
 
-Shape: each asset body loops over ``context.partition_keys`` (a backfill hands it up to
-``DOCUMENTS_PER_RUN`` documents in one process), calls the core per document, writes files
-itself through the warehouse and returns a ``MaterializeResult`` with per-partition metadata.
-We chose this over an IO manager because a run covers many partitions: an IO manager would get
-one object for the whole range and could not report per-document metadata or isolate one bad
-document from the others.
+How runs are cut: each asset body loops over ``context.partition_keys`` (a backfill hands it up
+to ``DOCUMENTS_PER_RUN`` documents in one process, under ``BackfillPolicy.multi_run``), calls
+the core per document, writes files itself through the warehouse and returns one
+``MaterializeResult``; per-document metadata goes to each partition with
+``add_asset_metadata(partition_key=...)``. We chose this over an IO manager because a run
+covers many partitions: an IO manager would get one object for the whole range and could not
+report per-document metadata or isolate one bad document from the others.
 
-Known Dagster limitation (dagster-io/dagster#34013): a run over several partitions can record
-only one data version for all of them, so ``raw_documents`` reports the content hash as its
-data version only in single-document runs; every run records it in per-partition metadata.
+How checks are reported: defined on the assets (``check_specs``), evaluated by the asset step
+right after its materialisations, one evaluation per document and check that targets that
+document's materialisation (``checks.py`` says why ``AssetCheckResult`` cannot do this).
+
+How data versions are recorded, and the trade-off: Dagster 1.13 records one data version for all
+partitions of a run (dagster-io/dagster#18649, #34013) and computes the logical version of a
+ranged run from a hash over the whole range, so any content-derived or Dagster-computed data
+version differs between a batched run and a single-document run of the same, unchanged
+document, and the UI then shows the downstream partition as falsely "Unsynced". So every asset
+records its *code version* (which folds in the settings fingerprints) as its data version: the
+same in batched and single runs, so Dagster's staleness is exactly "these outputs were made with
+other settings or code", for every partition. What it cannot show is a changed raw file: that is
+found by content hash (the sensor and the nightly refresh), which re-runs the whole chain for
+the document; each partition's metadata names its real version (``content_hash``) and links the
+upstream materialisation it was made from. The alternative (per-document materialisation events
+logged by hand after the framework's) doubles the materialisation events and was not chosen.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import dagster as dg
+from dagster._core.events import DagsterEventType
 from pydantic import Field
 
 from agrag_pipeline.batch import Outcome, run_isolated
 from agrag_pipeline.defs import metadata as md
+from agrag_pipeline.defs.checks import check_specs, report_checks
 from agrag_pipeline.defs.partitions import batched_backfills, documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.pipeline import (
@@ -31,10 +47,13 @@ from agrag_pipeline.pipeline import (
 )
 from agrag_pipeline.runtime import PARSE_VERSION, Runtime
 from agrag_pipeline.storage import Warehouse
+from agrag_pipeline.validation import CheckOutcome, check_chunks, check_embeddings, check_sections
 
 T = TypeVar("T")
 
 GROUP = "ingestion"
+OWNERS = ["team:agrag-pipeline"]
+ASSET_NAMES = ("raw_documents", "sections", "chunks", "embeddings")
 
 
 class StepConfig(dg.Config):
@@ -45,25 +64,65 @@ class StepConfig(dg.Config):
     )
 
 
+def latest_materializations(
+    instance: dg.DagsterInstance, asset: str, keys: list[str]
+) -> dict[str, md.Pointer]:
+    """The latest materialisation of each of ``keys`` of ``asset`` (two queries, any count)."""
+    asset_key = dg.AssetKey(asset)
+    ids = instance.event_log_storage.get_latest_storage_id_by_partition(
+        asset_key, DagsterEventType.ASSET_MATERIALIZATION, set(keys)
+    )
+    if not ids:
+        return {}
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset_key, storage_ids=list(ids.values())),
+        limit=len(ids),
+    ).records
+    return {
+        r.partition_key: md.Pointer(asset, r.partition_key, r.run_id, r.storage_id, r.timestamp)
+        for r in records
+        if r.partition_key is not None
+    }
+
+
+def _tag_run(context: dg.AssetExecutionContext, runtime: Runtime) -> None:
+    """Give the run the fingerprint tags, however it was launched (UI, sensor, CLI), so runs
+    can be filtered by fingerprint; one write, only when a tag is missing or differs."""
+    tags = runtime.fingerprint_tags()
+    if any(context.run.tags.get(k) != v for k, v in tags.items()):
+        context.instance.add_run_tags(context.run.run_id, tags)
+
+
 def _materialize(
     context: dg.AssetExecutionContext,
     runtime: Runtime,
     step: str,
     work: Callable[[str], T],
     describe: Callable[[T, Warehouse], dict[str, Any]],
-    data_version: Callable[[T], str] | None = None,
-) -> dg.MaterializeResult:
-    """Run ``work`` per document, report each partition, fail only if nothing succeeded."""
+    upstream: str | None = None,
+    evaluate: Callable[[str], list[CheckOutcome]] | None = None,
+) -> Iterator[Any]:
+    """Run ``work`` per document, report each partition, then its checks.
+
+    Fails the step only if every document failed; otherwise a failed document is a partition
+    whose metadata says ``agrag/status: failed`` with the error, and whose checks fail.
+    """
+    _tag_run(context, runtime)
     keys = list(context.partition_keys)
     outcomes: list[Outcome[T]] = run_isolated(
         step, keys, work, runtime.warehouse, on_error=lambda _key, msg: context.log.error(msg)
     )
+    inputs = latest_materializations(context.instance, upstream, keys) if upstream else {}
+    reused = 0
     for outcome in outcomes:
         if outcome.ok:
             assert outcome.result is not None
             meta = describe(outcome.result, runtime.warehouse)
+            reused += meta.get("agrag/status") == "reused"
         else:
             meta = md.failure_metadata(outcome.source_key, outcome.error or "")
+        if upstream:
+            meta.update(md.pointer_metadata(inputs.get(outcome.source_key), upstream))
         context.add_asset_metadata(meta, partition_key=outcome.source_key)
     failed = [o for o in outcomes if not o.ok]
     if failed and len(failed) == len(outcomes):
@@ -71,57 +130,63 @@ def _materialize(
             description=f"{step} failed for every document of this run: "
             + "; ".join(o.error or "" for o in failed[:5]),
         )
-    version = None
-    if data_version is not None and len(outcomes) == 1 and outcomes[0].result is not None:
-        version = dg.DataVersion(data_version(outcomes[0].result))
-    return dg.MaterializeResult(
-        data_version=version,
-        tags=runtime.fingerprint_tags(),
-        metadata={"documents": len(keys), "failed_documents": len(failed)},
+    context.log.info(
+        f"{step}: {len(outcomes) - len(failed)} of {len(outcomes)} documents done "
+        f"({reused} already current), {len(failed)} failed"
     )
+    code_version = context.assets_def.code_versions_by_key[dg.AssetKey(step)]
+    yield dg.MaterializeResult(
+        data_version=dg.DataVersion(code_version) if code_version else None,
+        tags=runtime.fingerprint_tags(),
+    )
+    if evaluate is not None:
+        targets = latest_materializations(context.instance, step, keys)
+        yield from report_checks(context, step, targets, evaluate)
 
 
 def build_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
     """The four assets, with code versions that fold in the settings fingerprints."""
 
-    common: dict[str, Any] = {
-        "partitions_def": documents_partitions,
-        "backfill_policy": batched_backfills,
-        "group_name": GROUP,
-    }
+    def common(name: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "partitions_def": documents_partitions,
+            "backfill_policy": batched_backfills,
+            "group_name": GROUP,
+            "owners": OWNERS,
+            "code_version": code_versions[name],
+            "metadata": md.definition_metadata(name),
+            "check_specs": check_specs(name),
+            "tags": {"agrag/stage": name},
+        }
 
     @dg.asset(
-        code_version=code_versions["raw_documents"],
         kinds={"python", "file"},
         description="Each document version's bytes, snapshotted into the warehouse "
-        "(so later steps never read a file that changed under them). Data version: content hash.",
-        **common,
+        "(so later steps never read a file that changed under them).",
+        **common("raw_documents"),
     )
-    def raw_documents(
-        context: dg.AssetExecutionContext, pipeline: PipelineResource
-    ) -> dg.MaterializeResult:
+    def raw_documents(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> Iterator:
         rt = pipeline.runtime()
-        return _materialize(
+        yield from _materialize(
             context,
             rt,
             "raw_documents",
             lambda key: snapshot_document(rt.warehouse, rt.raw_root, key),
             md.snapshot_metadata,
-            data_version=lambda r: r.document.content_hash,
         )
 
     @dg.asset(
         deps=[raw_documents],
-        code_version=code_versions["sections"],
         kinds={"python", "parquet"},
         description="The document's text layer and section tree (headings, tables, spans).",
-        **common,
+        **common("sections"),
     )
     def sections(
         context: dg.AssetExecutionContext, config: StepConfig, pipeline: PipelineResource
-    ) -> dg.MaterializeResult:
+    ) -> Iterator:
         rt = pipeline.runtime()
-        return _materialize(
+        yield from _materialize(
             context,
             rt,
             "sections",
@@ -133,21 +198,22 @@ def build_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
                 force=config.force,
             ),
             md.sections_metadata,
+            upstream="raw_documents",
+            evaluate=lambda key: check_sections(rt.warehouse, key),
         )
 
     @dg.asset(
         deps=[sections],
-        code_version=code_versions["chunks"],
         kinds={"python", "parquet"},
         description="Retrieval-sized chunks (the Chunk model), one Parquet file per document, "
         "tagged with chunker, schema and extraction fingerprints.",
-        **common,
+        **common("chunks"),
     )
     def chunks(
         context: dg.AssetExecutionContext, config: StepConfig, pipeline: PipelineResource
-    ) -> dg.MaterializeResult:
+    ) -> Iterator:
         rt = pipeline.runtime()
-        return _materialize(
+        yield from _materialize(
             context,
             rt,
             "chunks",
@@ -160,20 +226,23 @@ def build_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
                 force=config.force,
             ),
             md.chunks_metadata,
+            upstream="sections",
+            evaluate=lambda key: check_chunks(
+                rt.warehouse, key, expected_chunker_hash=rt.chunker_hash
+            ),
         )
 
     @dg.asset(
         deps=[chunks],
-        code_version=code_versions["embeddings"],
         kinds={"python", "parquet", "pytorch"},
         description="One vector per chunk (of its contextual_text), cached by content.",
-        **common,
+        **common("embeddings"),
     )
     def embeddings(
         context: dg.AssetExecutionContext, config: StepConfig, pipeline: PipelineResource
-    ) -> dg.MaterializeResult:
+    ) -> Iterator:
         rt = pipeline.runtime()
-        return _materialize(
+        yield from _materialize(
             context,
             rt,
             "embeddings",
@@ -186,6 +255,10 @@ def build_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
                 force=config.force,
             ),
             md.embeddings_metadata,
+            upstream="chunks",
+            evaluate=lambda key: check_embeddings(
+                rt.warehouse, key, dimension=rt.embedder.dimension
+            ),
         )
 
     return [raw_documents, sections, chunks, embeddings]

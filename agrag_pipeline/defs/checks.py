@@ -1,90 +1,113 @@
-"""Per-document asset checks: offsets, indices, fingerprints, embedding counts and norms.
+"""Per-document asset checks, defined on the assets and reported with their materialisations.
 
-Dagster records one ``AssetCheckResult`` per step, without a partition, when a run covers
-several partitions; so each check step logs one ``AssetCheckEvaluation`` per document
-(partition) instead, which the UI shows per partition in batched and single runs alike.
+Why not ``AssetCheckResult``: in a run over many partitions (how documents are batched), Dagster
+1.13 gives an ``AssetCheckResult`` no partition, so the check's Partitions tab stays "Missing"
+for every document. Each asset step therefore records, after its materialisations, one
+``AssetCheckEvaluation`` per document and check whose ``target_materialization_data`` names
+that document's materialisation in this run: that is what Dagster's per-partition check status
+is computed from (an evaluation counts for a partition only if it targets the partition's
+latest materialisation), so the UI's status agrees with the evaluation in batched and single
+runs alike. The step then yields the check's (empty) output, which Dagster expects of every
+selected check; nothing else is logged per check.
 """
 
+from __future__ import annotations
+
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import dagster as dg
-
-from agrag_pipeline.defs.partitions import documents_partitions
-from agrag_pipeline.defs.resources import PipelineResource
-from agrag_pipeline.validation import (
-    CHUNK_CHECKS,
-    EMBEDDING_CHECKS,
-    SECTION_CHECKS,
-    CheckOutcome,
-    check_chunks,
-    check_embeddings,
-    check_sections,
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
 )
 
+from agrag_pipeline.defs.metadata import Pointer
+from agrag_pipeline.defs.partitions import documents_partitions
+from agrag_pipeline.validation import CHUNK_CHECKS, EMBEDDING_CHECKS, SECTION_CHECKS, CheckOutcome
 
-def _specs(asset: str, names: Sequence[str]) -> list[dg.AssetCheckSpec]:
-    # Partitioned checks are a preview feature in Dagster 1.13; we rely on it knowingly.
+#: What each check verifies, shown on the check's page (the definition, not one evaluation).
+CHECK_DESCRIPTIONS: dict[str, str] = {
+    "section_spans_reproduce_text": "Every section is a valid row of the parser contract: its "
+    "span lies inside the document's text layer, sections are in order, and together they cover "
+    "the text (parsing/contract.py).",
+    "chunk_offsets_reproduce_text": "Each chunk's provenance offsets, applied to the stored text "
+    "layer, give back exactly the chunk's text.",
+    "chunk_indices_contiguous": "Chunk indices run 0, 1, 2, ... with no gap or repeat.",
+    "chunk_fingerprints_well_formed": "Every chunk carries a 64-hex chunker_hash equal to the "
+    "current chunker's, and well-formed schema and extraction fingerprints.",
+    "embedding_per_chunk": "One vector per chunk, in chunk order, joined by chunk_id.",
+    "embedding_dimension": "Every vector has the embedding model's dimension.",
+    "embedding_finite_unit_norm": "Every vector is finite and, when normalisation is on, of "
+    "unit length.",
+}
+
+CHECKS_BY_ASSET: dict[str, Sequence[str]] = {
+    "sections": SECTION_CHECKS,
+    "chunks": CHUNK_CHECKS,
+    "embeddings": EMBEDDING_CHECKS,
+}
+
+
+def check_specs(asset: str) -> list[dg.AssetCheckSpec]:
+    """The asset's check specs, partitioned like it (one status per document)."""
+    # Partitioned check specs are a preview feature in Dagster 1.13; we rely on it knowingly.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.PreviewWarning)
         return [
-            dg.AssetCheckSpec(name, asset=asset, partitions_def=documents_partitions)
-            for name in names
+            dg.AssetCheckSpec(
+                name,
+                asset=asset,
+                description=CHECK_DESCRIPTIONS[name],
+                partitions_def=documents_partitions,
+            )
+            for name in CHECKS_BY_ASSET.get(asset, ())
         ]
 
 
-def _log(
-    context: dg.AssetCheckExecutionContext,
+def report_checks(
+    context: dg.AssetExecutionContext,
     asset: str,
-    keys: Iterable[str],
+    targets: dict[str, Pointer],
     evaluate: Callable[[str], list[CheckOutcome]],
-) -> None:
-    for key in keys:
+) -> Iterator[dg.Output[None]]:
+    """Evaluate the selected checks per document; log one evaluation per document and check."""
+    asset_key = dg.AssetKey(asset)
+    selected = {k.name for k in context.selected_asset_check_keys if k.asset_key == asset_key}
+    if not selected:
+        return
+    failed = 0
+    for key in context.partition_keys:
+        target = targets.get(key)
         for outcome in evaluate(key):
-            # log_event handles AssetCheckEvaluation (Dagster 1.13), though its hint omits it.
-            context.op_execution_context.log_event(
-                dg.AssetCheckEvaluation(  # type: ignore[arg-type]
-                    asset_key=dg.AssetKey(asset),
+            if outcome.name not in selected:
+                continue
+            failed += 0 if outcome.passed else 1
+            context.log_event(
+                dg.AssetCheckEvaluation(
+                    asset_key=asset_key,
                     check_name=outcome.name,
                     passed=outcome.passed,
                     partition=key,
-                    description=outcome.description,
-                    metadata={k: v for k, v in outcome.metadata.items() if v is not None},
+                    description=f"{key}: {outcome.description}",
+                    metadata={
+                        "source_key": key,
+                        **{k: v for k, v in outcome.metadata.items() if v is not None},
+                    },
                     severity=dg.AssetCheckSeverity.ERROR,
-                    target_materialization_data=None,
+                    target_materialization_data=(
+                        AssetCheckEvaluationTargetMaterializationData(
+                            storage_id=target.storage_id,
+                            run_id=target.run_id,
+                            timestamp=target.timestamp,
+                        )
+                        if target is not None
+                        else None
+                    ),
                 )
             )
-
-
-@dg.multi_asset_check(specs=_specs("sections", SECTION_CHECKS), can_subset=True)
-def sections_checks(context: dg.AssetCheckExecutionContext, pipeline: PipelineResource):
-    rt = pipeline.runtime()
-    _log(context, "sections", context.partition_keys, lambda k: check_sections(rt.warehouse, k))
-    yield from ()
-
-
-@dg.multi_asset_check(specs=_specs("chunks", CHUNK_CHECKS), can_subset=True)
-def chunks_checks(context: dg.AssetCheckExecutionContext, pipeline: PipelineResource):
-    rt = pipeline.runtime()
-    _log(
-        context,
-        "chunks",
-        context.partition_keys,
-        lambda k: check_chunks(rt.warehouse, k, expected_chunker_hash=rt.chunker_hash),
-    )
-    yield from ()
-
-
-@dg.multi_asset_check(specs=_specs("embeddings", EMBEDDING_CHECKS), can_subset=True)
-def embeddings_checks(context: dg.AssetCheckExecutionContext, pipeline: PipelineResource):
-    rt = pipeline.runtime()
-    _log(
-        context,
-        "embeddings",
-        context.partition_keys,
-        lambda k: check_embeddings(rt.warehouse, k, dimension=rt.embedder.dimension),
-    )
-    yield from ()
-
-
-asset_checks = [sections_checks, chunks_checks, embeddings_checks]
+    if failed:
+        context.log.warning(f"{asset}: {failed} check evaluations failed (see the checks tab)")
+    assets_def = context.assets_def
+    for name in sorted(selected):
+        output = assets_def.get_output_name_for_asset_check_key(dg.AssetCheckKey(asset_key, name))
+        yield dg.Output(None, output_name=output)

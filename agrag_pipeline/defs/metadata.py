@@ -1,25 +1,110 @@
-"""Turn the core's step results into Dagster metadata (presentation only, no logic)."""
+"""Turn the core's step results into Dagster metadata (presentation only, no logic).
+
+Two levels, so that nothing a partition shows belongs to another partition or to the run:
+
+- definition level (``definition_metadata``): what never changes per document, the column
+  schema with each column's description (read from the storage tables' Arrow schemas);
+- partition level (``*_metadata``): the document's own figures, the file it wrote
+  (``dagster/uri``), and named pointers to the upstream materialisation it was made from.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import dagster as dg
 import pyarrow as pa
 
 from agrag_pipeline.pipeline import ChunksResult, EmbeddingsResult, SectionsResult, SnapshotResult
-from agrag_pipeline.reporting import chunk_preview_markdown, column_schema
+from agrag_pipeline.reporting import chunk_preview_markdown
 from agrag_pipeline.storage.tables import CHUNK_SCHEMA, SECTION_SCHEMA
 from agrag_pipeline.storage.warehouse import Warehouse
 
+#: Dimension-free stand-in for the embeddings schema: only names, types and descriptions show.
+_EMBEDDING_DESCRIPTIONS = {
+    "chunk_id": "Chunk.id of the chunk this vector embeds (joins the chunks table).",
+    "document_id": "The document's id (UUIDv5 of its source key).",
+    "content_hash": "SHA-256 of the document version the chunk came from.",
+    "index": "The chunk's position in its document (0-based, contiguous).",
+    "vector": "The embedding of the chunk's contextual_text, float32, fixed size.",
+    "embedding_fingerprint": "Fingerprint of the model, weights, dimension, normalisation "
+    "and text template that made the vector.",
+}
 
-def table_schema(schema: pa.Schema) -> dg.TableSchema:
-    return dg.TableSchema(columns=[dg.TableColumn(n, t) for n, t in column_schema(schema)])
+
+def _description(field: pa.Field) -> str | None:
+    meta = field.metadata or {}
+    raw = meta.get(b"description") or meta.get(b"doc")
+    return raw.decode("utf-8") if raw else None
 
 
-def _path(warehouse: Warehouse, path: str) -> dg.MetadataValue:
+def table_schema(schema: pa.Schema, fallback: Mapping[str, str] | None = None) -> dg.TableSchema:
+    """Dagster's column schema from an Arrow schema; descriptions from each field's metadata."""
+    fallback = fallback or {}
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                f.name,
+                str(f.type),
+                description=_description(f) or fallback.get(f.name),
+            )
+            for f in schema
+        ]
+    )
+
+
+def definition_metadata(asset: str) -> dict[str, Any]:
+    """What an asset's definition shows whatever the partition."""
+    from agrag_pipeline.embedding.table import embeddings_schema
+
+    if asset == "sections":
+        return {"dagster/column_schema": table_schema(SECTION_SCHEMA)}
+    if asset == "chunks":
+        return {"dagster/column_schema": table_schema(CHUNK_SCHEMA)}
+    if asset == "embeddings":
+        schema = embeddings_schema(1, "")
+        columns = table_schema(schema, _EMBEDDING_DESCRIPTIONS).columns
+        vector = [
+            dg.TableColumn(c.name, "fixed_size_list<float32>[dimension]", c.description)
+            if c.name == "vector"
+            else c
+            for c in columns
+        ]
+        return {"dagster/column_schema": dg.TableSchema(columns=vector)}
+    return {}
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """The latest materialisation of an upstream asset's partition."""
+
+    asset: str
+    partition: str
+    run_id: str
+    storage_id: int
+    timestamp: float
+
+
+def pointer_metadata(pointer: Pointer | None, asset: str) -> dict[str, Any]:
+    """Named links to the upstream materialisation this partition was made from."""
+    if pointer is None:
+        return {}
+    partition = quote(pointer.partition, safe="")
+    millis = int(pointer.timestamp * 1000)
+    return {
+        f"input/{asset}": dg.MetadataValue.url(
+            f"/assets/{asset}?partition={partition}&time={millis}"
+        ),
+        f"input/{asset} run": dg.MetadataValue.url(f"/runs/{pointer.run_id}"),
+    }
+
+
+def _uri(warehouse: Warehouse, path: str) -> dict[str, Any]:
     uri = warehouse.uri(path)
-    return dg.MetadataValue.path(uri)
+    return {"dagster/uri": dg.MetadataValue.path(uri)}
 
 
 def snapshot_metadata(result: SnapshotResult, warehouse: Warehouse) -> dict[str, Any]:
@@ -32,7 +117,7 @@ def snapshot_metadata(result: SnapshotResult, warehouse: Warehouse) -> dict[str,
         "media_type": doc.media_type,
         "size_bytes": doc.size_bytes,
         "changed": result.changed,
-        "path": _path(warehouse, result.raw_path),
+        **_uri(warehouse, result.raw_path),
     }
 
 
@@ -43,7 +128,6 @@ def sections_metadata(result: SectionsResult, warehouse: Warehouse) -> dict[str,
     return {
         "agrag/status": "reused" if result.reused else "ok",
         "dagster/row_count": len(parsed.sections),
-        "dagster/column_schema": table_schema(SECTION_SCHEMA),
         "source_key": result.document.source_key,
         "content_hash": result.document.content_hash,
         "table_sections": tables,
@@ -51,8 +135,8 @@ def sections_metadata(result: SectionsResult, warehouse: Warehouse) -> dict[str,
         "pages": len({b.page for s in parsed.layout for b in [s.box]}) if parsed.layout else 0,
         "outline": dg.MetadataValue.md("\n".join(f"- {h}" for h in outline) or "(no headings)"),
         "warnings": dg.MetadataValue.json(parsed.warnings),
-        "path": _path(warehouse, result.path),
-        "text_layer_path": _path(warehouse, result.text_layer_path),
+        **_uri(warehouse, result.path),
+        "text_layer_path": dg.MetadataValue.path(warehouse.uri(result.text_layer_path)),
     }
 
 
@@ -62,7 +146,6 @@ def chunks_metadata(result: ChunksResult, warehouse: Warehouse) -> dict[str, Any
     return {
         "agrag/status": "reused" if result.reused else "ok",
         "dagster/row_count": len(chunks),
-        "dagster/column_schema": table_schema(CHUNK_SCHEMA),
         "source_key": result.document.source_key,
         "content_hash": result.document.content_hash,
         "table_chunks": sum(1 for c in chunks if c.content_kind == "table"),
@@ -72,7 +155,7 @@ def chunks_metadata(result: ChunksResult, warehouse: Warehouse) -> dict[str, Any
         "chunker_hash": first.chunker_hash if first else None,
         "schema_fingerprint": first.schema_fingerprint if first else None,
         "extraction_fingerprint": first.extraction_fingerprint if first else None,
-        "path": _path(warehouse, result.path),
+        **_uri(warehouse, result.path),
     }
 
 
@@ -86,7 +169,7 @@ def embeddings_metadata(result: EmbeddingsResult, warehouse: Warehouse) -> dict[
         "cache_hits": result.cache_hits,
         "cache_misses": result.cache_misses,
         "truncated_texts": result.truncated,
-        "path": _path(warehouse, result.path),
+        **_uri(warehouse, result.path),
     }
 
 

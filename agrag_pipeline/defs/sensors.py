@@ -1,6 +1,15 @@
 """The raw-root sensor: registers documents, requests work for new and changed ones, and
 removes deleted ones.
 
+The cursor stays small: what the sensor saw of each file (size, mtime, content hash) is kept in
+the Dagster instance's key-value table (``ScanState``), one row per raw root; the cursor only
+names the state it belongs to (``v2:<digest>:<files>``). A cursor reset in the UI, or a state
+that does not match the cursor, starts from the warehouse (each registered document is compared
+with the version it holds), so nothing is redone that is current.
+
+Each tick logs what it found by name: new, changed, deleted documents, and every skipped or
+refused file with its reason.
+
 Deleted documents: the partition is removed and the document's derived tables (sections,
 chunks, embeddings) are deleted, so loaders reading the warehouse never retrieve a document
 that no longer exists. Its raw snapshots and text layers stay (content-addressed history), so a
@@ -17,10 +26,45 @@ from dagster._core.definitions.events import AssetKeyPartitionKey
 
 from agrag_pipeline.defs.partitions import documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
-from agrag_pipeline.freshness import plan_changes, remove_deleted
+from agrag_pipeline.freshness import ChangePlan, encode_cursor, plan_changes, remove_deleted
 from agrag_pipeline.models import Document
 
 ASSET_KEYS = ("raw_documents", "sections", "chunks", "embeddings")
+#: How many names one log line lists before it says "and N more".
+NAMED_PER_LINE = 20
+
+
+class ScanState:
+    """The sensor's per-file memory, in the instance's key-value table, named by the cursor."""
+
+    def __init__(self, instance: dg.DagsterInstance, raw_root: str) -> None:
+        self._storage = instance.run_storage
+        self.key = "agrag/raw_root_scan/" + hashlib.sha256(raw_root.encode()).hexdigest()[:16]
+
+    def load(self, cursor: str | None) -> str | None:
+        """The stored scan if ``cursor`` names it, else None (start from the warehouse)."""
+        if not cursor or not cursor.startswith("v2:"):
+            return None
+        stored = self._storage.get_cursor_values({self.key}).get(self.key)
+        if stored is None or _digest(stored) != cursor.split(":")[1]:
+            return None
+        return stored
+
+    def save(self, plan: ChangePlan) -> str:
+        """Store the scan; return the cursor that names it."""
+        state = encode_cursor(plan.seen)
+        self._storage.set_cursor_values({self.key: state})
+        return f"v2:{_digest(state)}:{len(plan.seen)}"
+
+
+def _digest(state: str) -> str:
+    return hashlib.sha256(state.encode()).hexdigest()[:16]
+
+
+def _names(keys: list[str]) -> str:
+    shown = ", ".join(keys[:NAMED_PER_LINE])
+    more = len(keys) - NAMED_PER_LINE
+    return shown + (f" and {more} more" if more > 0 else "")
 
 
 def automation_status() -> dg.DefaultSensorStatus:
@@ -65,9 +109,14 @@ def raw_documents_sensor(
         document = rt.warehouse.get_document(Document.node_id_for(key))
         return document.content_hash if document else None
 
-    plan = plan_changes(rt.raw_root, context.cursor, registered, stored_hash, rt.settings.documents)
-    for message in plan.refused:
-        context.log.warning(f"not a document: {message}")
+    state = ScanState(context.instance, str(rt.raw_root))
+    plan = plan_changes(
+        rt.raw_root, state.load(context.cursor), registered, stored_hash, rt.settings.documents
+    )
+    for problem in plan.refused:
+        context.log.warning(f"refused: {problem}")
+    for problem in plan.skipped:
+        context.log.info(f"skipped: {problem}")
     removed_keys = []
     for removal in remove_deleted(rt.warehouse, plan.deleted):
         if removal.error is None:
@@ -87,10 +136,15 @@ def raw_documents_sensor(
         ).hexdigest()[:16]
         tags = {**rt.fingerprint_tags(), "agrag/trigger": "sensor", "agrag/changes": digest}
         requests.append(backfill_request(context, plan.to_run, tags))
-        context.log.info(
-            f"{len(plan.new)} new, {len(plan.changed)} changed, {plan.unchanged} unchanged, "
-            f"{len(plan.deleted)} deleted"
-        )
+    if plan.new:
+        context.log.info(f"new ({len(plan.new)}): {_names(plan.new)}")
+    if plan.changed:
+        context.log.info(f"changed ({len(plan.changed)}): {_names(plan.changed)}")
+    summary = (
+        f"{len(plan.new)} new, {len(plan.changed)} changed, {len(plan.deleted)} deleted, "
+        f"{plan.unchanged} unchanged, {len(plan.skipped)} skipped, {len(plan.refused)} refused"
+    )
+    context.log.info(summary)
 
     partition_requests: list[
         dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
@@ -102,6 +156,6 @@ def raw_documents_sensor(
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=partition_requests,
-        cursor=plan.cursor(),
-        skip_reason=None if requests or plan.deleted else "no new, changed or deleted documents",
+        cursor=state.save(plan),
+        skip_reason=None if requests or plan.deleted else f"nothing to do: {summary}",
     )

@@ -70,12 +70,13 @@ def test_every_partition_gets_metadata_a_user_reads(sample_run) -> None:  # type
     assert {"min", "median", "mean", "max"} <= set(meta["token_count"])
     assert meta["token_count"]["max"] <= 256
     assert len(meta["chunker_hash"]) == 64 and len(meta["schema_fingerprint"]) == 64
-    assert [c.name for c in meta["dagster/column_schema"].columns][:4] == [
-        "id",
-        "document_id",
-        "content_hash",
-        "index",
-    ]
+    # The file it wrote, and a named link to the sections materialisation it was made from.
+    assert meta["dagster/uri"].endswith(".parquet")
+    assert meta["input/sections"].startswith("/assets/sections?partition=rust-book%2F")
+    assert meta["input/sections run"].startswith("/runs/")
+    # Nothing of the run (its document count) and nothing of the definition per partition.
+    for partition_meta in chunks_meta.values():
+        assert not {"documents", "failed_documents", "dagster/column_schema"} & set(partition_meta)
     raw_meta = materialization_metadata(result, "raw_documents")["docling-pdf/multi_page.pdf"]
     assert len(raw_meta["content_hash"]) == 64 and raw_meta["media_type"] == "application/pdf"
 
@@ -231,13 +232,63 @@ def test_a_new_version_replaces_outputs_and_a_failed_one_keeps_them(tmp_path: Pa
         assert second[0].text != first[0].text and second[0].id != first[0].id
 
 
-def test_single_document_runs_report_the_content_hash_as_data_version(tmp_path: Path) -> None:
+def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current(
+    tmp_path: Path,
+) -> None:
+    """The issue's false "Unsynced": a batched run, then one unchanged document again alone."""
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+    from dagster._core.loader import LoadingContextForTest
+
+    files: dict[str, Path | bytes] = {
+        "a.md": b"# A\n\nFirst.\n",
+        "b.md": b"# B\n\nSecond.\n",
+        "c.md": b"# C\n\nThird.\n",
+    }
+    keys = sorted(files)
     with dg.instance_for_test() as instance:
-        project = make_project(tmp_path, instance, {"doc.md": b"# One\n\ntext\n"})
-        project.register(["doc.md"])
-        assert project.materialize(["doc.md"]).success
-        record = instance.get_latest_materialization_event(dg.AssetKey("raw_documents"))
-        assert record is not None
-        mat = record.asset_materialization
-        assert mat is not None
-        assert mat.tags["dagster/data_version"] == mat.metadata["content_hash"].value
+        project = make_project(tmp_path, instance, files)
+        project.register(keys)
+        defs = project.definitions()
+        graph = defs.resolve_asset_graph()
+        batched = project.materialize(keys)
+        single = project.materialize(["b.md"])
+        assert batched.success and single.success
+        resolver = CachingStaleStatusResolver(instance, graph, LoadingContextForTest(instance))
+        stale = {
+            (asset, key): resolver.get_status(dg.AssetKey(asset), key)
+            for asset in ("raw_documents", "sections", "chunks", "embeddings")
+            for key in keys
+        }
+        assert set(stale.values()) == {StaleStatus.FRESH}, stale
+        # Every partition's data version is its asset's code version, in both kinds of run.
+        for asset in ("raw_documents", "chunks"):
+            code_version = graph.get(dg.AssetKey(asset)).code_version
+            for record in instance.fetch_materializations(dg.AssetKey(asset), limit=10).records:
+                mat = record.asset_materialization
+                assert mat is not None and mat.tags["dagster/data_version"] == code_version
+        # Dagster's own per-partition check status: passed and current for every document.
+        check_keys = [k for k in graph.asset_check_keys]
+        assert len(check_keys) == 7
+        infos = instance.event_log_storage.get_asset_check_partition_info(check_keys)
+        status = {
+            (i.check_key.name, i.partition_key): (i.latest_execution_status.value, i.is_current)
+            for i in infos
+        }
+        assert status == {(k.name, key): ("SUCCEEDED", True) for k in check_keys for key in keys}
+        # Both runs carry the fingerprint tags, whoever launched them.
+        runtime = project.resource.runtime()
+        for result in (batched, single):
+            tags = instance.get_run_by_id(result.run_id).tags
+            assert runtime.fingerprint_tags().items() <= tags.items()
+
+
+def test_check_evaluations_name_their_document(sample_run) -> None:  # type: ignore[no-untyped-def]
+    project, result = sample_run
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_CHECK_EVALUATION":
+            data = event.event_specific_data
+            assert data.description.startswith(f"{data.partition}: "), data.description
+    # A quiet log: no line that reads like a fault, one summary line per step.
+    messages = [e.message for e in project.instance.all_logs(result.run_id)]
+    assert not [m for m in messages if "did not yield" in m]
+    assert sum("documents done" in m for m in messages) == 4
