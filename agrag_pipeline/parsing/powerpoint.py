@@ -52,6 +52,7 @@ from agrag_pipeline.parsing.archive import (
     transitional_uri,
 )
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
+from agrag_pipeline.parsing.charts import chart_table
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.tree import HeadingMark, build_sections
@@ -407,9 +408,7 @@ class _Slides:
             frame = SlideShapeFactory(element, slide.shapes)
             if not isinstance(frame, GraphicFrame):
                 return []
-            chart = frame.chart
-            title = clean(chart.chart_title.text_frame.text) if chart.has_title else ""
-            return _chart_blocks(title, chart.plots)
+            return _chart_blocks(*chart_table(frame.chart))
         except Exception as exc:  # a damaged chart part: say so, keep the rest of the slide
             self.warnings.append(f"a chart could not be read: {type(exc).__name__}: {exc}")
             return []
@@ -508,31 +507,10 @@ def table_grid(table: etree._Element) -> tuple[list[list[str]], int]:
     return grid, 1 if len(grid) > 1 else 0
 
 
-def _number(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:g}" if value != int(value) or abs(value) >= 1e15 else str(int(value))
-    return str(value)
-
-
-def _chart_blocks(title: str, plots: Any) -> list[tuple[str, Any]]:
-    """A chart's title and its data as one table: a row per category, a column per series."""
-    categories: list[str] = []
-    series: list[tuple[str, list[Any]]] = []
-    for plot in plots:
-        if not categories:
-            categories = [clean(str(c)) for c in plot.categories]
-        series.extend((clean(s.name or ""), list(s.values)) for s in plot.series)
+def _chart_blocks(title: str, rows: list[list[str]]) -> list[tuple[str, Any]]:
     blocks: list[tuple[str, Any]] = [("para", title)] if title else []
-    if not series:
-        return blocks
-    length = max([len(categories)] + [len(v) for _, v in series])
-    rows = [[""] + [name for name, _ in series]]
-    for index in range(length):
-        label = categories[index] if index < len(categories) else str(index + 1)
-        rows.append([label] + [_number(v[index]) if index < len(v) else "" for _, v in series])
-    blocks.append(("table", (rows, 1)))
+    if rows:
+        blocks.append(("table", (rows, 1)))
     return blocks
 
 

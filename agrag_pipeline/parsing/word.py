@@ -21,7 +21,8 @@ Text layer (what offsets index), in body order:
   a horizontally merged cell repeats its text in every column it spans, a vertically merged
   one in every row, so each row reads on its own; a cell's paragraphs and lists stay on its
   row's line, a nested table is flattened into its cell (``a, b; c, d``);
-- text boxes (DrawingML and VML) follow the paragraph they are anchored in; equations are
+- text boxes (DrawingML and VML) follow the paragraph they are anchored in, and so does a
+  chart: its title and data table (categories by series, ``charts.py``); equations are
   their linear LaTeX-like text (``omml.py``); a checkbox content control is ``[x]``/``[ ]``;
   an image is ``[Image: alt text]`` when it has alt text (an image without any, or whose
   "alt text" is its file name, leaves no text: a bare placeholder gives a reader and a
@@ -47,7 +48,8 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import omml
 from agrag_pipeline.parsing.archive import open_zip, parse_xml, read_member, transitional_uri
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
-from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
+from agrag_pipeline.parsing.charts import read_chart
+from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 
@@ -63,6 +65,7 @@ MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 W14 = "http://schemas.microsoft.com/office/word/2010/wordml"
 WPS = "http://schemas.microsoft.com/office/word/2010/wordprocessingShape"
 V = "urn:schemas-microsoft-com:vml"
+C = "http://schemas.openxmlformats.org/drawingml/2006/chart"
 VML_O = "urn:schemas-microsoft-com:office:office"
 
 _MAX_STYLE_CHAIN = 32
@@ -467,6 +470,8 @@ class _Converter:
         self.main = main
         self.writer = Writer()
         self.notes: dict[str, dict[str, int]] = {"footnote": {}, "endnote": {}}
+        self.warnings: list[str] = []
+        self._main_rels: dict[str, tuple[str, str, bool]] | None = None
         self.blocks_seen = 0
 
     # inline content -> text (text boxes collected for after the paragraph)
@@ -568,8 +573,8 @@ class _Converter:
                     alt = clean(child.get("descr") or child.get("title") or "")
                     if alt and not is_file_name(alt):
                         out.append(f" [Image: {alt}] ")
-                elif local == "txbxContent":
-                    boxes.append(child)
+                elif local == "txbxContent" or child.tag == f"{{{C}}}chart":
+                    boxes.append(child)  # written after the paragraph
                 elif local == "AlternateContent":
                     chosen = _alternate(child)
                     if chosen is not None:
@@ -679,7 +684,29 @@ class _Converter:
             else:
                 writer.block(para.text)
         for box in para.boxes:
-            self.blocks(box, headings=False)
+            if box.tag == f"{{{C}}}chart":
+                title, rows = self.chart(box)
+                writer.block(title)
+                writer.table(rows, 1)
+            else:
+                self.blocks(box, headings=False)
+
+    def chart(self, element: etree._Element) -> tuple[str, list[list[str]]]:
+        """A chart's title and data rows (``charts.py``); nothing when its part is unreadable."""
+        if self._main_rels is None:
+            self._main_rels = self.package.rels(self.main)
+        found = self._main_rels.get(element.get(f"{{{R}}}id") or "")
+        if found is None or found[2] or found[1] not in self.package.names:
+            return "", []
+        part = found[1]
+        blob = read_member(self.package.zip, part, self.package.source_key)
+        try:
+            return read_chart(blob, self.package.source_key, part)
+        except DocumentError:
+            raise
+        except Exception as exc:  # a damaged chart: say so, keep the rest of the document
+            self.warnings.append(f"chart {part} could not be read: {type(exc).__name__}: {exc}")
+            return "", []
 
     # tables
 
@@ -730,7 +757,12 @@ class _Converter:
                 if para.text:
                     pieces.append(f"{para.marker} {para.text}" if para.marker else para.text)
                 for box in para.boxes:
-                    pieces.append(self.cell(box))
+                    if box.tag == f"{{{C}}}chart":
+                        title, rows = self.chart(box)
+                        flat = "; ".join(", ".join(c for c in r if c) for r in rows if any(r))
+                        pieces.extend(p for p in (title, flat) if p)
+                    else:
+                        pieces.append(self.cell(box))
             elif local == "tbl":
                 rows, _ = self.table(child)
                 pieces.append("; ".join(", ".join(c for c in r if c) for r in rows if any(r)))
@@ -870,4 +902,6 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
         HeadingMark(h.start, h.end, 1 if h.level == 0 else h.level + shift, h.text) for h in marks
     ]
     sections = build_sections(text, document, headings, writer.tables)
-    return ParsedDocument(document=document, text_layer=text, sections=sections)
+    return ParsedDocument(
+        document=document, text_layer=text, sections=sections, warnings=converter.warnings
+    )

@@ -428,6 +428,45 @@ def test_text_boxes_follow_their_paragraph_once_and_images_give_alt_text() -> No
     )
 
 
+def _chart_part() -> str:
+    """A chart part as Office writes it (made with python-pptx's chart writer)."""
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+
+    prs = Presentation()
+    data = CategoryChartData()
+    data.categories = ["North", "South"]
+    data.add_series("2024", (12.5, 7))
+    data.add_series("2025", (14, 9.25))
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    frame = slide.shapes.add_chart(XL_CHART_TYPE.BAR_CLUSTERED, 0, 0, 100, 100, data)
+    frame.chart.has_title = True
+    frame.chart.chart_title.text_frame.text = "Sales by region"
+    out = io.BytesIO()
+    prs.save(out)
+    with zipfile.ZipFile(out) as archive:
+        return archive.read("ppt/charts/chart1.xml").decode("utf-8")
+
+
+def test_chart_is_its_title_and_data_table_after_its_paragraph() -> None:
+    body = (
+        "<w:p><w:r><w:t>Figure 1:</w:t></w:r><w:r><w:drawing><wp:inline>"
+        '<wp:docPr id="1" name="Chart 1"/><a:graphic><a:graphicData '
+        'uri="http://schemas.openxmlformats.org/drawingml/2006/chart">'
+        '<c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" r:id="rId1"/>'
+        "</a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>"
+    )
+    raw = _package(body, {"charts/chart1.xml": _chart_part()}, {"chart": "charts/chart1.xml"})
+    parsed = _parse(raw)
+    assert parsed.text_layer.startswith("Figure 1:\n\nSales by region\n\n")
+    assert _rows(parsed, _tables(parsed)[0]) == [
+        ["", "2024", "2025"],
+        ["North", "12.5", "14"],
+        ["South", "7", "9.25"],
+    ]
+
+
 def test_chunks_of_a_docx_pass_the_asset_checks(tmp_path: Path, corpus_dir: Path) -> None:
     from agrag_pipeline.pipeline import run_document
     from agrag_pipeline.runtime import Runtime
