@@ -6,8 +6,10 @@ Every page is read once per module (about a second a page) and shared through fi
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -208,3 +210,126 @@ def test_without_tesseract_on_path_ocr_is_unavailable_and_the_fingerprint_says_s
 def test_a_page_past_its_time_budget_is_a_timeout_naming_the_page() -> None:
     with pytest.raises(ParseTimeoutError, match=r"OCR of page 1 took over .*page_timeout_s"):
         _read(CORPUS / "ocr_test.pdf", OcrSettings(dpi=300, page_timeout_s=0.02))
+
+
+def test_a_page_in_a_script_no_configured_language_reads_names_the_language_to_install(
+    tmp_path: Path,
+) -> None:
+    # The top third of the corpus's Arabic PDF page, scanned (enough text for OSD, quick to read).
+    pdf = pypdfium2.PdfDocument(CORPUS.parent / "pdf" / "right_to_left_01.pdf")
+    try:
+        image = pdf[0].render(scale=200 / 72, grayscale=True).to_pil()
+    finally:
+        pdf.close()
+    top = image.crop((0, 0, image.width, image.height // 3))
+    page = _read(_image_pdf(tmp_path / "arabic_scan.pdf", top))
+    assert page.script == "Arabic"
+    assert any(
+        "Arabic script" in w and "tesseract-ocr-ara" in w and "parsing.ocr.languages" in w
+        for w in page.warnings
+    ), page.warnings
+
+
+# -- end to end: the PDF parser and the pipeline on the scans --------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(SCANS))
+def test_parse_document_gives_a_scan_ocr_text_and_sections_with_page_boxes(name: str) -> None:
+    from agrag_pipeline.parsing import parse_document
+
+    raw = (CORPUS / f"{name}.pdf").read_bytes()
+    parsed = parse_document(raw, f"scans/{name}.pdf")
+    reference = (CORPUS / "groundtruth" / f"{name}.md").read_text("utf-8")
+    assert _coverage(parsed.text_layer, reference) >= 0.9
+    assert parsed.text_layer.startswith("Docling bundles PDF document conversion to")
+    assert any("OCR" in w for w in parsed.warnings), parsed.warnings
+    boxes = [b for s in parsed.sections for b in s.boxes]
+    assert parsed.sections and all(s.pages == [1] for s in parsed.sections)
+    assert boxes and all(b.page == 1 and b.origin == "top-left" for b in boxes)
+    # The first line's box is at the top left of the unrotated page, whatever the turn.
+    first = min(boxes, key=lambda b: b.y0)
+    assert first.x0 < 120 and first.y0 < 130 and first.x1 > 400
+
+
+def test_agrag_core_on_a_folder_of_scans_makes_chunks_with_page_boxes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agrag_pipeline.cli import main
+    from agrag_pipeline.models import Document
+    from agrag_pipeline.storage import Warehouse
+    from agrag_pipeline.storage.tables import chunks_from_table
+
+    raw = tmp_path / "raw" / "scans"
+    raw.mkdir(parents=True)
+    for name in SCANS:
+        (raw / f"{name}.pdf").write_bytes((CORPUS / f"{name}.pdf").read_bytes())
+    status = main(
+        [
+            "core",
+            "--raw-root",
+            str(tmp_path / "raw"),
+            "--warehouse",
+            str(tmp_path / "wh"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-embed",
+            "--workers",
+            "1",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0, out
+    warehouse = Warehouse(str(tmp_path / "wh"))
+    for name in SCANS:
+        document_id = Document.node_id_for(f"scans/{name}.pdf")
+        chunks = chunks_from_table(warehouse.read_table("chunks", document_id))
+        assert chunks, name
+        assert "Docling bundles PDF document conversion" in chunks[0].text
+        for chunk in chunks:
+            assert chunk.provenance.kind == "page" and chunk.provenance.pages == [1]
+            assert chunk.provenance.boxes
+        engine = warehouse.table_metadata("sections", document_id)["ocr_engine"]
+        assert '"engine":"tesseract"' in engine and '"version":"' in engine
+
+
+@pytest.mark.slow
+def test_agrag_materialize_on_a_folder_of_scans_makes_chunks_with_page_boxes_and_embeddings(
+    tmp_path: Path,
+) -> None:
+    from agrag_pipeline.models import Document
+    from agrag_pipeline.storage import Warehouse
+    from agrag_pipeline.storage.tables import chunks_from_table
+
+    raw = tmp_path / "raw" / "scans"
+    raw.mkdir(parents=True)
+    for name in SCANS:
+        (raw / f"{name}.pdf").write_bytes((CORPUS / f"{name}.pdf").read_bytes())
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster_home")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agrag_pipeline.cli",
+            "--raw-root",
+            str(tmp_path / "raw"),
+            "--warehouse",
+            str(tmp_path / "wh"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "materialize",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 succeeded, 0 failed" in done.stdout
+    warehouse = Warehouse(str(tmp_path / "wh"))
+    for name in SCANS:
+        document_id = Document.node_id_for(f"scans/{name}.pdf")
+        chunks = chunks_from_table(warehouse.read_table("chunks", document_id))
+        assert "Docling bundles PDF document conversion" in chunks[0].text
+        assert all(c.provenance.kind == "page" and c.provenance.boxes for c in chunks)
+        assert warehouse.read_table("embeddings", document_id).num_rows == len(chunks)
