@@ -288,7 +288,9 @@ def test_agrag_core_on_a_folder_of_scans_makes_chunks_with_page_boxes(
         for chunk in chunks:
             assert chunk.provenance.kind == "page" and chunk.provenance.pages == [1]
             assert chunk.provenance.boxes
-        engine = warehouse.table_metadata("sections", document_id)["ocr_engine"]
+        metadata = warehouse.table_metadata("sections", document_id)
+        assert metadata is not None
+        engine = metadata["ocr_engine"]
         assert '"engine":"tesseract"' in engine and '"version":"' in engine
 
 
