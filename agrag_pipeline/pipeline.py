@@ -279,7 +279,7 @@ def build_chunks(
         warehouse,
         "chunks",
         document,
-        with_metadata(chunks_to_table(chunks), metadata),
+        with_metadata(chunks_to_table(chunks, document.source_key), metadata),
         requires={"sections": sections_read},
     )
     counts = [int(c.metadata.get("token_count", 0)) for c in chunks]
@@ -319,7 +319,7 @@ def build_embeddings(
     judged later without loading the model.
     """
     from agrag_pipeline.embedding.cache import embed_with_cache
-    from agrag_pipeline.embedding.table import embeddings_table
+    from agrag_pipeline.embedding.table import embeddings_table, model_name
 
     assert document.id is not None
     chunks_meta = warehouse.table_metadata("chunks", document.id) or {}
@@ -341,7 +341,13 @@ def build_embeddings(
     # The chunker hash recorded is the one of the very table embedded (not of an earlier read).
     chunks, chunks_meta = _load_chunks_table(warehouse, document)
     vectors, stats = embed_with_cache(embedder, [c.contextual_text for c in chunks], cache)
-    table = embeddings_table(chunks, vectors, embedder.fingerprint)
+    table = embeddings_table(
+        chunks,
+        vectors,
+        embedder.fingerprint,
+        source_key=document.source_key,
+        model=model_name(embedder),
+    )
     metadata = {
         **_version_metadata(document),
         "chunker_hash": chunks_meta.get("chunker_hash"),

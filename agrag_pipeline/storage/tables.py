@@ -21,28 +21,48 @@ METADATA_PREFIX = "agrag."
 
 _UTC_TS = pa.timestamp("us", tz="UTC")
 
+#: Each column of the chunks table, its type and what it means (the ``description`` of its
+#: Parquet field metadata, so a loader can read the schema without this code).
+_CHUNK_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("id", pa.string(), "Chunk.id: UUIDv5 of document_id, content_hash, chunker_hash and index"),
+    ("document_id", pa.string(), "UUIDv5 of the source key; stable across document versions"),
+    ("source_key", pa.string(), "the document's path under the raw root (POSIX)"),
+    ("content_hash", pa.string(), "SHA-256 of the raw bytes of the document version"),
+    ("index", pa.int32(), "position of the chunk in its document, from 0"),
+    ("text", pa.large_string(), "the chunk text, exactly text_layer[char_start:char_end]"),
+    (
+        "contextual_text",
+        pa.large_string(),
+        "exactly what is embedded: the heading path above the text, markup no reader sees left out",
+    ),
+    ("content_kind", pa.string(), "'text' for running text, 'table' for a chunk of a table"),
+    ("heading_path", pa.list_(pa.string()), "headings containing the chunk, outermost first"),
+    ("section_ids", pa.list_(pa.string()), "ids of the sections the chunk holds, reading order"),
+    ("provenance", pa.string(), "the exact provenance as JSON (offsets, repeated header, pages)"),
+    ("provenance_kind", pa.string(), "'text' (character offsets) or 'page' (pages and boxes)"),
+    ("char_start", pa.int64(), "start offset into the version's text layer"),
+    ("char_end", pa.int64(), "end offset (exclusive) into the version's text layer"),
+    (
+        "header_start",
+        pa.int64(),
+        "a table chunk's repeated header: its start offset (null: none repeated); the text is "
+        "text_layer[header_start:header_end] + '\\n' + text_layer[char_start:char_end]",
+    ),
+    ("header_end", pa.int64(), "end offset (exclusive) of the repeated header, or null"),
+    ("pages", pa.list_(pa.int32()), "1-based pages the chunk spans (empty for text sources)"),
+    ("chunker", pa.string(), "name of the chunker that made the chunk"),
+    ("chunker_hash", pa.string(), "SHA-256 fingerprint of the chunker's name, version, settings"),
+    ("schema_fingerprint", pa.string(), "structure hash of the graph schema of the run"),
+    ("extraction_fingerprint", pa.string(), "hash of schema descriptions, extraction settings"),
+    ("token_count", pa.int32(), "tokens of contextual_text as the embedding model counts them"),
+    ("created_at", _UTC_TS, "when the chunk row was made (UTC)"),
+    ("metadata", pa.string(), "Chunk.metadata as JSON"),
+]
+
 CHUNK_SCHEMA = pa.schema(
     [
-        ("id", pa.string()),
-        ("document_id", pa.string()),
-        ("content_hash", pa.string()),
-        ("index", pa.int32()),
-        ("text", pa.large_string()),
-        ("content_kind", pa.string()),
-        ("heading_path", pa.list_(pa.string())),
-        ("section_ids", pa.list_(pa.string())),
-        ("provenance", pa.string()),
-        ("provenance_kind", pa.string()),
-        ("char_start", pa.int64()),
-        ("char_end", pa.int64()),
-        ("pages", pa.list_(pa.int32())),
-        ("chunker", pa.string()),
-        ("chunker_hash", pa.string()),
-        ("schema_fingerprint", pa.string()),
-        ("extraction_fingerprint", pa.string()),
-        ("token_count", pa.int32()),
-        ("created_at", _UTC_TS),
-        ("metadata", pa.string()),
+        pa.field(name, kind, metadata={"description": description})
+        for name, kind, description in _CHUNK_COLUMNS
     ]
 )
 
@@ -100,15 +120,30 @@ def read_metadata(table_or_schema: pa.Table | pa.Schema) -> dict[str, str]:
 
 
 # -- chunks -----------------------------------------------------------------------------------
-def chunks_to_table(chunks: Sequence[Chunk]) -> pa.Table:
+def column_descriptions(schema: pa.Schema) -> dict[str, str]:
+    """Each column's ``description`` from a table's Parquet field metadata."""
+    return {
+        f.name: (f.metadata or {}).get(b"description", b"").decode()
+        for f in schema
+        if f.metadata and b"description" in f.metadata
+    }
+
+
+def chunks_to_table(chunks: Sequence[Chunk], source_key: str | None = None) -> pa.Table:
+    """The chunks of one document; ``source_key`` names it in every row."""
     rows: dict[str, list[Any]] = {name: [] for name in CHUNK_SCHEMA.names}
     for c in chunks:
         prov = c.provenance
         rows["id"].append(str(c.id) if c.id else None)
         rows["document_id"].append(str(c.document_id))
+        rows["source_key"].append(source_key)
         rows["content_hash"].append(c.content_hash)
         rows["index"].append(c.index)
         rows["text"].append(c.text)
+        rows["contextual_text"].append(c.contextual_text)
+        header = prov.repeated_header
+        rows["header_start"].append(header.start if header is not None else None)
+        rows["header_end"].append(header.end if header is not None else None)
         rows["content_kind"].append(c.content_kind)
         rows["heading_path"].append(list(c.heading_path))
         rows["section_ids"].append([str(s) for s in c.section_ids])

@@ -48,8 +48,10 @@ def test_table_has_the_published_columns_and_fingerprint(tmp_path):
     assert table.column_names == [
         "chunk_id",
         "document_id",
+        "source_key",
         "content_hash",
         "index",
+        "model",
         "vector",
         "embedding_fingerprint",
     ]
