@@ -123,10 +123,18 @@ def _entity_text(entity: etree._Entity) -> str:
     return html.entities.html5.get(name + ";", html.entities.html5.get(name, ""))
 
 
+#: Elements whose parts are written without separators in the XML (``<surname>Smith</surname>
+#: <given-names>J</given-names>``): their parts are joined by spaces.
+_SPACED = frozenset({"name", "string-name", "name-alternatives"})
+
+
 def _pieces(element: etree._Element, skip: frozenset[str]) -> Iterator[str]:
+    spaced = _name(element) in _SPACED
     if element.text:
         yield element.text
     for child in element:
+        if spaced:
+            yield " "
         if isinstance(child, etree._Entity):
             yield _entity_text(child)
         elif isinstance(child.tag, str) and _name(child) not in skip:
@@ -191,7 +199,7 @@ class _Writer:
             elif contrib.find("string-name") is not None:
                 authors.append(inline(contrib.find("string-name")))
         self.layer.paragraph(", ".join(a for a in authors if a))
-        affiliations = [inline(aff, _SKIP_INLINE | {"label"}) for aff in meta.iterfind(".//aff")]
+        affiliations = [inline(aff, _SKIP_INLINE | {"label"}) for aff in _author_affiliations(meta)]
         self.layer.paragraph("; ".join(a for a in affiliations if a))
         for abstract in meta.iterfind("abstract"):
             title = _child(abstract, "title")
@@ -374,6 +382,27 @@ class _Writer:
             self.content(floats, level=2)
         for sub in _children(article, "sub-article"):
             self.article(sub)
+
+
+def _author_affiliations(meta: etree._Element) -> list[etree._Element]:
+    """The ``<aff>`` elements of the authors: not those only editors or reviewers point at."""
+    authors: set[str] = set()
+    others: set[str] = set()
+    for contrib in meta.iterfind(".//contrib"):
+        is_author = contrib.get("contrib-type", "author") == "author"
+        for xref in contrib.iterfind(".//xref[@ref-type='aff']"):
+            (authors if is_author else others).update((xref.get("rid") or "").split())
+    kept = []
+    for aff in meta.iterfind(".//aff"):
+        owner = next(aff.iterancestors("contrib"), None)
+        if owner is not None:
+            if owner.get("contrib-type", "author") == "author":
+                kept.append(aff)
+            continue
+        aff_id = aff.get("id", "")
+        if aff_id in authors or aff_id not in others:
+            kept.append(aff)
+    return kept
 
 
 def _span(value: str | None) -> int:

@@ -47,6 +47,9 @@ ARTICLE = b"""<?xml version="1.0" encoding="UTF-8"?>
     <given-names>J</given-names></name></person-group><article-title>Soil cores</article-title>
     <source>Geoderma</source><year>2001</year><pub-id pub-id-type="doi">10.1/x</pub-id>
   </element-citation></ref>
+  <ref id="r2"><label>2</label><mixed-citation publication-type="journal"><person-group>
+    <name><surname>Lee</surname><given-names>K</given-names></name></person-group>. Roots.
+    <source>Plant Soil</source>. 2002.</mixed-citation></ref>
 </ref-list></back>
 </article>
 """
@@ -133,6 +136,8 @@ def test_lists_spans_footnotes_entities_and_element_citations() -> None:
     assert "Table 1 Sites." in text and "Depth below surface." in text
     literature = _section(parsed, "Literature")
     assert "[1] Smith J. Soil cores. Geoderma. 2001" in literature.text_in(text)
+    # Name parts written without a space between them in the XML are separate words.
+    assert "[2] Lee K. Roots. Plant Soil. 2002." in literature.text_in(text)
     assert "10.1/x" not in text
 
 
