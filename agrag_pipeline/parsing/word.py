@@ -14,6 +14,8 @@ Text layer (what offsets index), in body order:
   outline level (direct or from the style chain) is 0-8; a ``Title`` paragraph is a heading
   one level above them. Heading numbers are computed from ``numbering.xml`` and kept as text
   (``"2.1 Scope"``);
+- a paragraph set wholly in a monospaced font (directly or by its style) is code: it keeps
+  its indentation, and consecutive code paragraphs are separated by a line break;
 - list items start with their computed marker (``"1."``, ``"a)"``, ``"iv."``, ``"-"`` for
   bullets), indented two spaces per level;
 - a table is written one row per line, ``| a | b |``, with a ``| - | - |`` line after the
@@ -175,6 +177,7 @@ class _Style:
     outline: int | None
     num_id: str | None
     ilvl: int | None
+    font: str | None = None
 
 
 class _Styles:
@@ -197,6 +200,7 @@ class _Styles:
                 outline=_int(_val(ppr.find(_w("outlineLvl")))) if ppr is not None else None,
                 num_id=_val(num_pr.find(_w("numId"))) if num_pr is not None else None,
                 ilvl=_int(_val(num_pr.find(_w("ilvl")))) if num_pr is not None else None,
+                font=_font(style.find(_w("rPr"))),
             )
             if _on_attr(style.get(_w("default"))):
                 self.default = sid
@@ -226,11 +230,29 @@ class _Styles:
                 return style.outline + 1 if 0 <= style.outline < _MAX_LEVELS else None
         return None
 
+    def font(self, style_id: str | None) -> str | None:
+        for style in self.chain(style_id):
+            if style.font is not None:
+                return style.font
+        return None
+
     def numbering(self, style_id: str | None) -> tuple[str, int | None] | None:
         for style in self.chain(style_id):
             if style.num_id is not None:
                 return style.num_id, style.ilvl
         return None
+
+
+_MONOSPACE = re.compile(
+    r"mono|courier|consolas|menlo|monaco|lucida console|source code|fira code|cascadia|"
+    r"inconsolata|fixedsys|andale",
+    re.IGNORECASE,
+)
+
+
+def _font(rpr: etree._Element | None) -> str | None:
+    fonts = rpr.find(_w("rFonts")) if rpr is not None else None
+    return (fonts.get(_w("ascii")) or fonts.get(_w("hAnsi"))) if fonts is not None else None
 
 
 def _on_attr(value: str | None) -> bool:
@@ -401,7 +423,7 @@ class Writer:
 
     def _emit(self, text: str, kind: str) -> int:
         if self.pos:
-            sep = "\n" if kind == "list" and self.last == "list" else "\n\n"
+            sep = "\n" if kind in ("list", "code") and self.last == kind else "\n\n"
             self.parts.append(sep)
             self.pos += len(sep)
         start = self.pos
@@ -459,6 +481,7 @@ class _Para:
     marker: str | None
     ilvl: int
     boxes: list[etree._Element]
+    code: bool = False
 
 
 class _Converter:
@@ -608,7 +631,8 @@ class _Converter:
         out: list[str] = []
         boxes: list[etree._Element] = []
         self.inline(p, out, boxes)
-        text = "".join(out).strip()
+        code = self._monospace(p, style)
+        text = "".join(out).rstrip() if code else "".join(out).strip()
         heading = self.styles.heading(style)
         outline = ppr.find(_w("outlineLvl")) if ppr is not None else None
         if outline is not None:
@@ -622,7 +646,20 @@ class _Converter:
             found = self.numbering.marker(num_id, ilvl)
             if found is not None:
                 marker = found[0]
-        return _Para(text, heading, marker, ilvl, boxes)
+        return _Para(text, heading, marker, ilvl, boxes, code)
+
+    def _monospace(self, p: etree._Element, style: str | None) -> bool:
+        """Every run with text is set in a monospaced font: code (its indentation is kept)."""
+        inherited = self.styles.font(style)
+        seen = False
+        for run in p.iter(_w("r")):
+            if not any((t.text or "").strip() for t in run.iter(_w("t"))):
+                continue
+            font = _font(run.find(_w("rPr"))) or inherited
+            if font is None or not _MONOSPACE.search(font):
+                return False
+            seen = True
+        return seen
 
     def _numbering(self, ppr: etree._Element | None, style: str | None) -> tuple[str, int] | None:
         num_pr = ppr.find(_w("numPr")) if ppr is not None else None
@@ -680,9 +717,9 @@ class _Converter:
                 )
                 writer.heading(label, para.heading)
             elif para.marker is not None:
-                writer.block(f"{'  ' * para.ilvl}{para.marker} {para.text}", "list")
+                writer.block(f"{'  ' * para.ilvl}{para.marker} {para.text.strip()}", "list")
             else:
-                writer.block(para.text)
+                writer.block(para.text, "code" if para.code else "para")
         for box in para.boxes:
             if box.tag == f"{{{C}}}chart":
                 title, rows = self.chart(box)
@@ -754,8 +791,9 @@ class _Converter:
             local = etree.QName(child.tag).localname
             if local == "p":
                 para = self.paragraph(child)
-                if para.text:
-                    pieces.append(f"{para.marker} {para.text}" if para.marker else para.text)
+                text = para.text.strip()
+                if text:
+                    pieces.append(f"{para.marker} {text}" if para.marker else text)
                 for box in para.boxes:
                     if box.tag == f"{{{C}}}chart":
                         title, rows = self.chart(box)

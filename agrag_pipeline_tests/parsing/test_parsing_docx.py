@@ -329,6 +329,19 @@ def test_equations_are_linear_latex_in_text_and_cells(corpus_dir: Path) -> None:
     assert _lines(frac)[-1] == "{\\frac{(x-c)}{v}}^{2}"
 
 
+def test_monospaced_paragraphs_are_code_lines_that_keep_their_indentation(
+    corpus_dir: Path,
+) -> None:
+    parsed = _corpus(corpus_dir, "docx_code_blocks.docx")
+    text = parsed.text_layer
+    assert "import sys\nprint(sys.argv)" in text  # the 'Source Code' style's font
+    assert (
+        "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n"
+        "    return a"
+    ) in text
+    assert "\n\nSee the original source for details.\n\n" in text  # not a code style
+
+
 def test_comments_are_a_section_at_the_end_with_their_authors(corpus_dir: Path) -> None:
     parsed = _corpus(corpus_dir, "docx_comments.docx")
     last = parsed.sections[-1]
