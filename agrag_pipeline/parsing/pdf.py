@@ -346,8 +346,8 @@ def _mark_toc(pages: list[PageRead]) -> list[int]:
                 led += 1
         if led >= 3 and led >= 0.3 * len(lines):
             toc_pages.append(read.number)
-            for line in lines:
-                if line.role == "text":
+            for line in lines:  # entries without leaders too; the page's title stays text
+                if line.role == "text" and re.search(r"\s\d{1,4}$", line.text):
                     line.role = "toc"
     return toc_pages
 
@@ -638,11 +638,16 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
         ):
             # Bold (or italic) at body size, standing alone: below every larger size.
             candidates.append((i, (0.0, line.bold, line.italic)))
-    # Not a heading: a large style only its own paragraph's lines use on one page, many lines
-    # long (a cover's blurb, a pull quote) is left to the sizes that structure the document.
-    if not candidates or len(candidates) > max(len(body_lines) * 0.3, 3):
+    # Where too much stands out (a third of the text), typography says nothing: first the
+    # body-size emphasis goes, then everything.
+    total_chars = sum(len(line.text) for line in body_lines)
+
+    def too_many(found: list[tuple[int, tuple[float, bool, bool]]]) -> bool:
+        return sum(len(lines[i].text) for i, _ in found) > total_chars / 3
+
+    if too_many(candidates):
         candidates = [c for c in candidates if c[1][0] > 0]
-        if len(candidates) > max(len(body_lines) * 0.3, 3):
+        if too_many(candidates):
             return []
     styles = sorted({style for _, style in candidates}, key=lambda s: (-s[0], not s[1], not s[2]))
     level_of = {style: min(rank + 1, 6) for rank, style in enumerate(styles)}

@@ -1,0 +1,372 @@
+"""The PDF parser on PDFs written here, one layout feature each, and on the corpus PDFs.
+
+The generated PDFs use the 14 standard fonts (no embedding): a few lines of PDF syntax per
+case make the feature under test exact (a gutter, an overprint, a turned page, leader dots).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from agrag_pipeline.parsing import ParsedDocument, parse_document
+from agrag_pipeline.parsing.contract import contract_violations
+
+# -- a minimal PDF writer ---------------------------------------------------------------------
+
+
+@dataclass
+class Text:
+    x: float
+    y: float  # baseline, from the page's bottom
+    text: str
+    size: float = 11.0
+    font: str = "F1"  # F1 Helvetica, F2 Helvetica-Bold, F3 Times-Roman
+    mode: int = 0  # text render mode (3: invisible)
+    angle: int = 0  # degrees counter-clockwise
+    #: TJ array instead of a string: [("word", 0), ("next", -300)] (kerning in 1/1000 em)
+    pieces: list[tuple[str, int]] | None = None
+
+
+@dataclass
+class Page:
+    texts: list[Text] = field(default_factory=list)
+    lines: list[tuple[float, float, float, float]] = field(default_factory=list)
+    rotate: int = 0
+    width: float = 612
+    height: float = 792
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def _content(page: Page) -> bytes:
+    ops: list[str] = []
+    for x0, y0, x1, y1 in page.lines:
+        ops.append(f"0.8 w {x0} {y0} m {x1} {y1} l S")
+    for t in page.texts:
+        c = {0: (1, 0), 90: (0, 1), 180: (-1, 0), 270: (0, -1)}[t.angle]
+        matrix = f"{c[0]} {c[1]} {-c[1]} {c[0]} {t.x} {t.y} Tm"
+        if t.pieces is not None:
+            body = "[" + " ".join(f"({_escape(s)}) {k}" for s, k in t.pieces) + "] TJ"
+        else:
+            body = f"({_escape(t.text)}) Tj"
+        ops.append(f"BT /{t.font} {t.size} Tf {t.mode} Tr {matrix} {body} ET")
+    return "\n".join(ops).encode("latin-1")
+
+
+def make_pdf(pages: list[Page], outline: list[tuple[str, int]] | None = None) -> bytes:
+    """A PDF of ``pages``; ``outline``: (title, 0-based page) bookmarks."""
+    objects: list[bytes] = []
+
+    def add(body: bytes) -> int:
+        objects.append(body)
+        return len(objects)
+
+    def font(name: str) -> int:
+        return add(
+            f"<< /Type /Font /Subtype /Type1 /BaseFont /{name} "
+            "/Encoding /WinAnsiEncoding >>".encode()
+        )
+
+    fonts = {"F1": font("Helvetica"), "F2": font("Helvetica-Bold"), "F3": font("Times-Roman")}
+    font_dict = " ".join(f"/{k} {v} 0 R" for k, v in fonts.items())
+    pages_id = len(objects) + 1 + 2 * len(pages)  # after every page and content stream
+    page_ids = []
+    for page in pages:
+        data = _content(page)
+        stream = add(b"<< /Length %d >>\nstream\n" % len(data) + data + b"\nendstream")
+        page_ids.append(
+            add(
+                (
+                    f"<< /Type /Page /Parent {pages_id} 0 R /MediaBox [0 0 {page.width} "
+                    f"{page.height}] /Rotate {page.rotate} /Contents {stream} 0 R "
+                    f"/Resources << /Font << {font_dict} >> >> >>"
+                ).encode()
+            )
+        )
+    kids = " ".join(f"{i} 0 R" for i in page_ids)
+    assert add(f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>".encode()) == pages_id
+    catalog_extra = ""
+    if outline:
+        outlines_id = len(objects) + 1
+        first = outlines_id + 1
+        last = outlines_id + len(outline)
+        add(
+            f"<< /Type /Outlines /First {first} 0 R /Last {last} 0 R "
+            f"/Count {len(outline)} >>".encode()
+        )
+        for k, (title, page_index) in enumerate(outline):
+            me = first + k
+            links = f"/Parent {outlines_id} 0 R"
+            if k:
+                links += f" /Prev {me - 1} 0 R"
+            if k + 1 < len(outline):
+                links += f" /Next {me + 1} 0 R"
+            add(
+                f"<< /Title ({_escape(title)}) {links} "
+                f"/Dest [{page_ids[page_index]} 0 R /Fit] >>".encode()
+            )
+        catalog_extra = f" /Outlines {outlines_id} 0 R"
+    catalog = add(f"<< /Type /Catalog /Pages {pages_id} 0 R{catalog_extra} >>".encode())
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        catalog,
+        xref,
+    )
+    return bytes(out)
+
+
+def _parse(pages: list[Page], name: str = "made.pdf", **kw: object) -> ParsedDocument:
+    parsed = parse_document(make_pdf(pages, **kw), name)  # type: ignore[arg-type]
+    assert contract_violations(parsed) == []
+    return parsed
+
+
+def _paragraph(x: float, top: float, words: list[str], size: float = 11.0) -> list[Text]:
+    return [Text(x, top - i * size * 1.3, w, size) for i, w in enumerate(words)]
+
+
+# -- 1. words ---------------------------------------------------------------------------------
+
+
+def test_words_separated_by_gaps_without_space_characters() -> None:
+    # A justified line drawn as one TJ with kerning gaps and no space glyph between words.
+    pieces = [("also", -280), ("we", -280), ("reported", -280), ("scores", -280), ("separately", 0)]
+    parsed = _parse([Page([Text(72, 700, "", pieces=pieces)])])
+    assert parsed.text_layer == "also we reported scores separately"
+
+
+def test_overprinted_fake_bold_is_read_once() -> None:
+    title = "Overprinted heading"
+    texts = [Text(72 + dx, 700, title, 16) for dx in (0, 0.3, 0.6)]
+    texts += _paragraph(72, 660, ["Body text under the heading."])
+    parsed = _parse([Page(texts)])
+    assert parsed.text_layer.splitlines()[0] == title
+    assert parsed.text_layer.count("Overprinted") == 1
+
+
+def test_hyphenated_line_end_is_joined_with_exact_offsets() -> None:
+    texts = _paragraph(72, 700, ["The compu-", "tation of offsets stays exact."])
+    parsed = _parse([Page(texts)])
+    assert parsed.text_layer == "The computation of offsets stays exact."
+    first, second = parsed.layout
+    assert parsed.text_layer[first.start : first.end] == "The compu"
+    assert parsed.text_layer[second.start : second.end] == "tation of offsets stays exact."
+    assert first.end == second.start
+
+
+def test_unmapped_glyphs_are_dropped_and_counted(corpus_dir: Path) -> None:
+    key = "pdf/table_mislabeled_as_picture.pdf"
+    parsed = parse_document((corpus_dir / key).read_bytes(), key)
+    text = parsed.text_layer
+    assert "(cid:" not in text
+    assert not [c for c in text if c not in "\n" and (ord(c) < 32 or 0x7F <= ord(c) < 0xA0)]
+    assert any("glyphs without a Unicode mapping were left out" in w for w in parsed.warnings)
+    # The words around the dropped bullets and the soft hyphen are whole.
+    assert "They coordinate appointments of private practitioners" in text
+    assert "panel appointments) to legal aid cases" in text
+
+
+# -- 2. reading order -------------------------------------------------------------------------
+
+
+def _two_column_page() -> Page:
+    texts = [Text(72, 740, "A Study in Two Columns", 20, "F2")]
+    left = [f"left{n} words of the first column run on here" for n in range(8)]
+    right = [f"right{n} words of the second column go on too" for n in range(8)]
+    texts += _paragraph(72, 700, left, 10)
+    texts += _paragraph(320, 700, right, 10)  # the same baselines: rows align across columns
+    texts.append(
+        Text(72, 560, "A closing line that spans the whole page width below both columns", 10)
+    )
+    return Page(texts)
+
+
+def test_two_columns_read_one_after_the_other() -> None:
+    parsed = _parse([_two_column_page()])
+    words = parsed.text_layer.split()
+    order = [w for w in words if w.startswith(("left", "right"))]
+    assert order == [f"left{n}" for n in range(8)] + [f"right{n}" for n in range(8)]
+    assert parsed.text_layer.index("A closing line") > parsed.text_layer.index("right7")
+
+
+def test_turned_page_and_turned_label_read_in_their_direction() -> None:
+    # /Rotate 90 with text drawn turned so it reads upright in a viewer.
+    upright_in_viewer = [
+        Text(100 + 14 * i, 72, line, 11, angle=90)
+        for i, line in enumerate(["First line of a landscape page", "Second line follows it"])
+    ]
+    label = Text(40, 300, "Vertical axis label", 9, angle=90)
+    body = _paragraph(72, 700, ["Upright body text of the second page."])
+    parsed = _parse([Page(upright_in_viewer, rotate=90), Page([*body, label])])
+    lines = parsed.text_layer.splitlines()
+    assert lines[:2] == ["First line of a landscape page", "Second line follows it"]
+    assert "Vertical axis label" in lines  # read upward, as a line of its own after the body
+    assert lines.index("Vertical axis label") > lines.index("Upright body text of the second page.")
+
+
+def test_running_headers_footers_and_page_numbers_are_left_out() -> None:
+    pages = []
+    for n in range(1, 4):
+        texts = [Text(72, 760, "Annual Report 2024 - Internal", 9), Text(300, 30, f"Page {n}", 9)]
+        texts += _paragraph(72, 700, [f"Body of page {n} continues the story.", "More body."])
+        pages.append(Page(texts))
+    parsed = _parse(pages)
+    assert "Annual Report" not in parsed.text_layer and "Page " not in parsed.text_layer
+    assert "Body of page 1 continues the story." in parsed.text_layer
+    assert "6 running header/footer or page-number lines left out" in parsed.warnings
+
+
+def test_right_to_left_text_in_logical_order(corpus_dir: Path) -> None:
+    key = "pdf/right_to_left_01.pdf"
+    parsed = parse_document((corpus_dir / key).read_bytes(), key)
+    # The reference's heading (docling's reading), lam-alef ligatures in logical order.
+    title = "تحسين الإنتاجية وحل المشكلات من خلال البرمجة بلغة R و Python"
+    assert parsed.sections[0].heading == title
+    assert "اإل" not in parsed.text_layer  # the ligature reversed with the run: never
+
+
+# -- 3. structure -----------------------------------------------------------------------------
+
+
+def test_typographic_headings_skip_author_lists_and_join_wrapped_lines() -> None:
+    texts = [
+        Text(72, 740, "Measuring Reading Order in", 18, "F2"),
+        Text(72, 718, "Scanned and Born-Digital Documents", 18, "F2"),
+        Text(72, 690, "Ana Lima, Bo Chen, Carla Diaz, and Dan Roe", 12),
+        Text(72, 650, "1 Introduction", 13, "F2"),
+        *_paragraph(72, 630, [f"Body text of the introduction, line {n} of it." for n in range(5)]),
+        Text(72, 540, "2 Methods", 13, "F2"),
+        *_paragraph(72, 520, [f"Body text of the methods section, line {n}." for n in range(5)]),
+    ]
+    parsed = _parse([Page(texts)])
+    headings = [(s.level, s.heading_path) for s in parsed.sections if s.heading]
+    title = "Measuring Reading Order in Scanned and Born-Digital Documents"
+    assert headings == [
+        (1, [title]),
+        (2, [title, "1 Introduction"]),
+        (2, [title, "2 Methods"]),
+    ]
+
+
+def test_outline_gives_the_headings() -> None:
+    pages = [
+        Page([Text(72, 700, "Chapter One", 12), *_paragraph(72, 680, ["Text of chapter one."])]),
+        Page([Text(72, 700, "Chapter Two", 12), *_paragraph(72, 680, ["Text of chapter two."])]),
+    ]
+    parsed = _parse(pages, outline=[("Chapter One", 0), ("Chapter Two", 1)])
+    assert [(s.heading, s.pages) for s in parsed.sections if s.heading] == [
+        ("Chapter One", [1]),
+        ("Chapter Two", [2]),
+    ]
+
+
+def test_table_of_contents_loses_its_leader_dots_and_gives_no_headings() -> None:
+    toc = [Text(72, 740, "Contents", 16, "F2")]
+    entries = [("Introduction", 3), ("Related Work", 5), ("Method", 8), ("Results", 13)]
+    for i, (title, page) in enumerate(entries):
+        toc.append(Text(72, 700 - 20 * i, f"{title} {'.' * 60} {page}", 11, "F2"))
+    lines = [f"Body text of the introduction, line {n} of a long paragraph." for n in range(12)]
+    body = [Text(72, 740, "Introduction", 16, "F2"), *_paragraph(72, 710, lines)]
+    parsed = _parse([Page(toc), Page(body)])
+    assert "...." not in parsed.text_layer
+    assert "Related Work 5" in parsed.text_layer.splitlines()
+    assert [s.heading for s in parsed.sections if s.heading] == ["Contents", "Introduction"]
+    assert "table of contents on page(s) 1" in parsed.warnings
+
+
+def test_ruled_table_is_a_table_with_its_header() -> None:
+    rows = [["Name", "Qty", "Price"], ["Apple", "3", "1.20"], ["Pear", "5", "0.80"]]
+    xs, ys = [72, 200, 300, 400], [700, 680, 660, 640]
+    lines = [(72, y, 400, y) for y in ys] + [(x, 640, x, 700) for x in xs]
+    texts = [
+        Text(xs[c] + 4, ys[r] - 14, value, 10)
+        for r, row in enumerate(rows)
+        for c, value in enumerate(row)
+    ]
+    texts += _paragraph(72, 740, ["Prices of fruit, by the piece."])
+    parsed = _parse([Page(texts, lines=lines)])
+    (table,) = [s for s in parsed.sections if s.kind == "table"]
+    assert table.table_header is not None
+    text = parsed.text_layer
+    assert text[table.table_header.start : table.table_header.end] == (
+        "| Name | Qty | Price |\n| - | - | - |"
+    )
+    assert [text[r.start : r.end] for r in table.table_rows] == [
+        "| Apple | 3 | 1.20 |",
+        "| Pear | 5 | 0.80 |",
+    ]
+    assert table.pages == [1]
+
+
+def test_boxes_of_a_diagram_are_not_a_table() -> None:
+    # A syntax diagram: labelled boxes joined by lines, mostly empty space between them.
+    lines = []
+    texts = []
+    for i, word in enumerate(["SELECT", "column", "FROM", "table"]):
+        x = 72 + 110 * i
+        lines += [
+            (x, 600, x + 80, 600),
+            (x, 630, x + 80, 630),
+            (x, 600, x, 630),
+            (x + 80, 600, x + 80, 630),
+        ]
+        lines.append((x + 80, 615, x + 110, 615))
+        texts.append(Text(x + 8, 610, word, 10))
+    lines += [(60, 580, 520, 580), (60, 650, 520, 650), (60, 580, 60, 650), (520, 580, 520, 650)]
+    parsed = _parse([Page(texts, lines=lines)])
+    assert [s for s in parsed.sections if s.kind == "table"] == []
+    assert parsed.text_layer == "SELECT column FROM table"
+
+
+# -- corpus -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "headings"),
+    [
+        ("2305.03393v1-pg9.pdf", ["5.1 Hyper Parameter Optimization", "5.2 Quantitative Results"]),
+        (
+            "amt_handbook_sample.pdf",
+            ["Boots Self-Locking Nut", "Stainless Steel Self-Locking Nut", "Elastic Stop Nut"],
+        ),
+        ("code_and_formula.pdf", ["JavaScript Code Example", "Formula"]),
+    ],
+)
+def test_corpus_headings_are_the_references(
+    name: str, headings: list[str], corpus_dir: Path
+) -> None:
+    key = f"pdf/{name}"
+    parsed = parse_document((corpus_dir / key).read_bytes(), key)
+    assert [s.heading for s in parsed.sections if s.heading] == headings
+
+
+def test_corpus_running_header_of_a_paper_page_is_left_out(corpus_dir: Path) -> None:
+    key = "pdf/2305.03393v1-pg9.pdf"
+    parsed = parse_document((corpus_dir / key).read_bytes(), key)
+    assert "Optimized Table Tokenization for Table Structure Recognition" not in parsed.text_layer
+    assert parsed.text_layer.startswith("order to compute the TED score.")
+    # Justified lines whose words pdfminer glued together are separated.
+    assert "Also we report TED scores separately" in " ".join(parsed.text_layer.split())
+
+
+def test_corpus_two_column_handbook_reads_column_by_column(corpus_dir: Path) -> None:
+    key = "pdf/amt_handbook_sample.pdf"
+    text = " ".join(parse_document((corpus_dir / key).read_bytes(), key).text_layer.split())
+    assert "Plates must be attached to the structure in a positive manner" in text
+    assert text.index("only three typical kinds of self-locking nuts") < text.index(
+        "Boots Self-Locking Nut"
+    )
