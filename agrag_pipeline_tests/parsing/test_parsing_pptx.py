@@ -25,6 +25,7 @@ from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
     EmptyDocumentError,
+    ParseTimeoutError,
 )
 
 CORPUS_NAMES = sorted(
@@ -364,6 +365,11 @@ def test_external_entity_in_a_relationship_part_is_refused(tmp_path: Path, deck:
     with pytest.raises(CorruptDocumentError, match="declares a DTD") as caught:
         parse_document(raw, "xxe.pptx")
     assert "TOP-SECRET" not in str(caught.value)
+
+
+def test_time_budget_ends_a_parse_with_a_timeout_error_naming_where(deck: bytes) -> None:
+    with pytest.raises(ParseTimeoutError, match=r"^deck\.pptx: gave up after .* at (part|slide)"):
+        parse_document(deck, "deck.pptx", time_budget_s=1e-6)
 
 
 def test_deck_without_any_text_is_an_empty_document_error() -> None:
