@@ -1,0 +1,2 @@
+"""Retrieval: querying the search index (``search``) and scoring it on labelled questions
+(``evaluate``)."""
