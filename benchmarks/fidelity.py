@@ -28,6 +28,9 @@ never count; bags of words with counts):
   longest run in the same relative order (longest increasing subsequence) over their number;
 - ``pages/s`` (paged formats) or ``files/s``; ``tables`` table sections found.
 Figures are one pass (timing includes opening the file); ``--repeats`` takes the best of N.
+Rates are CPU seconds of this process (``time.process_time``: one core, and steady when other
+work shares the machine). ``--memory`` also parses PDFs of 50 to 500 pages (the corpus pages
+repeated), each in a fresh process, and prints the peak resident memory of each.
 """
 
 from __future__ import annotations
@@ -188,12 +191,12 @@ def _page_count(path: Path) -> int:
 def ours(path: Path, fmt: str) -> PeerResult:
     raw = path.read_bytes()
     key = f"{fmt}/{path.name}"
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         parsed = parse_document(raw, key)
     except DocumentError as exc:
-        return PeerResult("", [], 0, error=str(exc), seconds=time.perf_counter() - started)
-    seconds = time.perf_counter() - started
+        return PeerResult("", [], 0, error=str(exc), seconds=time.process_time() - started)
+    seconds = time.process_time() - started
     headings = [s.heading for s in parsed.sections if s.heading is not None]
     tables = sum(1 for s in parsed.sections if s.kind == "table")
     pages = max((span.box.page for span in parsed.layout), default=0)
@@ -205,17 +208,17 @@ def ours(path: Path, fmt: str) -> PeerResult:
 def pdfplumber_text(path: Path, fmt: str) -> PeerResult:
     import pdfplumber
 
-    started = time.perf_counter()
+    started = time.process_time()
     with pdfplumber.open(path) as pdf:
         texts = [page.extract_text() or "" for page in pdf.pages]
         pages = len(pdf.pages)
-    return PeerResult("\n\n".join(texts), None, None, pages, time.perf_counter() - started)
+    return PeerResult("\n\n".join(texts), None, None, pages, time.process_time() - started)
 
 
 def pypdfium2_text(path: Path, fmt: str) -> PeerResult:
     import pypdfium2
 
-    started = time.perf_counter()
+    started = time.process_time()
     pdf = pypdfium2.PdfDocument(path)
     texts = []
     try:
@@ -228,32 +231,32 @@ def pypdfium2_text(path: Path, fmt: str) -> PeerResult:
         pages = len(pdf)
     finally:
         pdf.close()
-    return PeerResult("\n\n".join(texts), None, None, pages, time.perf_counter() - started)
+    return PeerResult("\n\n".join(texts), None, None, pages, time.process_time() - started)
 
 
 def docling_parse_text(path: Path, fmt: str) -> PeerResult:
     from docling_core.types.doc.page import TextCellUnit
     from docling_parse.pdf_parser import DoclingPdfParser
 
-    started = time.perf_counter()
+    started = time.process_time()
     doc = DoclingPdfParser(loglevel="fatal").load(io.BytesIO(path.read_bytes()))
     texts = []
     for _, page in doc.iterate_pages():
         texts.append("\n".join(c.text for c in page.iterate_cells(unit_type=TextCellUnit.LINE)))
     pages = doc.number_of_pages()
     doc.unload()
-    return PeerResult("\n\n".join(texts), None, None, pages, time.perf_counter() - started)
+    return PeerResult("\n\n".join(texts), None, None, pages, time.process_time() - started)
 
 
 def docling_converter(path: Path, fmt: str) -> PeerResult:
     """docling's own converter (the reference's maker): for formats that need no models."""
     from docling.document_converter import DocumentConverter
 
-    started = time.perf_counter()
+    started = time.process_time()
     document = DocumentConverter().convert(path).document
     markdown = document.export_to_markdown()
     text, headings = reference_text(markdown)
-    return PeerResult(text, headings, len(document.tables), 0, time.perf_counter() - started)
+    return PeerResult(text, headings, len(document.tables), 0, time.process_time() - started)
 
 
 Engine = Callable[[Path, str], PeerResult]
@@ -393,6 +396,53 @@ def write_section(markdown_table: str, command: str, path: Path) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def memory_profile(page_counts: tuple[int, ...] = (50, 200, 500)) -> str:
+    """Peak RSS of parsing an N-page PDF (multi_page.pdf repeated), one fresh process each."""
+    import subprocess
+    import tempfile
+
+    import logging
+
+    import pypdf
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+    source = CORPUS / "pdf" / "multi_page.pdf"
+    rows = ["| pages | peak RSS (MiB) | parse CPU s | pages/s |", "|---|---|---|---|"]
+    script = (
+        "import resource, sys, time\n"
+        "from agrag_pipeline.parsing import parse_document\n"
+        "raw = open(sys.argv[1], 'rb').read()\n"
+        "t = time.process_time()\n"
+        "parse_document(raw, 'big.pdf')\n"
+        "print(time.process_time() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        for count in page_counts:
+            reader = pypdf.PdfReader(source)
+            writer = pypdf.PdfWriter()
+            while len(writer.pages) < count:
+                for page in reader.pages:
+                    if len(writer.pages) < count:
+                        writer.add_page(page)
+            path = Path(folder) / f"{count}.pdf"
+            with path.open("wb") as out:
+                writer.write(out)
+            done = subprocess.run(
+                [sys.executable, "-c", script, str(path)],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=REPO_ROOT,
+            )
+            seconds, peak_kb = done.stdout.split()
+            rows.append(
+                f"| {count} | {int(peak_kb) / 1024:.0f} | {float(seconds):.2f} "
+                f"| {count / float(seconds):.1f} |"
+            )
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--formats", help="comma-separated corpus folders (default: all)")
@@ -405,6 +455,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--write", action="store_true", help="write BENCHMARKS.md ## Fidelity")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "BENCHMARKS.md")
+    parser.add_argument("--memory", action="store_true", help="peak memory vs PDF page count")
     args = parser.parse_args(argv)
     formats = [f for f in args.formats.split(",") if f] if args.formats else None
     if args.peers == "all":
@@ -418,6 +469,9 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"unknown peers: {', '.join(sorted(unknown))}")
     scores = run(formats, peers, args.repeats, args.files)
     rendered = table(scores)
+    if args.memory:
+        rendered += "\n\nPeak memory of one PDF parse against its page count (fresh process):\n\n"
+        rendered += memory_profile()
     print(rendered)
     if args.write:
         command = ".venv/bin/python -m benchmarks.fidelity " + " ".join(

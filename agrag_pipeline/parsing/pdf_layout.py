@@ -589,12 +589,14 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
         row_tops = sorted({c[1] for c in group})
         rows: list[list[str]] = []
         boxes: list[tuple[float, float, float, float]] = []
+        bands: list[tuple[float, float]] = []
         for rt in row_tops:
             row_cells = sorted((c for c in group if abs(c[1] - rt) < 0.5), key=lambda c: c[0])
             values = [texts.get(c, "") for c in row_cells]
             if not any(values):
                 continue
             rows.append(values)
+            bands.append((rt, max(c[3] for c in row_cells)))
             boxes.append(
                 (
                     min(c[0] for c in row_cells),
@@ -605,8 +607,71 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
             )
         if len(rows) < 2:
             continue
+        _widen(rows, boxes, bands, (x0, top, x1, bottom), chars, inside)
         found.append((Table(rows, boxes, top), inside))
     return found
+
+
+def _widen(
+    rows: list[list[str]],
+    boxes: list[tuple[float, float, float, float]],
+    bands: list[tuple[float, float]],
+    bbox: tuple[float, float, float, float],
+    chars: list[Char],
+    inside: set[int],
+) -> None:
+    """Columns the rules do not enclose (a booktabs table ruled only between some columns):
+    short runs of text beside the grid, on most of its rows, become cells of those rows."""
+    x0, top, x1, bottom = bbox
+    beside: list[tuple[list[list[Char]], list[list[Char]]]] = []
+    for band_top, band_bottom in bands:
+        band = [
+            ch
+            for ch in chars
+            if ch.index >= 0
+            and id(ch) not in inside
+            and band_top <= (ch.box[1] + ch.box[3]) / 2 <= band_bottom
+        ]
+        sides: list[list[list[Char]]] = []
+        for side in ([c for c in band if c.box[2] <= x0], [c for c in band if c.box[0] >= x1]):
+            sides.append(_segments(side) if side else [])
+        left, right = sides
+        kept_left: list[list[Char]] = []
+        edge = x0
+        for seg in reversed(left):
+            sx0, sx1 = min(c.box[0] for c in seg), max(c.box[2] for c in seg)
+            if edge - sx1 > 40 or sx1 - sx0 > 160:
+                break
+            kept_left.insert(0, seg)
+            edge = sx0
+        kept_right: list[list[Char]] = []
+        edge = x1
+        for seg in right:
+            sx0, sx1 = min(c.box[0] for c in seg), max(c.box[2] for c in seg)
+            if sx0 - edge > 40 or sx1 - sx0 > 160:
+                break
+            kept_right.append(seg)
+            edge = sx1
+        beside.append((kept_left, kept_right))
+    with_extra = sum(1 for left, right in beside if left or right)
+    if with_extra * 2 < len(rows):
+        return
+    n_left = max(len(left) for left, _ in beside)
+    n_right = max(len(right) for _, right in beside)
+    for k, (left, right) in enumerate(beside):
+        cells_left = [""] * (n_left - len(left)) + [_cell_text(seg) for seg in left]
+        cells_right = [_cell_text(seg) for seg in right] + [""] * (n_right - len(right))
+        rows[k] = cells_left + rows[k] + cells_right
+        absorbed = [c for seg in left + right for c in seg]
+        inside.update(id(c) for c in absorbed)
+        if absorbed:
+            bx0, bt, bx1, bb = boxes[k]
+            boxes[k] = (
+                min(bx0, *(c.box[0] for c in absorbed)),
+                bt,
+                max(bx1, *(c.box[2] for c in absorbed)),
+                bb,
+            )
 
 
 def _cell_text(chars: list[Char]) -> str:
