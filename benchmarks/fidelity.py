@@ -398,10 +398,9 @@ def write_section(markdown_table: str, command: str, path: Path) -> None:
 
 def memory_profile(page_counts: tuple[int, ...] = (50, 200, 500)) -> str:
     """Peak RSS of parsing an N-page PDF (multi_page.pdf repeated), one fresh process each."""
+    import logging
     import subprocess
     import tempfile
-
-    import logging
 
     import pypdf
 

@@ -622,7 +622,7 @@ def _widen(
 ) -> None:
     """Columns the rules do not enclose (a booktabs table ruled only between some columns):
     short runs of text beside the grid, on most of its rows, become cells of those rows."""
-    x0, top, x1, bottom = bbox
+    x0, _, x1, _ = bbox
     beside: list[tuple[list[list[Char]], list[list[Char]]]] = []
     for band_top, band_bottom in bands:
         band = [
