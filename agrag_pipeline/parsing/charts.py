@@ -27,9 +27,42 @@ def _number(value: Any) -> str:
     return str(value)
 
 
+_C = "http://schemas.openxmlformats.org/drawingml/2006/chart"
+
+
+def _x_values(series: Any) -> list[str] | None:
+    """The x values of an XY or bubble series (``c:xVal``), in point order; None for others."""
+    x_val = series._element.find(f"{{{_C}}}xVal")
+    if x_val is None:
+        return None
+    points = sorted(
+        (int(pt.get("idx", "0")), pt.findtext(f"{{{_C}}}v") or "")
+        for pt in x_val.iter(f"{{{_C}}}pt")
+    )
+    return [_number(_float(v)) for _, v in points]
+
+
+def _float(text: str) -> Any:
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def chart_table(chart: Chart) -> tuple[str, list[list[str]]]:
-    """The chart's title and its rows (header ``["", series…]``; none without series)."""
+    """The chart's title and its rows: header ``["", series…]`` and a row per category, or
+    for XY/bubble charts ``["Series", "X", "Y"]`` and a row per point; none without series."""
     title = _clean(chart.chart_title.text_frame.text) if chart.has_title else ""
+    scatter = [
+        (s, _x_values(s)) for plot in chart.plots for s in plot.series if _x_values(s) is not None
+    ]
+    if scatter:  # XY and bubble charts: a row per point, its series, x and y
+        rows = [["Series", "X", "Y"]]
+        for series_, xs in scatter:
+            ys = list(series_.values)
+            for x, y in zip(xs or [], ys, strict=False):
+                rows.append([_clean(series_.name or ""), x, _number(y)])
+        return title, rows
     categories: list[str] = []
     series: list[tuple[str, list[Any]]] = []
     for plot in chart.plots:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 from pptx import Presentation
-from pptx.chart.data import CategoryChartData
+from pptx.chart.data import CategoryChartData, XyChartData
 from pptx.enum.chart import XL_CHART_TYPE
 from pptx.enum.shapes import MSO_SHAPE
 from pptx.util import Inches
@@ -236,6 +236,25 @@ def test_tables_and_charts_are_table_sections_with_cells_in_the_right_rows(deck:
         ["", "Sales", "Costs"],
         ["Jan", "1.5", "1"],
         ["Feb", "2", "3"],
+    ]
+
+
+def test_scatter_chart_is_a_row_per_point_with_its_x_and_y() -> None:
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[5])
+    slide.shapes.title.text = "Dose response"
+    data = XyChartData()
+    series = data.add_series("Trial A")
+    series.add_data_point(0.5, 10)
+    series.add_data_point(2, 35.5)
+    slide.shapes.add_chart(XL_CHART_TYPE.XY_SCATTER, 0, Inches(2), Inches(4), Inches(3), data)
+    parsed = _parse(_save(prs))
+    table = next(s for s in parsed.sections if s.kind == "table")
+    assert table.heading_path == ["Dose response"]
+    assert _rows(parsed, table) == [
+        ["Series", "X", "Y"],
+        ["Trial A", "0.5", "10"],
+        ["Trial A", "2", "35.5"],
     ]
 
 
