@@ -184,14 +184,14 @@ class _OcrLog:
     def warnings(self) -> list[str]:
         out = []
         if self.read:
-            out.append(f"text by OCR ({self.engine}) on pages {_ranges(self.read)}")
+            out.append(f"text by OCR ({self.engine}) on {_pages(self.read)}")
         if self.empty:
-            out.append(f"no text layer and OCR found no text on pages {_ranges(self.empty)}")
+            out.append(f"no text layer and OCR found no text on {_pages(self.empty)}")
         if self.off:
-            out.append(f"no usable text layer on pages {_ranges(self.off)} (OCR is turned off)")
+            out.append(f"no usable text layer on {_pages(self.off)} (OCR is turned off)")
         if self.unavailable:
             out.append(
-                f"no usable text layer on pages {_ranges(self.unavailable)} and OCR is "
+                f"no usable text layer on {_pages(self.unavailable)} and OCR is "
                 f"unavailable: {self.reason}"
             )
         return out
@@ -200,13 +200,12 @@ class _OcrLog:
         if not count:
             return "the PDF has no pages"
         if self.off:
-            return f"no text layer on pages {_ranges(self.off)} and OCR is turned off"
+            return f"no text layer on {_pages(self.off)} and OCR is turned off"
         if self.unavailable:
             return (
-                f"no text layer on pages {_ranges(self.unavailable)} and OCR is unavailable: "
-                f"{self.reason}"
+                f"no text layer on {_pages(self.unavailable)} and OCR is unavailable: {self.reason}"
             )
-        return f"no text layer and OCR found no text on pages {_ranges(self.empty or [1])}"
+        return f"no text layer and OCR found no text on {_pages(self.empty or [1])}"
 
 
 def _needs_ocr(read: PageRead) -> bool:
@@ -350,6 +349,11 @@ def _mark_toc(pages: list[PageRead]) -> list[int]:
                 if line.role == "text" and re.search(r"\s\d{1,4}$", line.text):
                     line.role = "toc"
     return toc_pages
+
+
+def _pages(numbers: list[int]) -> str:
+    """``"page 3"`` or ``"pages 1–3, 5"``."""
+    return f"page {numbers[0]}" if len(numbers) == 1 else f"pages {_ranges(numbers)}"
 
 
 def _ranges(numbers: list[int]) -> str:
