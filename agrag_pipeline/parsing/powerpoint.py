@@ -56,7 +56,7 @@ from agrag_pipeline.parsing.charts import chart_table
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.tree import HeadingMark, build_sections
-from agrag_pipeline.parsing.word import Writer, clean, comment_line, is_file_name
+from agrag_pipeline.parsing.word import Writer, clean, comment_line, diagram_lines, is_file_name
 
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 MACRO_MEDIA_TYPE = "application/vnd.ms-powerpoint.presentation.macroEnabled.12"
@@ -420,16 +420,7 @@ class _Slides:
             part = slide.part.related_part(rid)
         except Exception:
             return []
-        root = parse_xml(part.blob, self.source_key, str(part.partname))
-        lines = []
-        for point in root.iter(f"{{{DGM}}}pt"):
-            if point.get("type", "node") not in ("node", "asst"):
-                continue
-            text = point.find(f"{{{DGM}}}t")
-            if text is not None:
-                line = clean(" ".join(_all_text(text)))
-                if line:
-                    lines.append(f"- {line}")
+        lines = diagram_lines(parse_xml(part.blob, self.source_key, str(part.partname)))
         return [("list", "\n".join(lines))] if lines else []
 
     # notes and comments

@@ -24,7 +24,8 @@ Text layer (what offsets index), in body order:
   one in every row, so each row reads on its own; a cell's paragraphs and lists stay on its
   row's line, a nested table is flattened into its cell (``a, b; c, d``);
 - text boxes (DrawingML and VML) follow the paragraph they are anchored in, and so does a
-  chart: its title and data table (categories by series, ``charts.py``); equations are
+  chart (its title and data table, categories by series, ``charts.py``) and a SmartArt
+  diagram (its node texts as ``-`` lines); equations are
   their linear LaTeX-like text (``omml.py``); a checkbox content control is ``[x]``/``[ ]``;
   an image is ``[Image: alt text]`` when it has alt text (an image without any, or whose
   "alt text" is its file name, leaves no text: a bare placeholder gives a reader and a
@@ -68,6 +69,7 @@ W14 = "http://schemas.microsoft.com/office/word/2010/wordml"
 WPS = "http://schemas.microsoft.com/office/word/2010/wordprocessingShape"
 V = "urn:schemas-microsoft-com:vml"
 C = "http://schemas.openxmlformats.org/drawingml/2006/chart"
+DGM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
 VML_O = "urn:schemas-microsoft-com:office:office"
 
 _MAX_STYLE_CHAIN = 32
@@ -596,7 +598,7 @@ class _Converter:
                     alt = clean(child.get("descr") or child.get("title") or "")
                     if alt and not is_file_name(alt):
                         out.append(f" [Image: {alt}] ")
-                elif local == "txbxContent" or child.tag == f"{{{C}}}chart":
+                elif local == "txbxContent" or child.tag in (f"{{{C}}}chart", f"{{{DGM}}}relIds"):
                     boxes.append(child)  # written after the paragraph
                 elif local == "AlternateContent":
                     chosen = _alternate(child)
@@ -725,17 +727,30 @@ class _Converter:
                 title, rows = self.chart(box)
                 writer.block(title)
                 writer.table(rows, 1)
+            elif box.tag == f"{{{DGM}}}relIds":
+                writer.block("\n".join(self.diagram(box)), "list")
             else:
                 self.blocks(box, headings=False)
 
-    def chart(self, element: etree._Element) -> tuple[str, list[list[str]]]:
-        """A chart's title and data rows (``charts.py``); nothing when its part is unreadable."""
+    def _related(self, rid: str | None) -> str | None:
+        """The part a relationship of the main document points at, if it is in the package."""
         if self._main_rels is None:
             self._main_rels = self.package.rels(self.main)
-        found = self._main_rels.get(element.get(f"{{{R}}}id") or "")
+        found = self._main_rels.get(rid or "")
         if found is None or found[2] or found[1] not in self.package.names:
+            return None
+        return found[1]
+
+    def diagram(self, rel_ids: etree._Element) -> list[str]:
+        """A SmartArt diagram's node texts (its data part), one ``- `` line each."""
+        root = self.package.xml(self._related(rel_ids.get(f"{{{R}}}dm")))
+        return diagram_lines(root) if root is not None else []
+
+    def chart(self, element: etree._Element) -> tuple[str, list[list[str]]]:
+        """A chart's title and data rows (``charts.py``); nothing when its part is unreadable."""
+        part = self._related(element.get(f"{{{R}}}id"))
+        if part is None:
             return "", []
-        part = found[1]
         blob = read_member(self.package.zip, part, self.package.source_key)
         try:
             return read_chart(blob, self.package.source_key, part)
@@ -799,6 +814,8 @@ class _Converter:
                         title, rows = self.chart(box)
                         flat = "; ".join(", ".join(c for c in r if c) for r in rows if any(r))
                         pieces.extend(p for p in (title, flat) if p)
+                    elif box.tag == f"{{{DGM}}}relIds":
+                        pieces.extend(self.diagram(box))
                     else:
                         pieces.append(self.cell(box))
             elif local == "tbl":
@@ -858,6 +875,23 @@ def comment_line(author: tuple[str, str] | None, when: str | None, text: str) ->
     if when:
         labels.append(f"time: {when}")
     return f"[{', '.join(labels)}]: {text}" if labels else text
+
+
+def diagram_lines(data_model: etree._Element) -> list[str]:
+    """The texts of a SmartArt data part's content nodes, as ``- text`` lines in their order."""
+    lines = []
+    for point in data_model.iter(f"{{{DGM}}}pt"):
+        if point.get("type", "node") not in ("node", "asst"):
+            continue
+        body = point.find(f"{{{DGM}}}t")
+        if body is not None:
+            paragraphs = (
+                "".join(t.text or "" for t in p.iter(f"{{{A}}}t")) for p in body.iter(f"{{{A}}}p")
+            )
+            line = clean(" ".join(paragraphs))
+            if line:
+                lines.append(f"- {line}")
+    return lines
 
 
 def _alternate(element: etree._Element) -> etree._Element | None:

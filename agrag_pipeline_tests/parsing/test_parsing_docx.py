@@ -480,6 +480,30 @@ def test_chart_is_its_title_and_data_table_after_its_paragraph() -> None:
     ]
 
 
+def test_smartart_diagram_is_its_node_texts_after_its_paragraph() -> None:
+    dgm = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
+    a = "http://schemas.openxmlformats.org/drawingml/2006/main"
+    points = "".join(
+        f'<dgm:pt modelId="{i}"{kind}><dgm:t><a:p><a:r><a:t>{head}</a:t></a:r>'
+        f"<a:r><a:t>{tail}</a:t></a:r></a:p></dgm:t></dgm:pt>"
+        for i, (kind, head, tail) in enumerate(
+            [("", "Pl", "an"), (' type="parTrans"', "x", "x"), ("", "Bu", "ild"), ("", "Sh", "ip")]
+        )
+    )
+    data = (
+        f'<?xml version="1.0"?><dgm:dataModel xmlns:dgm="{dgm}" xmlns:a="{a}">'
+        f"<dgm:ptLst>{points}</dgm:ptLst></dgm:dataModel>"
+    )
+    body = (
+        "<w:p><w:r><w:t>Process:</w:t></w:r><w:r><w:drawing><wp:inline>"
+        '<wp:docPr id="1" name="Diagram 1"/><a:graphic><a:graphicData '
+        f'uri="{dgm}"><dgm:relIds xmlns:dgm="{dgm}" r:dm="rId1" r:lo="rId9"/>'
+        "</a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>"
+    )
+    raw = _package(body, {"diagrams/data1.xml": data}, {"diagramData": "diagrams/data1.xml"})
+    assert _parse(raw).text_layer == "Process:\n\n- Plan\n- Build\n- Ship"
+
+
 def test_chunks_of_a_docx_pass_the_asset_checks(tmp_path: Path, corpus_dir: Path) -> None:
     from agrag_pipeline.pipeline import run_document
     from agrag_pipeline.runtime import Runtime
