@@ -1,16 +1,17 @@
 """One small interface over Cypher graph databases, and the statements every backend sends.
 
-Every backend (``ladybug_store`` embedded, ``neo4j_store`` for a server) runs the same Cypher:
-written in the subset that LadybugDB (the maintained Kuzu fork) and Neo4j both accept —
-``UNWIND $rows AS r MERGE (n:Label {id: r.id}) SET n.`prop` = r.`prop`, ...``, ``DETACH DELETE``,
-back-quoted property names (``index`` is a keyword in Kuzu's grammar). So the tests that run the
-embedded database also run the Cypher the Neo4j backend sends; only schema creation and the
-transport differ.
+Every backend (``ladybug_store`` embedded, ``neo4j_store`` for a server) runs the same Cypher,
+written in the subset that LadybugDB (the maintained Kuzu fork) and Neo4j both accept
+(``MERGE``/``CREATE``/``DETACH DELETE``, ``UNWIND $rows``, back-quoted property names: ``index``
+is a keyword in Kuzu's grammar). So the tests that run the embedded database also run the
+Cypher the Neo4j backend sends; only schema creation, the transport and the way a list value is
+typed (``ValueExpression``) differ.
 
-Writing a document is one transaction: upsert the Document node, delete the sections and chunks
-of the document that are not in the new version (superseded), upsert the new nodes, then merge
-the edges. Nothing of another document is matched: every statement is keyed by ids or by
-``document_id``.
+Writing a document is one transaction: upsert its Document node, delete its sections and
+chunks, create the new version's sections and chunks together with their ``HAS_SECTION``/
+``HAS_CHUNK`` edges, then derive ``SUBSECTION_OF``, ``FROM_SECTION`` and ``NEXT_CHUNK`` inside
+the document. Every statement starts from the Document node found by its id, so nothing of
+another document is matched, and the cost of a write is the document's size, not the graph's.
 """
 
 from __future__ import annotations
@@ -55,57 +56,107 @@ def plain_value(name: str, kind: PropertyType) -> str:
     return f"r.`{name}`"
 
 
-def upsert_nodes_statement(label: str, value: ValueExpression = plain_value) -> str:
+def _property_map(label: str, value: ValueExpression) -> str:
+    return ", ".join(
+        ["id: r.id"]
+        + [f"`{name}`: {value(name, kind)}" for name, kind in NODE_PROPERTIES[label].items()]
+    )
+
+
+def upsert_document_statement(value: ValueExpression = plain_value) -> str:
     assignments = ", ".join(
-        f"n.`{name}` = {value(name, kind)}" for name, kind in NODE_PROPERTIES[label].items()
+        f"n.`{name}` = {value(name, kind)}" for name, kind in NODE_PROPERTIES["Document"].items()
     )
-    return f"UNWIND $rows AS r MERGE (n:{label} {{id: r.id}}) SET {assignments}"
+    # MERGE on the parameter itself, so the node is found through the primary-key index.
+    return f"MERGE (n:Document {{id: $document_id}}) WITH n UNWIND $rows AS r SET {assignments}"
 
 
-def merge_edges_statement(edge_type: str) -> str:
-    source, target = EDGE_TYPES[edge_type]
+def create_owned_nodes_statement(label: str, value: ValueExpression = plain_value) -> str:
+    """Create a document's sections (or chunks) together with the edge from their Document:
+    no node is looked up by id, so the cost is the rows', whatever the graph's size."""
     return (
-        f"UNWIND $rows AS r MATCH (a:{source} {{id: r.s}}), (b:{target} {{id: r.t}}) "
-        f"MERGE (a)-[:{edge_type}]->(b)"
+        "MATCH (d:Document {id: $document_id}) UNWIND $rows AS r "
+        f"CREATE (d)-[:{OWNING_EDGE[label]}]->(n:{label} {{{_property_map(label, value)}}})"
     )
 
 
-def delete_superseded_statement(label: str) -> str:
-    return (
-        f"MATCH (n:{label}) WHERE n.document_id = $document_id AND NOT n.id IN $keep "
-        "DETACH DELETE n"
-    )
+#: The edges that are not ownership edges, derived inside one document from the properties that
+#: define them (the same rule ``model.document_graph`` applies; the graph check compares the
+#: result with the edge table). Each join stays within the document's own nodes.
+DERIVED_EDGE_STATEMENTS = {
+    "SUBSECTION_OF": (
+        "MATCH (d:Document {id: $document_id})-[:HAS_SECTION]->(s:Section), "
+        "(d)-[:HAS_SECTION]->(p:Section) WHERE s.parent_id = p.id "
+        "CREATE (s)-[:SUBSECTION_OF]->(p)"
+    ),
+    "FROM_SECTION": (
+        "MATCH (d:Document {id: $document_id})-[:HAS_CHUNK]->(c:Chunk), "
+        "(d)-[:HAS_SECTION]->(s:Section) WHERE s.id IN c.section_ids "
+        "CREATE (c)-[:FROM_SECTION]->(s)"
+    ),
+    "NEXT_CHUNK": (
+        "MATCH (d:Document {id: $document_id})-[:HAS_CHUNK]->(a:Chunk), "
+        "(d)-[:HAS_CHUNK]->(b:Chunk) WHERE b.`index` = a.`index` + 1 "
+        "CREATE (a)-[:NEXT_CHUNK]->(b)"
+    ),
+}
+
+#: The edge from a Document to each of its nodes of a label. Every per-document statement walks
+#: from the Document node (found by its primary key) along these edges, so its cost is the
+#: document's size, not the graph's: a filter on ``document_id`` would scan every node of the
+#: label in LadybugDB, which has no secondary indexes (quadratic over a backfill).
+OWNING_EDGE = {"Section": "HAS_SECTION", "Chunk": "HAS_CHUNK"}
+
+
+def of_document(label: str, variable: str = "n") -> str:
+    """A pattern matching the nodes of ``label`` that belong to ``$document_id``."""
+    if label == "Document":
+        return f"({variable}:Document {{id: $document_id}})"
+    return f"(:Document {{id: $document_id}})-[:{OWNING_EDGE[label]}]->({variable}:{label})"
 
 
 def delete_document_statements(document_id: str) -> list[Statement]:
+    """Chunks and sections first (found through their Document), then any node still naming
+    the document (none, unless written by hand), then the Document node itself."""
     params = {"document_id": document_id}
     return [
-        (f"MATCH (n:{label}) WHERE n.document_id = $document_id DETACH DELETE n", params)
-        for label in ("Chunk", "Section", "Document")
+        (f"MATCH {of_document('Chunk')} DETACH DELETE n", params),
+        (f"MATCH {of_document('Section')} DETACH DELETE n", params),
+        *(
+            (f"MATCH (n:{label}) WHERE n.document_id = $document_id DETACH DELETE n", params)
+            for label in ("Chunk", "Section")
+        ),
+        (f"MATCH {of_document('Document')} DETACH DELETE n", params),
     ]
 
 
 def write_statements(graph: DocumentGraph, value: ValueExpression = plain_value) -> list[Statement]:
-    """The statements that make the store hold exactly ``graph`` for its document."""
-    statements: list[Statement] = []
+    """The statements that make the store hold exactly ``graph`` for its document.
+
+    The document's sections and chunks are replaced, not merged one by one: their ids are
+    deterministic (the same version and settings give the same ids), so replacing them is
+    idempotent, superseded ones go in the same transaction, and no statement has to find a node
+    by an id taken from a parameter row (which LadybugDB answers by scanning the whole label).
+    """
+    params = {"document_id": graph.document_id}
+    statements: list[Statement] = [
+        (f"MATCH {of_document('Chunk')} DETACH DELETE n", params),
+        (f"MATCH {of_document('Section')} DETACH DELETE n", params),
+        (
+            upsert_document_statement(value),
+            {
+                **params,
+                "rows": [_row("Document", n.id, n.properties) for n in graph.nodes_of("Document")],
+            },
+        ),
+    ]
     for label in ("Section", "Chunk"):
-        keep = [n.id for n in graph.nodes_of(label)]
-        statements.append(
-            (
-                delete_superseded_statement(label),
-                {"document_id": graph.document_id, "keep": keep},
-            )
-        )
-    for label in ("Document", "Section", "Chunk"):
         rows = [_row(label, n.id, n.properties) for n in graph.nodes_of(label)]
         statements.extend(
-            (upsert_nodes_statement(label, value), {"rows": batch}) for batch in _batches(rows)
+            (create_owned_nodes_statement(label, value), {**params, "rows": batch})
+            for batch in _batches(rows)
         )
-    for edge_type in EDGE_TYPES:
-        rows = [{"s": e.source_id, "t": e.target_id} for e in graph.edges_of(edge_type)]
-        statements.extend(
-            (merge_edges_statement(edge_type), {"rows": batch}) for batch in _batches(rows)
-        )
+    statements.extend((cypher, params) for cypher in DERIVED_EDGE_STATEMENTS.values())
     return statements
 
 
@@ -119,12 +170,13 @@ def _batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield rows[start : start + BATCH_ROWS]
 
 
-#: Counts of one document's nodes per label and edges per type, in the store.
-COUNT_NODES = "MATCH (n:{label}) WHERE n.document_id = $document_id RETURN count(n) AS n"
-COUNT_EDGES = (
-    "MATCH (a:{source})-[e:{edge_type}]->(b:{target}) "
-    "WHERE a.document_id = $document_id AND b.document_id = $document_id RETURN count(e) AS n"
-)
+def count_nodes_statement(label: str) -> str:
+    return f"MATCH {of_document(label)} RETURN count(n) AS n"
+
+
+def count_edges_statement(edge_type: str) -> str:
+    source, target = EDGE_TYPES[edge_type]
+    return f"MATCH {of_document(source, 'a')}-[e:{edge_type}]->(b:{target}) RETURN count(e) AS n"
 
 
 class GraphStore(abc.ABC):
@@ -180,23 +232,19 @@ class GraphStore(abc.ABC):
         params = {"document_id": document_id}
         counts: dict[str, int] = {}
         for label in NODE_PROPERTIES:
-            rows = self.query(COUNT_NODES.format(label=label), params)
+            rows = self.query(count_nodes_statement(label), params)
             counts[label] = int(rows[0]["n"]) if rows else 0
-        for edge_type, (source, target) in EDGE_TYPES.items():
-            cypher = COUNT_EDGES.format(source=source, target=target, edge_type=edge_type)
-            rows = self.query(cypher, params)
+        for edge_type in EDGE_TYPES:
+            rows = self.query(count_edges_statement(edge_type), params)
             counts[edge_type] = int(rows[0]["n"]) if rows else 0
         return counts
 
     def node_ids(self, document_id: str) -> dict[str, set[str]]:
         """Ids of one document's nodes per label."""
+        params = {"document_id": document_id}
         return {
             label: {
-                r["id"]
-                for r in self.query(
-                    f"MATCH (n:{label}) WHERE n.document_id = $document_id RETURN n.id AS id",
-                    {"document_id": document_id},
-                )
+                r["id"] for r in self.query(f"MATCH {of_document(label)} RETURN n.id AS id", params)
             }
             for label in NODE_PROPERTIES
         }
@@ -206,8 +254,8 @@ class GraphStore(abc.ABC):
         found: set[tuple[str, str, str]] = set()
         for edge_type, (source, target) in EDGE_TYPES.items():
             rows = self.query(
-                f"MATCH (a:{source})-[:{edge_type}]->(b:{target}) "
-                "WHERE a.document_id = $document_id RETURN a.id AS s, b.id AS t",
+                f"MATCH {of_document(source, 'a')}-[:{edge_type}]->(b:{target}) "
+                "RETURN a.id AS s, b.id AS t",
                 {"document_id": document_id},
             )
             found.update((edge_type, r["s"], r["t"]) for r in rows)
@@ -217,8 +265,7 @@ class GraphStore(abc.ABC):
         """The document's chunks in order, rebuilt from their nodes through ``Chunk.from_node``."""
         returns = ", ".join(f"c.`{p}` AS `{p}`" for p in NODE_PROPERTIES["Chunk"])
         rows = self.query(
-            f"MATCH (c:Chunk) WHERE c.document_id = $document_id RETURN c.id AS id, {returns} "
-            "ORDER BY c.`index`",
+            f"MATCH {of_document('Chunk', 'c')} RETURN c.id AS id, {returns} ORDER BY c.`index`",
             {"document_id": document_id},
         )
         return [Chunk.from_node(row) for row in rows]
