@@ -1,16 +1,17 @@
 """OCR of PDF pages without a usable text layer: Tesseract, run locally and offline.
 
-Why Tesseract: measured on the corpus scans (``benchmarks/ocr_bench.py``) it reads every word
-of the upright and the turned pages once their orientation is detected, gives a box and a
-confidence per word and its reading order per block and line, in about a second a page on one
-core; RapidOCR (whose wheel carries its ONNX models) reads lines, not words, is several times
-slower here and keeps a page turned 180 degrees in bottom-to-top order.
+Why Tesseract: measured on the corpus scans and on scans of the English corpus PDFs
+(``benchmarks/ocr_bench.py``, BENCHMARKS.md "## OCR") it finds as many of the reference's words
+as RapidOCR (whose wheel carries its ONNX models, but which needs onnxruntime, not installed
+here), gives a box and a confidence per *word* (RapidOCR: per line), keeps reading order on
+turned pages (RapidOCR's falls to 0.1-0.5 there) and costs 3-5 times less CPU a page.
 
-Why orientation first: Tesseract's layout analysis assumes upright text; on a page turned by 90
-degrees it misses half the words. The page is rendered as a viewer shows it (its ``/Rotate``
-applied), its orientation detected by Tesseract's OSD and the image turned before it is read.
-Where OSD gives up (too little text) or is unsure, each of the four turns is read and the one
-with the most confident words kept.
+Why orientation: Tesseract's layout analysis assumes upright text; the corpus scans turned by
+90 and 180 degrees give no right word without orientation detection. The page is rendered as a
+viewer shows it (its ``/Rotate`` applied) and read as it is; when that reading is not clearly
+right (few words, low confidence, words not running left to right), Tesseract's OSD says how
+the page is turned and the image is turned before it is read again. Where OSD gives up (too
+little text) or is unsure, each of the four turns is read and the most confident kept.
 
 Coordinates: every ``OcrWord.box`` is ``(x0, top, x1, bottom)`` in PDF points on the
 *unrotated* page (its user space, ``/Rotate`` not applied), measured from the top-left corner
@@ -50,6 +51,11 @@ ROTATIONS = (0, 90, 180, 270)
 #: OSD confidences under this are checked by reading all four turns (OSD's own scale; a
 #: correctly detected page of two lines of text scores about 3, a wrong guess well under 1).
 MIN_OSD_CONFIDENCE = 1.5
+
+#: A reading of the page as it is counts as upright with at least this many words of three
+#: letters or more, most of them along the x axis, and this median confidence (0-100).
+UPRIGHT_MIN_WORDS = 3
+UPRIGHT_MIN_CONFIDENCE = 80.0
 
 #: Tokens that are only rule lines, underscores or bars: what Tesseract makes of table rules,
 #: underlines and scanner edges, never words.
@@ -98,7 +104,8 @@ class OcrPage:
     words: list[OcrWord]
     width: float = 0.0
     height: float = 0.0
-    #: How the rotation was decided: "osd", "tried" (all four turns read) or "off".
+    #: How the rotation was decided: "upright" (read as it is with high confidence), "osd",
+    #: "tried" (OSD unsure: all four turns read, the most confident kept) or "off".
     orientation_source: str = "off"
     warnings: list[str] = field(default_factory=list)
     #: The script OSD saw ("Latin", "Arabic", "Korean", ...), "" when OSD did not run or gave up.
@@ -411,6 +418,23 @@ def _blank(image: Image) -> bool:
 class _Read:
     words: list[OcrWord]
     score: float
+    #: Words of three letters or more, and how many of them lie along the image's x axis.
+    long_words: int = 0
+    horizontal: int = 0
+
+    @property
+    def confidently_upright(self) -> bool:
+        """A reading of the image as it is that needs no orientation check: enough words, read
+        with high confidence, running left to right. Measured on the corpus pages: upright
+        readings score a median of 96, readings of a turned page 20-37."""
+        if self.long_words < UPRIGHT_MIN_WORDS or self.horizontal < 0.8 * self.long_words:
+            return False
+        confidences = sorted(w.confidence for w in self.words if _long(w.text))
+        return confidences[len(confidences) // 2] >= UPRIGHT_MIN_CONFIDENCE
+
+
+def _long(text: str) -> bool:
+    return sum(c.isalnum() for c in text) >= 3
 
 
 def _read(
@@ -434,6 +458,7 @@ def _read(
     paragraphs: dict[tuple[int, int], int] = {}
     words: list[OcrWord] = []
     score = 0.0
+    long_words = horizontal = 0
     for block, par, line, left, top, width, height, confidence, raw in _tsv_words(report):
         text = raw.strip()
         if not text or confidence < settings.min_confidence:
@@ -454,7 +479,10 @@ def _read(
         )
         words.append(OcrWord(text, box, confidence, block, line_no, par_no))
         score += confidence * sum(c.isalnum() for c in text)
-    return _Read(words, score)
+        if _long(text):
+            long_words += 1
+            horizontal += width >= height
+    return _Read(words, score, long_words, horizontal)
 
 
 def ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> OcrPage:
@@ -484,17 +512,25 @@ def ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> OcrP
     elif not settings.detect_orientation:
         rotation, source, best = 0, "off", read(0)
     else:
-        guess = _osd(shown, index, settings)
-        script_warning = _script_warning(guess, index, settings)
-        if script_warning:
-            warnings.append(script_warning)
-        if guess is not None and guess.confidence >= MIN_OSD_CONFIDENCE:
-            rotation, source, best = guess.rotation, "osd", read(guess.rotation)
+        # Most scans are upright: read the page as it is first, and only when that reading is
+        # not clearly right ask OSD which way it is turned (OSD costs about 0.8 s of a dense
+        # page's 2 s; a turned page pays one extra reading instead).
+        tried = {0: read(0)}
+        if tried[0].confidently_upright:
+            rotation, source, best = 0, "upright", tried[0]
         else:
-            # OSD gave up or is unsure: read every turn, keep the most confident reading.
-            tried = {r: read(r) for r in ROTATIONS}
-            rotation = max(ROTATIONS, key=lambda r: (tried[r].score, -r))
-            source, best = "tried", tried[rotation]
+            guess = _osd(shown, index, settings)
+            script_warning = _script_warning(guess, index, settings)
+            if script_warning:
+                warnings.append(script_warning)
+            if guess is not None and guess.confidence >= MIN_OSD_CONFIDENCE:
+                rotation, source = guess.rotation, "osd"
+                best = tried[rotation] if rotation in tried else read(rotation)
+            else:
+                # OSD gave up or is unsure: read every turn, keep the most confident reading.
+                tried.update({r: read(r) for r in ROTATIONS if r not in tried})
+                rotation = max(ROTATIONS, key=lambda r: (tried[r].score, -r))
+                source, best = "tried", tried[rotation]
     if not best.words:
         warnings.append(f"page {index + 1}: OCR found no words")
     return OcrPage(
