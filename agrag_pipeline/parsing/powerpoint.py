@@ -186,20 +186,40 @@ def _auto_number(scheme: str, n: int) -> str:
     return label
 
 
-def text_frame_lines(tx_body: etree._Element, bulleted: bool) -> list[str]:
-    """The paragraphs of a ``txBody`` as lines, list markers and indentation included."""
+def unbulleted_levels(*tx_bodies: etree._Element | None) -> frozenset[int]:
+    """The paragraph levels (0-8) whose list style (``a:lstStyle``) says ``a:buNone``."""
+    levels = set()
+    for tx in tx_bodies:
+        style = tx.find(_a("lstStyle")) if tx is not None else None
+        if style is None:
+            continue
+        for level in range(9):
+            ppr = style.find(_a(f"lvl{level + 1}pPr"))
+            if ppr is not None and ppr.find(_a("buNone")) is not None:
+                levels.add(level)
+    return frozenset(levels)
+
+
+def text_frame_lines(
+    tx_body: etree._Element, bulleted: bool, plain_levels: frozenset[int] = frozenset()
+) -> list[str]:
+    """The paragraphs of a ``txBody`` as lines, list markers and indentation included.
+
+    ``bulleted``: paragraphs are bullets unless they say otherwise (a body placeholder),
+    except at ``plain_levels`` (its list style, or its layout's, has ``buNone`` there)."""
     lines: list[str] = []
     counters: dict[int, tuple[str, int]] = {}
     for p in tx_body.iter(_a("p")):
         text = paragraph_text(p).strip()
         ppr = p.find(_a("pPr"))
         level = 0
-        marker: str | None = "-" if bulleted else None
         if ppr is not None:
             try:
                 level = max(0, min(int(ppr.get("lvl", "0")), 8))
             except ValueError:
                 level = 0
+        marker: str | None = "-" if bulleted and level not in plain_levels else None
+        if ppr is not None:
             if ppr.find(_a("buNone")) is not None:
                 marker = None
             elif (auto := ppr.find(_a("buAutoNum"))) is not None:
@@ -376,10 +396,19 @@ class _Slides:
         if local == "sp" and tx is not None:
             ph = _placeholder(element)
             bulleted = ph is not None and ph.get("type", "body") not in _NO_BULLET_TYPES
-            lines = text_frame_lines(tx, bulleted)
+            plain = unbulleted_levels(tx, self._layout_body(element, slide)) if bulleted else None
+            lines = text_frame_lines(tx, bulleted, plain or frozenset())
             return [("para", "\n".join(lines))] if lines else []
         lines = _all_text(element)
         return [("para", "\n".join(lines))] if lines else []
+
+    def _layout_body(self, element: etree._Element, slide: Any) -> etree._Element | None:
+        """The ``txBody`` of the layout placeholder this slide placeholder inherits from."""
+        try:
+            base = SlideShapeFactory(element, slide.shapes)._base_placeholder  # type: ignore[attr-defined]
+        except Exception:  # no layout placeholder: nothing inherited
+            return None
+        return None if base is None else base._element.find(f"{{{P}}}txBody")
 
     def _alt(self, element: etree._Element) -> str:
         props = element.find(f"{{{P}}}nvPicPr/{{{P}}}cNvPr")

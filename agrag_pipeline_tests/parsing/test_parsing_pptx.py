@@ -239,6 +239,19 @@ def test_tables_and_charts_are_table_sections_with_cells_in_the_right_rows(deck:
     ]
 
 
+def test_placeholders_whose_layout_says_bu_none_are_not_bullets() -> None:
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[4])  # "Comparison": two headed columns
+    texts = {1: "Option A", 2: "Cheap", 3: "Option B", 4: "Fast"}
+    for ph in slide.placeholders:
+        if ph.placeholder_format.idx in texts:
+            ph.text = texts[ph.placeholder_format.idx]
+        elif ph.placeholder_format.idx == 0:
+            ph.text = "Choices"
+    parsed = _parse(_save(prs))
+    assert _section(parsed, "Choices") == "Choices\n\nOption A\n\nOption B\n\n- Cheap\n\n- Fast"
+
+
 def test_scatter_chart_is_a_row_per_point_with_its_x_and_y() -> None:
     prs = Presentation()
     slide = prs.slides.add_slide(prs.slide_layouts[5])
