@@ -164,7 +164,7 @@ def materialize(args: argparse.Namespace) -> int:
         _initialise_storage(instance)
         registered = instance.get_dynamic_partitions(name)
         gone = scan.absent(set(registered) | set(stored_source_keys(runtime.warehouse)))
-        removals = remove_deleted(runtime.warehouse, gone)
+        removals = remove_deleted(runtime.warehouse, gone, runtime.document_sinks())
         registered_set = set(registered)
         for removal in removals:
             if removal.error is None and removal.source_key in registered_set:
@@ -416,7 +416,9 @@ def core(args: argparse.Namespace) -> int:
     scan = _scan(roots, runtime)
     _scan_into(summary, scan)
     removals = remove_deleted(
-        runtime.warehouse, scan.absent(set(stored_source_keys(runtime.warehouse)))
+        runtime.warehouse,
+        scan.absent(set(stored_source_keys(runtime.warehouse))),
+        runtime.document_sinks(),
     )
     _removals_into(summary, removals)
     keys = scan.keys

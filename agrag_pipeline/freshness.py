@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
 from agrag_pipeline.fingerprints import content_hash
@@ -167,17 +167,34 @@ class Removal:
     error: str | None = None
 
 
-def remove_deleted(warehouse: Warehouse, source_keys: Iterable[str]) -> list[Removal]:
-    """Remove the derived outputs and current-version record of documents that are gone.
+class DocumentSink(Protocol):
+    """A sink holding per-document output (the graph database, the search index)."""
+
+    name: str
+
+    def delete_document(self, document_id: str) -> int: ...
+
+
+def remove_deleted(
+    warehouse: Warehouse, source_keys: Iterable[str], sinks: Sequence[DocumentSink] = ()
+) -> list[Removal]:
+    """Remove the derived outputs, sink entries and current-version record of documents that
+    are gone.
 
     Raw snapshots and text layers stay (content-addressed history). One failure does not stop
-    the others; it is returned, so the caller can retry the key next time.
+    the others; it is returned, so the caller can retry the key next time. Sinks go first: a
+    document whose sink removal failed keeps its record, so the next scan sees it again.
     """
     removals = []
     for key in source_keys:
         document_id = Document.node_id_for(key)
         try:
-            removed = warehouse.remove_outputs(document_id)
+            removed = [
+                f"{sink.name} ({count} entries)"
+                for sink in sinks
+                if (count := sink.delete_document(str(document_id)))
+            ]
+            removed += warehouse.remove_outputs(document_id)
             if warehouse.fs.exists(warehouse.document_path(document_id)):
                 warehouse.remove_document(document_id)
                 removed.append(warehouse.document_path(document_id))

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from agrag_pipeline.chunking.chunker import StructureChunker
     from agrag_pipeline.embedding.base import Embedder
     from agrag_pipeline.embedding.cache import EmbeddingCache
+    from agrag_pipeline.freshness import DocumentSink
+    from agrag_pipeline.sinks.graph.store import GraphStore
+    from agrag_pipeline.sinks.index import SearchIndex
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RAW_ROOT = PROJECT_ROOT / "data" / "raw"
@@ -263,6 +266,25 @@ class Runtime:
 
             self._embedder = make_embedder(self.settings.embedding, self.embedding_cache_dir)
         return self._embedder
+
+    @cached_property
+    def graph_store(self) -> GraphStore | None:
+        """The configured graph sink (opened lazily on first use), or None when turned off."""
+        from agrag_pipeline.sinks.graph.step import make_graph_store
+
+        return make_graph_store(self.settings.graph, self.warehouse_root)
+
+    def document_sinks(self) -> list[DocumentSink]:
+        """Every sink that holds per-document output and must forget a deleted document."""
+        sinks: list[DocumentSink] = [self.graph_store] if self.graph_store is not None else []
+        return [*sinks, self.search_index]
+
+    @cached_property
+    def search_index(self) -> SearchIndex:
+        """The LanceDB search index under the warehouse root (``sinks.index``)."""
+        from agrag_pipeline.sinks.index import SearchIndex, index_uri
+
+        return SearchIndex(index_uri(self.warehouse_root))
 
     @cached_property
     def embedding_cache(self) -> EmbeddingCache:

@@ -23,6 +23,7 @@ from pydantic import (
 
 from agrag_pipeline.chunking.settings import ChunkerSettings
 from agrag_pipeline.embedding.settings import EmbeddingSettings
+from agrag_pipeline.sinks.graph.settings import GraphSettings
 
 #: The settings file the project ships and the Dagster definitions load by default.
 DEFAULT_SETTINGS_PATH = Path(__file__).resolve().parent.parent / "data" / "pipeline.yaml"
@@ -251,6 +252,7 @@ class PipelineSettings(_Frozen):
     graph_schema: GraphSchema = Field(default_factory=GraphSchema)
     extraction: ExtractionSettings
     documents: DocumentsSettings = Field(default_factory=DocumentsSettings)
+    graph: GraphSettings = Field(default_factory=GraphSettings)
 
     @property
     def schema_fingerprint(self) -> str:

@@ -118,7 +118,7 @@ def raw_documents_sensor(
     for problem in plan.skipped:
         context.log.info(f"skipped: {problem}")
     removed_keys = []
-    for removal in remove_deleted(rt.warehouse, plan.deleted):
+    for removal in remove_deleted(rt.warehouse, plan.deleted, rt.document_sinks()):
         if removal.error is None:
             removed_keys.append(removal.source_key)
             context.log.info(

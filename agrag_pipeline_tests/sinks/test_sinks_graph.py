@@ -246,3 +246,23 @@ def test_schema_names_every_label_and_edge_type():
         "FROM_SECTION",
         "NEXT_CHUNK",
     }
+
+
+def test_a_document_removed_from_the_raw_root_leaves_the_graph_sink(runtime, store, tmp_path):
+    from agrag_pipeline.freshness import remove_deleted
+
+    key = "docling/mixed.md"
+    document = _document(runtime, key)
+    build_graph(runtime.warehouse, document, store)
+    kept = _document(runtime, "rust-book/ch03-05-control-flow.md")
+    build_graph(runtime.warehouse, kept, store)
+    kept_counts = store.counts(str(kept.id))
+    try:
+        [removal] = remove_deleted(runtime.warehouse, [key], [store])
+        assert removal.error is None
+        assert any(entry.startswith(store.name) for entry in removal.removed)
+        assert all(n == 0 for n in store.counts(str(document.id)).values())
+        assert not runtime.warehouse.has_table("graph_nodes", document.id)
+        assert store.counts(str(kept.id)) == kept_counts
+    finally:
+        run_document(runtime, key, embed=True)
