@@ -38,6 +38,7 @@ from agrag_pipeline.defs import metadata as md
 from agrag_pipeline.defs.checks import check_specs, report_checks
 from agrag_pipeline.defs.partitions import batched_backfills, documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
+from agrag_pipeline.defs.run_launcher import worker_tags
 from agrag_pipeline.pipeline import (
     build_chunks,
     build_embeddings,
@@ -87,8 +88,9 @@ def latest_materializations(
 
 def _tag_run(context: dg.AssetExecutionContext, runtime: Runtime) -> None:
     """Give the run the fingerprint tags, however it was launched (UI, sensor, CLI), so runs
-    can be filtered by fingerprint; one write, only when a tag is missing or differs."""
-    tags = runtime.fingerprint_tags()
+    can be filtered by fingerprint, and its worker's pid and host, so run monitoring can fail
+    it if that process dies (``run_launcher.py``); one write, only when a tag is missing."""
+    tags = {**runtime.fingerprint_tags(), **worker_tags()}
     if any(context.run.tags.get(k) != v for k, v in tags.items()):
         context.instance.add_run_tags(context.run.run_id, tags)
 

@@ -23,17 +23,6 @@ from agrag_pipeline.reporting import chunk_preview_markdown
 from agrag_pipeline.storage.tables import CHUNK_SCHEMA, SECTION_SCHEMA
 from agrag_pipeline.storage.warehouse import Warehouse
 
-#: Dimension-free stand-in for the embeddings schema: only names, types and descriptions show.
-_EMBEDDING_DESCRIPTIONS = {
-    "chunk_id": "Chunk.id of the chunk this vector embeds (joins the chunks table).",
-    "document_id": "The document's id (UUIDv5 of its source key).",
-    "content_hash": "SHA-256 of the document version the chunk came from.",
-    "index": "The chunk's position in its document (0-based, contiguous).",
-    "vector": "The embedding of the chunk's contextual_text, float32, fixed size.",
-    "embedding_fingerprint": "Fingerprint of the model, weights, dimension, normalisation "
-    "and text template that made the vector.",
-}
-
 
 def _description(field: pa.Field) -> str | None:
     meta = field.metadata or {}
@@ -66,7 +55,7 @@ def definition_metadata(asset: str) -> dict[str, Any]:
         return {"dagster/column_schema": table_schema(CHUNK_SCHEMA)}
     if asset == "embeddings":
         schema = embeddings_schema(1, "")
-        columns = table_schema(schema, _EMBEDDING_DESCRIPTIONS).columns
+        columns = table_schema(schema).columns
         vector = [
             dg.TableColumn(c.name, "fixed_size_list<float32>[dimension]", c.description)
             if c.name == "vector"

@@ -494,3 +494,64 @@ def assert_outputs(warehouse: Path, source_key: str) -> None:
     assert vectors.shape == (len(chunks), EMBEDDING_DIMENSION)
     assert np.isfinite(vectors).all()
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+
+
+# -- what the UI shows per partition: check status, staleness, run tags ------------------------
+
+PARTITION_TRUTH_QUERY = """
+query PartitionTruth($group: AssetGroupSelector!, $partitions: [String!]!) {
+  assetNodes(group: $group) {
+    assetKey { path }
+    description
+    staleStatusByPartition(partitions: $partitions)
+    staleCausesByPartition(partitions: $partitions) { reason key { path } partitionKey }
+    assetChecksOrError {
+      __typename
+      ... on AssetChecks {
+        checks {
+          name
+          description
+          partitionStatuses {
+            __typename
+            ... on AssetCheckDefaultPartitionStatuses {
+              succeededPartitions failedPartitions inProgressPartitions
+              skippedPartitions executionFailedPartitions
+            }
+          }
+        }
+      }
+    }
+  }
+}
+"""
+
+LAUNCH_RUN_MUTATION = """
+mutation LaunchRun($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId status } }
+    ... on PythonError { message stack }
+    ... on Error { message }
+  }
+}
+"""
+
+RUN_QUERY = """
+query Run($runId: ID!) {
+  runOrError(runId: $runId) {
+    __typename
+    ... on Run { RUN_FIELDS }
+    ... on Error { message }
+  }
+}
+""".replace("RUN_FIELDS", RUN_FIELDS)
+
+RUN_MESSAGES_QUERY = """
+query RunMessages($runId: ID!) {
+  logsForRun(runId: $runId, limit: 10000) {
+    __typename
+    ... on EventConnection { events { __typename ... on MessageEvent { message level } } }
+    ... on Error { message }
+  }
+}
+"""

@@ -2,13 +2,23 @@
 
 What a user does in the UI, done over the webserver's GraphQL API: register documents as
 partitions, read the asset graph, launch a backfill (which the daemon turns into batched runs
-under the assets' ``BackfillPolicy``), wait for it, then read what the run wrote.
+under the assets' ``BackfillPolicy``), wait for it, then read what the run wrote; re-materialise
+one partition as the UI's Materialize button does; then ask the UI's own views, for every
+partition, whether its checks passed and whether it is fresh, and which tags the runs carry.
+And the run monitoring of the shipped ``dagster.yaml``: run workers killed with SIGKILL end as
+failed within a bounded time and free their slots, so queued runs proceed.
+
+One ``dagster dev`` serves the whole module (tests run in file order; each registers what it
+needs).
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
 import shutil
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +31,12 @@ from dagster_dev_support import (
     BACKFILL_QUERY,
     INSTANCE_TEMPLATE,
     LAUNCH_BACKFILL_MUTATION,
+    LAUNCH_RUN_MUTATION,
+    PARTITION_TRUTH_QUERY,
     PARTITIONS_DEF,
     PIPELINE,
+    RUN_MESSAGES_QUERY,
+    RUN_QUERY,
     ProjectDirs,
     Served,
     assert_outputs,
@@ -31,6 +45,8 @@ from dagster_dev_support import (
 )
 
 from agrag_pipeline.defs.partitions import DOCUMENTS_PER_RUN
+from agrag_pipeline.runtime import Runtime
+from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
 
 pytestmark = pytest.mark.slow
 
@@ -45,11 +61,20 @@ BACKFILL_DEADLINE_S = 150.0
 FAILED_BACKFILL = {"FAILED", "COMPLETED_FAILED", "CANCELED", "CANCELING", "FAILING"}
 FAILED_RUN = {"FAILURE", "CANCELED", "CANCELING"}
 TRIGGER_TAG = {"key": "agrag/trigger", "value": "end-to-end-test"}
+CHECKED = ("sections", "chunks", "embeddings")
+#: Dagster's implicit job for assets, which the UI's Materialize button launches.
+ASSET_JOB = "__ASSET_JOB"
+#: The run monitoring daemon polls every 15 s (shipped dagster.yaml); slack for a loaded machine.
+KILLED_RUN_DEADLINE_S = 120.0
+RUN_DEADLINE_S = 150.0
 
 
-@pytest.fixture
-def served(tmp_path: Path, repo_root: Path, corpus_dir: Path) -> Iterator[Served]:
+@pytest.fixture(scope="module")
+def served(
+    tmp_path_factory: pytest.TempPathFactory, repo_root: Path, corpus_dir: Path
+) -> Iterator[Served]:
     """``dagster dev`` with automation off, over a raw root holding ``DOCUMENTS``."""
+    tmp_path = tmp_path_factory.mktemp("dagster_dev")
     dirs = ProjectDirs.under(tmp_path, repo_root / INSTANCE_TEMPLATE)
     for key, corpus_path in DOCUMENTS.items():
         target = dirs.raw_root / key
@@ -90,7 +115,8 @@ def wait_for_backfill(served: Served, backfill_id: str, keys: list[str]) -> dict
 
 
 def register(served: Served, keys: list[str]) -> None:
-    for key in keys:
+    registered = served.asset_nodes(ASSET_GRAPH_QUERY)["raw_documents"]["partitionKeys"]
+    for key in [k for k in keys if k not in registered]:
         result = served.server.graphql(
             ADD_PARTITION_MUTATION,
             {"repo": served.repository, "name": PARTITIONS_DEF, "key": key},
@@ -162,3 +188,139 @@ def test_dagster_dev_materialises_registered_documents_through_graphql(served: S
 
     for key in keys:
         assert_outputs(served.dirs.warehouse_root, key)
+
+
+def launch_partition_run(served: Served, key: str, assets: tuple[str, ...] = PIPELINE) -> str:
+    """What the UI's Materialize button does for one partition: a run of the asset job."""
+    launched = served.server.graphql(
+        LAUNCH_RUN_MUTATION,
+        {
+            "params": {
+                "selector": {
+                    **served.repository,
+                    "jobName": ASSET_JOB,
+                    "assetSelection": [{"path": [asset]} for asset in assets],
+                },
+                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": key}]},
+            }
+        },
+    )["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    return str(launched["run"]["runId"])
+
+
+def run_status(served: Served, run_id: str) -> dict[str, Any]:
+    run = served.server.graphql(RUN_QUERY, {"runId": run_id})["runOrError"]
+    assert run["__typename"] == "Run", run
+    return dict(run)
+
+
+def wait_for_run(
+    served: Served, run_id: str, statuses: set[str], deadline_s: float = RUN_DEADLINE_S
+) -> dict[str, Any]:
+    def done() -> dict[str, Any] | None:
+        run = run_status(served, run_id)
+        if run["status"] in statuses:
+            return run
+        if run["status"] in FAILED_RUN | {"SUCCESS"}:
+            raise AssertionError(
+                f"run {run_id} ended {run['status']}, expected {statuses}:\n"
+                f"{served.server.run_errors(run_id)}\n--- log ---\n{served.server.log_tail()}"
+            )
+        return None
+
+    return wait_for(f"run {run_id} to reach {statuses}", done, deadline_s, 0.5)
+
+
+def assert_every_partition_checked_and_fresh(served: Served, keys: list[str]) -> None:
+    """The UI's own views, per partition: every check passed (none missing), every asset fresh."""
+    nodes = served.server.graphql(
+        PARTITION_TRUTH_QUERY, {"group": served.group, "partitions": keys}
+    )
+    by_asset = {"/".join(n["assetKey"]["path"]): n for n in nodes["assetNodes"]}
+    for asset in PIPELINE:
+        node = by_asset[asset]
+        stale = dict(zip(keys, node["staleStatusByPartition"], strict=True))
+        assert set(stale.values()) == {"FRESH"}, (asset, stale, node["staleCausesByPartition"])
+        checks = node["assetChecksOrError"]["checks"]
+        assert bool(checks) == (asset in CHECKED), asset
+        for check in checks:
+            assert check["description"], f"{asset}.{check['name']} has no description"
+            statuses = check["partitionStatuses"]
+            assert sorted(statuses["succeededPartitions"]) == keys, (asset, check)
+            missing_or_bad = [
+                statuses[f]
+                for f in (
+                    "failedPartitions",
+                    "inProgressPartitions",
+                    "skippedPartitions",
+                    "executionFailedPartitions",
+                )
+            ]
+            assert missing_or_bad == [[], [], [], []], (asset, check)
+
+
+def assert_fingerprint_tags(served: Served, run_ids: list[str]) -> None:
+    """Every run, however launched, carries the agrag/* fingerprint tags of the settings."""
+    expected = Runtime.from_files(DEFAULT_SETTINGS_PATH).fingerprint_tags()
+    for run_id in run_ids:
+        tags = {t["key"]: t["value"] for t in run_status(served, run_id)["tags"]}
+        assert expected.items() <= tags.items(), (run_id, tags)
+
+
+def test_dagster_dev_shows_every_partition_checked_fresh_and_tagged_after_batched_and_single_runs(
+    served: Served,
+) -> None:
+    keys = sorted(DOCUMENTS)
+    register(served, keys)
+    launched = served.server.graphql(
+        LAUNCH_BACKFILL_MUTATION,
+        {
+            "params": {
+                "assetSelection": [{"path": [asset]} for asset in PIPELINE],
+                "partitionNames": keys,
+                "title": "batched backfill",
+            }
+        },
+    )["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    backfill = wait_for_backfill(served, launched["backfillId"], keys)
+    run_ids = [r["runId"] for r in backfill["runs"]]
+    assert_every_partition_checked_and_fresh(served, keys)
+
+    # One unchanged document again, alone, as the Materialize button does it.
+    single = launch_partition_run(served, keys[1])
+    wait_for_run(served, single, {"SUCCESS"})
+    assert_every_partition_checked_and_fresh(served, keys)
+    assert_fingerprint_tags(served, [*run_ids, single])
+
+
+def run_worker_pid(served: Served, run_id: str) -> int | None:
+    """The pid the run worker recorded ("Started process for run (pid: N)."), once it has."""
+    logs = served.server.graphql(RUN_MESSAGES_QUERY, {"runId": run_id})["logsForRun"]
+    for event in logs.get("events", []):
+        found = re.search(r"Started process for run \(pid: (\d+)\)", event.get("message") or "")
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def test_dagster_dev_fails_killed_runs_and_runs_the_queued_one(served: Served) -> None:
+    """Both run slots (max_concurrent_runs: 2) held by runs whose workers get SIGKILL: the run
+    monitoring daemon must fail them in bounded time, and a third, queued run must run."""
+    keys = sorted(DOCUMENTS)
+    register(served, keys)
+    doomed = [launch_partition_run(served, key) for key in keys[:2]]
+    pids = [
+        wait_for(f"run {r} to start its worker", lambda r=r: run_worker_pid(served, r), 120, 0.3)
+        for r in doomed
+    ]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    queued = launch_partition_run(served, keys[2], ("raw_documents",))
+    for run_id in doomed:
+        run = wait_for_run(served, run_id, {"FAILURE", "CANCELED"}, KILLED_RUN_DEADLINE_S)
+        print(f"killed run {run_id} ended {run['status']} {time.monotonic() - killed_at:.1f} s on")
+    wait_for_run(served, queued, {"SUCCESS"})
+    assert time.monotonic() - killed_at < KILLED_RUN_DEADLINE_S + RUN_DEADLINE_S
