@@ -170,6 +170,7 @@ def score(fmt: str, name: str, engine: str, result: PeerResult, reference: str) 
             rtl_ref.values()
         )
     out.order = order_agreement(ref_words, our_words)
+    out.extra = {"units": float(result.pages if fmt in PAGED else 1), "seconds": result.seconds}
     if result.seconds > 0:
         out.rate = (result.pages if fmt in PAGED else 1) / result.seconds
     return out
@@ -335,6 +336,13 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def _rate(group: list[Score]) -> str:
+    units = sum(s.extra.get("units", 0.0) for s in group)
+    seconds = sum(s.extra.get("seconds", 0.0) for s in group)
+    unit = "pages/s" if group[0].format in PAGED else "files/s"
+    return f"{units / seconds:.1f} {unit}" if seconds > 0 else "-"
+
+
 def table(scores: list[Score]) -> str:
     head = (
         "| format | file | engine | cov | prec | hP | hR | hF1 | cid | ctrl | rtl | order "
@@ -354,8 +362,8 @@ def table(scores: list[Score]) -> str:
     lines += ["", "Means by format and engine (rate: total pages or files over total seconds):", ""]
     lines += [
         "| format | engine | files | mean cov | min cov | mean prec | min prec | mean hF1 "
-        "| cid | ctrl | mean rtl | mean order |",
-        "|" + "---|" * 12,
+        "| cid | ctrl | mean rtl | mean order | rate |",
+        "|" + "---|" * 13,
     ]
     groups: dict[tuple[str, str], list[Score]] = {}
     for s in scores:
@@ -369,7 +377,7 @@ def table(scores: list[Score]) -> str:
             f"| {_f(_mean([s.heading_f1 for s in group]), 2)} "
             f"| {sum(s.cid for s in group)} | {sum(s.control for s in group)} "
             f"| {_f(_mean([s.rtl for s in group]), 2)} "
-            f"| {_f(_mean([s.order for s in group]), 2)} |"
+            f"| {_f(_mean([s.order for s in group]), 2)} | {_rate(group)} |"
         )
     return "\n".join(lines)
 
@@ -397,7 +405,10 @@ def write_section(markdown_table: str, command: str, path: Path) -> None:
 
 
 def memory_profile(page_counts: tuple[int, ...] = (50, 200, 500)) -> str:
-    """Peak RSS of parsing an N-page PDF (multi_page.pdf repeated), one fresh process each."""
+    """Peak RSS of parsing an N-page PDF (multi_page.pdf repeated), one fresh process each.
+
+    Peak from the child's own ``VmHWM`` (``ru_maxrss`` would count the forked parent's pages).
+    """
     import logging
     import subprocess
     import tempfile
@@ -409,12 +420,13 @@ def memory_profile(page_counts: tuple[int, ...] = (50, 200, 500)) -> str:
     source = CORPUS / "pdf" / "multi_page.pdf"
     rows = ["| pages | peak RSS (MiB) | parse CPU s | pages/s |", "|---|---|---|---|"]
     script = (
-        "import resource, sys, time\n"
+        "import sys, time\n"
         "from agrag_pipeline.parsing import parse_document\n"
         "raw = open(sys.argv[1], 'rb').read()\n"
         "t = time.process_time()\n"
         "parse_document(raw, 'big.pdf')\n"
-        "print(time.process_time() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+        "print(time.process_time() - t, hwm)\n"
     )
     with tempfile.TemporaryDirectory() as folder:
         for count in page_counts:
