@@ -37,6 +37,10 @@ MAX_RATIO = 200.0
 #: Members below this size are not ratio-checked (tiny parts compress well and cost nothing).
 RATIO_FLOOR_BYTES = 1024 * 1024
 
+#: One XML part larger than this is refused before it is parsed (an lxml tree takes several
+#: times its text in memory; a 1,000-page document's main part is some tens of MB).
+MAX_XML_PART_BYTES = 128 * 1024 * 1024
+
 #: The signature of an OLE compound file: a legacy .doc/.xls/.ppt, or an encrypted OOXML file.
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _EOCD = b"PK\x05\x06"
@@ -271,6 +275,7 @@ __all__ = [
     "MAX_MEMBERS",
     "MAX_RATIO",
     "MAX_UNCOMPRESSED_BYTES",
+    "MAX_XML_PART_BYTES",
     "check_archive",
     "open_zip",
     "parse_xml",

@@ -45,6 +45,7 @@ from pptx.shapes.shapetree import SlideShapeFactory
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import omml
 from agrag_pipeline.parsing.archive import (
+    MAX_XML_PART_BYTES,
     open_zip,
     parse_xml,
     read_member,
@@ -107,7 +108,9 @@ def checked_package(raw: bytes, source_key: str, deadline: Deadline) -> bytes:
         for info in archive.infolist():
             if info.filename.lower().endswith((".xml", ".rels", ".vml")):
                 deadline.tick(f"part {info.filename}")
-                data = read_member(archive, info.filename, source_key)
+                data = read_member(
+                    archive, info.filename, source_key, max_bytes=MAX_XML_PART_BYTES
+                )
                 refuse_dtd(data, source_key, info.filename)
                 strict = strict or b"http://purl.oclc.org/ooxml/" in data
                 xml_parts.append(info)

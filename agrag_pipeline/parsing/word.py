@@ -49,7 +49,13 @@ from lxml import etree
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import omml
-from agrag_pipeline.parsing.archive import open_zip, parse_xml, read_member, transitional_uri
+from agrag_pipeline.parsing.archive import (
+    MAX_XML_PART_BYTES,
+    open_zip,
+    parse_xml,
+    read_member,
+    transitional_uri,
+)
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.charts import read_chart
 from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentError, EmptyDocumentError
@@ -131,7 +137,8 @@ class _Package:
     def xml(self, name: str | None) -> etree._Element | None:
         if name is None or name not in self.names:
             return None
-        return parse_xml(read_member(self.zip, name, self.source_key), self.source_key, name)
+        data = read_member(self.zip, name, self.source_key, max_bytes=MAX_XML_PART_BYTES)
+        return parse_xml(data, self.source_key, name)
 
     def rels(self, part: str) -> dict[str, tuple[str, str, bool]]:
         """``rId -> (type, target part or URL, external)`` of ``part``'s relationships."""

@@ -572,6 +572,15 @@ def test_overlapping_members_bomb_is_refused() -> None:
         parse_document(bytes(raw), "overlap.docx")
 
 
+def test_xml_part_past_the_size_limit_is_refused_before_parsing(
+    corpus_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word, "MAX_XML_PART_BYTES", 2_000)
+    raw = (corpus_dir / "docx" / "word_tables.docx").read_bytes()
+    with pytest.raises(DocumentTooLargeError, match=r"word/document\.xml' is .* \(limit 2,000\)"):
+        parse_document(raw, "big.docx")
+
+
 def test_billion_laughs_in_document_xml_is_refused_quickly(corpus_dir: Path) -> None:
     lol = "".join(f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10))
     bomb = (
