@@ -327,7 +327,17 @@ def _summarise_run(summary: RunSummary, result: Any, keys: list[str], home: Path
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(roots: Roots, embed: bool, force: bool) -> None:
+#: Thread pools of the math libraries a worker may load (torch, numpy's BLAS, tokenizers).
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def _worker_init(roots: Roots, embed: bool, force: bool, threads: int | None = None) -> None:
+    """Build the Runtime once per worker; in a pool, each worker's math libraries get their
+    share of the cores (set before they load), so N workers do not each start N threads."""
+    if threads is not None:
+        for name in _THREAD_VARIABLES:
+            os.environ.setdefault(name, str(threads))
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from agrag_pipeline.runtime import Runtime
 
     _WORKER["runtime"] = Runtime.from_files(
@@ -382,7 +392,7 @@ def run_documents(
         max_workers=workers,
         mp_context=get_context("spawn"),
         initializer=_worker_init,
-        initargs=(roots, embed, force),
+        initargs=(roots, embed, force, max(1, (os.cpu_count() or 1) // workers)),
     ) as pool:
         futures = {pool.submit(_worker_run, key): key for key in keys}
         for future in as_completed(futures):
@@ -501,7 +511,44 @@ def build_parser() -> argparse.ArgumentParser:
         help="documents processed at once, in worker processes (default: the CPU count)",
     )
     core_parser.set_defaults(func=core)
+    index_parser = sub.add_parser(
+        "index", parents=[roots], help="update the search index from the stored embeddings"
+    )
+    index_parser.set_defaults(func=retrieval)
+    search_parser = sub.add_parser("search", parents=[roots], help="ask the search index")
+    search_parser.add_argument("question", help="what to search for")
+    search_parser.add_argument("-k", type=_positive, default=5, help="results (default 5)")
+    search_parser.add_argument(
+        "--mode", choices=["dense", "bm25", "hybrid"], default="hybrid", help="default hybrid"
+    )
+    search_parser.set_defaults(func=retrieval)
+    eval_parser = sub.add_parser(
+        "eval", parents=[roots], help="recall@1/5/10 and MRR@10 on labelled questions"
+    )
+    eval_parser.add_argument(
+        "questions", help="TSV: query, source_key, heading of the answer (or span start:end)"
+    )
+    eval_parser.set_defaults(func=retrieval)
     return parser
+
+
+def retrieval(args: argparse.Namespace) -> int:
+    """``agrag index`` / ``search`` / ``eval`` (the logic is in ``retrieval.commands``)."""
+    from agrag_pipeline.retrieval import commands
+    from agrag_pipeline.runtime import Runtime
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    roots = resolve_cli_roots(args)
+    runtime = Runtime.from_files(
+        roots.settings_path, roots.raw_root, roots.warehouse_root, roots.cache_dir
+    )
+    if args.command == "index":
+        return commands.index_command(runtime)
+    if args.command == "search":
+        return commands.search_command(runtime, args.question, args.k, args.mode)
+    return commands.eval_command(runtime, args.questions)
 
 
 def main(argv: list[str] | None = None) -> int:
