@@ -23,7 +23,11 @@ _SPACE = re.compile(r"\s+")
 
 def cell_text(value: str) -> str:
     """One cell on one line: whitespace runs collapsed, ``|`` escaped."""
-    return _SPACE.sub(" ", value).strip().replace("|", "\\|")
+    stripped = value.strip()
+    # Fast path for the usual cell: printable (no tab, newline or odd space), single spaces.
+    if stripped.isprintable() and "  " not in stripped and "|" not in stripped:
+        return stripped
+    return _SPACE.sub(" ", stripped).strip().replace("|", "\\|")
 
 
 def pipe_row(cells: Sequence[str]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import time
 import zipfile
 from collections.abc import Callable
@@ -241,3 +242,24 @@ def test_sheet_xml_with_entities_is_refused(corpus_dir: Path) -> None:
     hostile = _replace_member(raw, "xl/worksheets/sheet1.xml", with_entities)
     with pytest.raises(CorruptDocumentError, match=r"xxe\.xlsx: .*DTD"):
         parse_document(hostile, "xxe.xlsx")
+    # A DTD pushed past the first kilobytes by a long comment is still found.
+    padded = _replace_member(
+        raw,
+        "xl/worksheets/sheet1.xml",
+        lambda data: b"<!--" + b" " * 20_000 + b"-->" + with_entities(data),
+    )
+    with pytest.raises(CorruptDocumentError, match=r"pad\.xlsx: .*DTD"):
+        parse_document(padded, "pad.xlsx")
+
+
+def test_cells_and_rows_without_references_follow_their_neighbours() -> None:
+    workbook = openpyxl.Workbook()
+    for row in [("Item", "Price"), ("tea", 3), ("cake", 4)]:
+        workbook.active.append(row)
+
+    def strip_references(data: bytes) -> bytes:
+        return re.sub(rb' r="[A-Z]*\d+"', b"", data)
+
+    raw = _replace_member(_workbook_bytes(workbook), "xl/worksheets/sheet1.xml", strip_references)
+    parsed = _parse(raw)
+    assert _cells(parsed, _tables(parsed)[0]) == [["Item", "Price"], ["tea", "3"], ["cake", "4"]]
