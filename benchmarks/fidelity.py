@@ -382,26 +382,34 @@ def table(scores: list[Score]) -> str:
     return "\n".join(lines)
 
 
-def write_section(markdown_table: str, command: str, path: Path) -> None:
-    """Replace (or append) the ``## Fidelity`` section of ``path`` with this table."""
-    body = (
-        "## Fidelity\n\n"
-        f"Text fidelity against the corpus ground truth (docling's conversions), one core, "
-        f"one process. Reproduce: `{command}`. Columns: see `benchmarks/fidelity.py`.\n\n"
-        f"{markdown_table}\n"
-    )
+_INTRO = (
+    "Text fidelity against the corpus ground truth (docling's conversions), ours and peers in "
+    "one process, rates in CPU seconds of one core. Columns: see `benchmarks/fidelity.py`; "
+    "each subsection is one run, named by its formats."
+)
+
+
+def write_section(markdown_table: str, command: str, path: Path, formats: str) -> None:
+    """Write this run's table as the ``### <formats>`` subsection of ``## Fidelity`` in ``path``.
+
+    A run for other formats (docx, pptx, …) replaces only its own subsection, so every format's
+    figures stay side by side.
+    """
+    sub = f"### {formats}\n\nReproduce: `{command}`.\n\n{markdown_table}\n"
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     match = re.search(r"^## Fidelity\n.*?(?=^## |\Z)", text, flags=re.S | re.M)
-    if match:
-        text = (
-            text[: match.start()]
-            + body
-            + ("\n" if text[match.end() :] else "")
-            + text[match.end() :]
-        )
+    section = match.group(0) if match else f"## Fidelity\n\n{_INTRO}\n"
+    own = re.search(rf"^### {re.escape(formats)}\n.*?(?=^### |\Z)", section, flags=re.S | re.M)
+    if own:
+        section = section[: own.start()] + sub + "\n" + section[own.end() :]
     else:
-        text = text.rstrip("\n") + "\n\n" + body
-    path.write_text(text, encoding="utf-8")
+        section = section.rstrip("\n") + "\n\n" + sub + "\n"
+    section = section.rstrip("\n") + "\n\n"
+    if match:
+        text = text[: match.start()] + section + text[match.end() :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
 
 
 def memory_profile(page_counts: tuple[int, ...] = (50, 200, 500)) -> str:
@@ -488,7 +496,8 @@ def main(argv: list[str] | None = None) -> None:
         command = ".venv/bin/python -m benchmarks.fidelity " + " ".join(
             a for a in (argv if argv is not None else sys.argv[1:]) if a != "--write"
         )
-        write_section(rendered, command.strip(), args.out)
+        key = ", ".join(formats) if formats else "all formats"
+        write_section(rendered, command.strip(), args.out, key)
         print(f"\nwrote ## Fidelity into {args.out}")
 
 
