@@ -79,6 +79,8 @@ DGM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
 VML_O = "urn:schemas-microsoft-com:office:office"
 
 _MAX_STYLE_CHAIN = 32
+#: Grid columns a table may span (Word itself allows 63): hostile spans cost no more.
+MAX_COLUMNS = 1000
 _MAX_LEVELS = 9
 _SPACE = re.compile(r"\s+")
 _HEADING_NAME = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
@@ -778,12 +780,14 @@ class _Converter:
         for tr in _children(tbl, "tr"):
             trpr = tr.find(_w("trPr"))
             col = _int(_val(trpr.find(_w("gridBefore")))) if trpr is not None else None
-            col = col or 0
+            col = min(col or 0, MAX_COLUMNS)
             row: dict[int, str] = {}
             for tc in _children(tr, "tc"):
                 tcpr = tc.find(_w("tcPr"))
                 span = _int(_val(tcpr.find(_w("gridSpan")))) if tcpr is not None else None
-                span = max(1, min(span or 1, 1000))
+                span = max(1, min(span or 1, MAX_COLUMNS - col))
+                if span <= 0 or col >= MAX_COLUMNS:
+                    break
                 vmerge = tcpr.find(_w("vMerge")) if tcpr is not None else None
                 if vmerge is not None and (_val(vmerge) or "continue") == "continue":
                     text = above.get(col, "")

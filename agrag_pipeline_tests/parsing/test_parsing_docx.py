@@ -581,6 +581,19 @@ def test_xml_part_past_the_size_limit_is_refused_before_parsing(
         parse_document(raw, "big.docx")
 
 
+def test_hostile_column_spans_cost_at_most_the_column_limit() -> None:
+    cell = (
+        '<w:tc><w:tcPr><w:gridSpan w:val="999999999"/></w:tcPr>'
+        "<w:p><w:r><w:t>x</w:t></w:r></w:p></w:tc>"
+    )
+    raw = _package("<w:tbl>" + ("<w:tr>" + cell * 50 + "</w:tr>") * 3 + "</w:tbl>")
+    started = time.perf_counter()
+    parsed = _parse(raw)
+    assert time.perf_counter() - started < 2.0
+    rows = _rows(parsed, _tables(parsed)[0])
+    assert [len(r) for r in rows] == [word.MAX_COLUMNS] * 3
+
+
 def test_billion_laughs_in_document_xml_is_refused_quickly(corpus_dir: Path) -> None:
     lol = "".join(f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10))
     bomb = (
