@@ -15,8 +15,9 @@ Text layer (blocks separated by a blank line, see ``word.Writer``), per slide in
   within 2% of the slide height form one row); a group's members in their own order at the
   group's place;
 - a text frame is a block of its paragraphs, one per line; bulleted and numbered paragraphs
-  (explicit bullets, or body placeholders without ``buNone``) start with ``-`` or their
-  number, indented two spaces per level; equations are their linear text (``omml.py``);
+  (explicit bullets, or body placeholders unless the paragraph, the placeholder's or its
+  layout's list style says ``buNone``) start with ``-`` or their number, indented two spaces
+  per level; equations are their linear text (``omml.py``);
 - a table is a table section (``| a | b |`` rows, the first row the header of a table of two
   or more rows; a merged cell repeats its text in every cell it covers); a chart is its data
   table (categories by series) after its title; SmartArt is its node texts, one per line;
@@ -24,7 +25,8 @@ Text layer (blocks separated by a blank line, see ``word.Writer``), per slide in
 - a shape this module does not recognise is reduced to the text of all its ``a:t``;
 - the speaker notes are a child section headed ``Notes``, the slide's comments (legacy and
   modern) one headed ``Comments``, each ``[author: Name (initials), time: ...]: text``.
-No page spans: a slide is not a page of flowing text (``Slide N`` is in the heading path).
+Hidden slides are read like the others. No page spans: a slide is not a page of flowing text
+(its title, or ``Slide N``, is in the heading path).
 """
 
 from __future__ import annotations
@@ -108,9 +110,7 @@ def checked_package(raw: bytes, source_key: str, deadline: Deadline) -> bytes:
         for info in archive.infolist():
             if info.filename.lower().endswith((".xml", ".rels", ".vml")):
                 deadline.tick(f"part {info.filename}")
-                data = read_member(
-                    archive, info.filename, source_key, max_bytes=MAX_XML_PART_BYTES
-                )
+                data = read_member(archive, info.filename, source_key, max_bytes=MAX_XML_PART_BYTES)
                 refuse_dtd(data, source_key, info.filename)
                 strict = strict or b"http://purl.oclc.org/ooxml/" in data
                 xml_parts.append(info)
