@@ -288,6 +288,58 @@ def test_untitled_slide_with_a_row_of_boxes_is_slide_n_and_empty_slides_are_left
     assert "Slide 5" not in parsed.text_layer
 
 
+def _add_parts(raw: bytes, parts: dict[str, str], rels: dict[str, tuple[str, str]]) -> bytes:
+    """``raw`` with new parts, and a relationship (type, target) added to each named rels part."""
+    source = zipfile.ZipFile(io.BytesIO(raw))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename in rels:
+                kind, target = rels[info.filename]
+                extra = f'<Relationship Id="rIdX9" Type="{kind}" Target="{target}"/>'
+                data = data.replace(b"</Relationships>", extra.encode() + b"</Relationships>")
+            archive.writestr(info.filename, data)
+        for name, text in parts.items():
+            archive.writestr(name, text)
+    return out.getvalue()
+
+
+def test_modern_comments_and_replies_are_kept_with_their_authors(deck: bytes) -> None:
+    p188 = powerpoint.P188
+    comments = (
+        f'<p188:cmLst xmlns:p188="{p188}" xmlns:a="{powerpoint.A}">'
+        '<p188:cm id="{C1}" authorId="{A1}" created="2024-05-01T10:00:00.000">'
+        '<p188:replyLst><p188:reply id="{R1}" authorId="{A2}" created="2024-05-02T09:00:00.000">'
+        "<p188:txBody><a:bodyPr/><a:p><a:r><a:t>Agreed, updated.</a:t></a:r></a:p>"
+        "</p188:txBody></p188:reply></p188:replyLst>"
+        "<p188:txBody><a:bodyPr/><a:p><a:r><a:t>Check these numbers</a:t></a:r></a:p>"
+        "</p188:txBody></p188:cm></p188:cmLst>"
+    )
+    authors = (
+        f'<p188:authorLst xmlns:p188="{p188}">'
+        '<p188:author id="{A1}" name="Ann Lee" initials="AL" userId="ann" providerId="None"/>'
+        '<p188:author id="{A2}" name="Bo Chen" initials="BC" userId="bo" providerId="None"/>'
+        "</p188:authorLst>"
+    )
+    raw = _add_parts(
+        deck,
+        {"ppt/comments/modernComment_1.xml": comments, "ppt/authors.xml": authors},
+        {
+            "ppt/slides/_rels/slide1.xml.rels": (
+                powerpoint.MODERN_COMMENTS,
+                "../comments/modernComment_1.xml",
+            ),
+            "ppt/_rels/presentation.xml.rels": (powerpoint.AUTHORS, "authors.xml"),
+        },
+    )
+    parsed = _parse(raw)
+    assert _section(parsed, "Quarterly Review", "Comments").split("\n")[2:] == [
+        "[author: Ann Lee (AL), time: 2024-05-01T10:00:00.000]: Check these numbers",
+        "[author: Bo Chen (BC), time: 2024-05-02T09:00:00.000]: Agreed, updated.",
+    ]
+
+
 def test_strict_ooxml_deck_reads_like_its_transitional_twin(deck: bytes) -> None:
     uris = {
         "http://schemas.openxmlformats.org/presentationml/2006/main": (
