@@ -4,7 +4,8 @@
   anything else is refused with the offset of the first bad byte, never guessed).
 - The delimiter of a ``.csv`` is sniffed among comma, semicolon, tab and pipe: the one that splits
   the first lines (quotes respected) into the most consistent number of fields, more than one,
-  wins; a ``.tsv`` is tab-separated. Quoted fields may hold delimiters and line breaks.
+  wins; a ``.tsv`` is tab-separated (sniffed too if its first line has no tab); Excel's
+  ``sep=;`` first line names it. Quoted fields may hold delimiters and line breaks.
 - Rows of unequal length are kept, padded with empty cells to the widest row.
 - Header: the first row, unless it looks like data (its filled cells are all numbers, as the
   same columns are below it). A file of one row is a header-less table.
@@ -45,6 +46,7 @@ MAX_CELLS = 5_000_000
 #: Characters one field may hold (the csv module's own limit, stated).
 MAX_FIELD_CHARS = csv.field_size_limit()
 
+_SEP_HINT = re.compile(r"sep=([^\r\n])\r?\n")
 _NUMBER = re.compile(r"[-+]?(\d[\d,. ]*|\.\d+)([eE][-+]?\d+)?%?")
 
 
@@ -105,8 +107,14 @@ def parse(raw: bytes, document: Document, *, delimiter: str | None = None) -> Pa
     text = decode_text(raw, key)
     if not text.strip():
         raise EmptyDocumentError(key, "the file holds only whitespace")
+    hint = _SEP_HINT.match(text)
+    if hint is not None:  # Excel's "sep=;" first line names the delimiter and is not data
+        delimiter = delimiter or hint.group(1)
+        text = text[hint.end() :]
     if delimiter is None:
-        delimiter = "\t" if document.media_type == TSV_MEDIA_TYPE else sniff_delimiter(text)
+        first_line = text.split("\n", 1)[0]
+        tab = document.media_type == TSV_MEDIA_TYPE and "\t" in first_line
+        delimiter = "\t" if tab else sniff_delimiter(text)
     deadline = current_deadline(key)
     rows: list[list[str]] = []
     cells = 0

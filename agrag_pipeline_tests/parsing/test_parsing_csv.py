@@ -118,3 +118,11 @@ def test_cell_budget_and_time_budget_end_in_clear_errors(monkeypatch: pytest.Mon
     monkeypatch.setattr(delimited, "MAX_CELLS", 10_000)
     with pytest.raises(DocumentTooLargeError, match=r"wide\.csv: .* filled cells is over"):
         parse_document(raw, "wide.csv")
+
+
+def test_excel_sep_line_names_the_delimiter_and_a_tsv_without_tabs_is_sniffed() -> None:
+    parsed = _parse(b"sep=;\r\nname;amount\r\nx;1,5\r\n")
+    assert _rows(parsed) == [["name", "amount"], ["x", "1,5"]]
+    assert "sep=" not in parsed.text_layer
+    commas = _parse(b"a,b\n1,2\n", "mislabelled.tsv")
+    assert _rows(commas) == [["a", "b"], ["1", "2"]]
