@@ -146,7 +146,7 @@ def materialize(args: argparse.Namespace) -> int:
     _announce("materialize", roots, [f"Dagster instance: {home} (DAGSTER_HOME)"])
     import dagster as dg
 
-    from agrag_pipeline.definitions import build_definitions
+    from agrag_pipeline.defs.launch import execute_job_run
     from agrag_pipeline.defs.partitions import documents_partitions
 
     summary = RunSummary("agrag materialize")
@@ -154,7 +154,6 @@ def materialize(args: argparse.Namespace) -> int:
     runtime = Runtime.from_files(
         roots.settings_path, roots.raw_root, roots.warehouse_root, roots.cache_dir
     )
-    defs = build_definitions()
     scan = _scan(roots, runtime)
     _scan_into(summary, scan)
     name = documents_partitions.name or "documents"
@@ -182,14 +181,15 @@ def materialize(args: argparse.Namespace) -> int:
         summary.elapsed_s = time.perf_counter() - started
         _print_summary_lines(summary)
         return summary.exit_status
-    job = defs.resolve_job_def("ingest_documents")
     log_level = "DEBUG" if args.verbose else "WARNING"
     run_id = str(uuid.uuid4())
     watcher = _RunWatcher(instance, run_id, keys)
     watcher.start()
     try:
-        result = job.execute_in_process(
-            instance=instance,
+        # A real run of the job (its code location's origin), not a jobless in-process one.
+        result = execute_job_run(
+            instance,
+            "ingest_documents",
             run_id=run_id,
             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
             tags={
@@ -197,7 +197,6 @@ def materialize(args: argparse.Namespace) -> int:
                 "dagster/asset_partition_range_end": keys[-1],
                 "agrag/trigger": "cli",
             },
-            raise_on_error=False,
         )
     finally:
         watcher.stop()

@@ -7,6 +7,8 @@ import warnings
 import dagster as dg
 
 from agrag_pipeline.defs.assets import build_assets
+from agrag_pipeline.defs.graph import build_graph_asset
+from agrag_pipeline.defs.index import build_index_assets
 from agrag_pipeline.defs.resources import PipelineResource, default_pipeline_resource
 from agrag_pipeline.defs.schedules import ingest_job, nightly_refresh
 from agrag_pipeline.defs.sensors import raw_documents_sensor
@@ -19,7 +21,7 @@ def build_definitions(pipeline: PipelineResource | None = None) -> dg.Definition
     with warnings.catch_warnings():
         # BackfillPolicy is a beta parameter of @asset in Dagster 1.13; we rely on it knowingly.
         warnings.simplefilter("ignore", dg.BetaWarning)
-        assets = build_assets(code_versions)
+        assets = [*build_assets(code_versions), build_graph_asset(), *build_index_assets()]
     return dg.Definitions(
         assets=assets,
         jobs=[ingest_job],

@@ -8,7 +8,7 @@ BENCHMARKS.md). The query is embedded as it is, with the same model as the chunk
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -65,6 +65,17 @@ def search(
     depth = max(k, HYBRID_DEPTH)
     fused = rrf([index.dense(vector, depth), index.bm25(query, depth)])
     return [_hit(h, query) for h in fused[:k]]
+
+
+def retriever(
+    index: SearchIndex, mode: Mode, embedder: Embedder | None
+) -> Callable[[str, int], list[Hit]]:
+    """``search`` with the index, mode and model fixed: ``(query, k) -> hits``."""
+
+    def run(query: str, k: int) -> list[Hit]:
+        return search(index, query, k=k, mode=mode, embedder=embedder)
+
+    return run
 
 
 def rrf(rankings: Sequence[Sequence[RawHit]], k: int = RRF_K) -> list[RawHit]:

@@ -81,6 +81,9 @@ class RawHit:
 class SearchIndex:
     """A LanceDB table of chunks and vectors under ``uri`` (a folder or an object-store URI)."""
 
+    #: How ``freshness.remove_deleted`` names this sink (``DocumentSink``).
+    name = "search index"
+
     def __init__(self, uri: str, table: str = TABLE) -> None:
         import lancedb
 
@@ -109,11 +112,16 @@ class SearchIndex:
             table.add(rows)
         return rows.num_rows
 
-    def delete_document(self, document_id: str) -> None:
-        """Remove every row of a document (a file deleted from the raw root)."""
+    def delete_document(self, document_id: str) -> int:
+        """Remove every row of a document (a file deleted from the raw root); how many."""
         table = self._open()
-        if table is not None:
-            table.delete(f"document_id = '{_quoted(document_id)}'")
+        if table is None:
+            return 0
+        where = f"document_id = '{_quoted(document_id)}'"
+        count = int(table.count_rows(where))
+        if count:
+            table.delete(where)
+        return count
 
     def ensure_fts_index(self, rebuild: bool = False) -> None:
         """Build the BM25 index over ``contextual_text`` once (later rows are searched too)."""

@@ -68,6 +68,39 @@ def test_search_finds_the_answering_section(indexed, mode, question, source_key,
     assert top.score == max(h.score for h in hits)
 
 
+QUESTIONS = (
+    "query\tsource_key\theading\n"
+    "How do I write a comment in Rust code?\tch03-04-comments.md\tComments\n"
+    "How do I compile with optimizations for release?\tch01-03-hello-cargo.md\t"
+    "Building for Release\n"
+    "What does if let do?\tch06-03-if-let.md\t"
+    "Concise Control Flow with `if let` and `let...else`\n"
+)
+
+
+def test_eval_scores_every_mode_on_labelled_questions(indexed, tmp_path, capsys) -> None:
+    from agrag_pipeline.cli import main
+    from agrag_pipeline.retrieval.commands import evaluate_index
+
+    rt, _ = indexed
+    questions = tmp_path / "q.tsv"
+    questions.write_text(QUESTIONS)
+    results = {s.mode: s for s in evaluate_index(rt, questions)}
+    assert set(results) == {"dense", "bm25", "hybrid"}
+    for s in results.values():
+        assert s.questions == 3
+        assert s.recall[1] <= s.recall[5] <= s.recall[10] and s.recall[10] == 1.0
+        assert 0 < s.mrr10 <= 1
+    assert results["hybrid"].as_metadata()["hybrid/recall@10"] == 1.0
+    roots = ["--raw-root", str(rt.raw_root), "--warehouse", rt.warehouse_root]
+    assert main([*roots, "eval", str(questions)]) == 0
+    out = capsys.readouterr().out
+    assert "| hybrid | 3 |" in out and "recall@5" in out
+    assert main([*roots, "search", "building for release", "-k", "2", "--mode", "bm25"]) == 0
+    out = capsys.readouterr().out
+    assert "ch01-03-hello-cargo.md" in out and out.count("\n") == 4  # 2 results, 2 lines each
+
+
 def test_an_edited_document_swaps_its_chunks_and_a_deleted_one_leaves(indexed) -> None:
     rt, index = indexed
     key = "ch03-04-comments.md"

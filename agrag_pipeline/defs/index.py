@@ -1,0 +1,96 @@
+"""The ``search_index`` asset (LanceDB, per document) and the ``retrieval_score`` asset.
+
+``search_index`` is downstream of ``embeddings``, partitioned and batched like the others: each
+document's rows are replaced in the index (delete by document id, then add), never a rebuild.
+``retrieval_score`` scores the index on a labelled questions file and reports recall@1/5/10 and
+MRR@10 per mode as numeric metadata, which the UI plots over materialisations: a settings
+change shows up as a step in those plots. The logic is in ``sinks.index`` and ``retrieval``.
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from agrag_pipeline.defs.assets import GROUP, OWNERS, StepConfig, _materialize
+from agrag_pipeline.defs.partitions import batched_backfills, documents_partitions
+from agrag_pipeline.defs.resources import PipelineResource
+from agrag_pipeline.retrieval.commands import evaluate_index
+from agrag_pipeline.retrieval.evaluate import table
+from agrag_pipeline.runtime import PROJECT_ROOT
+from agrag_pipeline.sinks.index import IndexUpdate, update_document
+from agrag_pipeline.storage import Warehouse
+
+DEFAULT_QUESTIONS = PROJECT_ROOT / "data" / "eval" / "rust-book-questions.tsv"
+
+
+def index_metadata(result: IndexUpdate, warehouse: Warehouse) -> dict[str, Any]:
+    return {
+        "agrag/status": "removed" if result.removed else "ok",
+        "dagster/row_count": result.rows,
+        "source_key": result.source_key,
+        "document_id": result.document_id,
+    }
+
+
+class RetrievalScoreConfig(dg.Config):
+    questions: str = str(DEFAULT_QUESTIONS)
+
+
+def build_index_assets() -> list[dg.AssetsDefinition]:
+    """``search_index`` and ``retrieval_score`` (built inside the definitions' warning filter)."""
+
+    @dg.asset(
+        name="search_index",
+        deps=["embeddings"],
+        partitions_def=documents_partitions,
+        backfill_policy=batched_backfills,
+        group_name=GROUP,
+        owners=OWNERS,
+        code_version="index-1",
+        tags={"agrag/stage": "index"},
+        kinds={"python", "lancedb"},
+        description="Each document's chunks and vectors in the LanceDB index under the warehouse "
+        "(index/): dense and BM25 search; replaced per document, never rebuilt.",
+    )
+    def search_index(
+        context: dg.AssetExecutionContext, config: StepConfig, pipeline: PipelineResource
+    ) -> Iterator:
+        rt = pipeline.runtime()
+        index = rt.search_index
+        yield from _materialize(
+            context,
+            rt,
+            "search_index",
+            lambda key: update_document(rt.warehouse, index, key),
+            index_metadata,
+            upstream="embeddings",
+        )
+        index.ensure_fts_index()
+
+    @dg.asset(
+        name="retrieval_score",
+        deps=[search_index],
+        # Not partitioned, so not in the partitioned ingestion job: materialised on its own.
+        group_name="evaluation",
+        owners=OWNERS,
+        tags={"agrag/stage": "evaluation"},
+        kinds={"python"},
+        description="Recall@1/5/10 and MRR@10 of dense, BM25 and hybrid search on a labelled "
+        "questions file, as numeric metadata the UI plots over time.",
+    )
+    def retrieval_score(
+        context: dg.AssetExecutionContext, config: RetrievalScoreConfig, pipeline: PipelineResource
+    ) -> dg.MaterializeResult:
+        rt = pipeline.runtime()
+        results = evaluate_index(rt, Path(config.questions))
+        metadata: dict[str, Any] = {"questions_file": config.questions}
+        for scores in results:
+            metadata.update(scores.as_metadata())
+        metadata["questions"] = results[0].questions if results else 0
+        metadata["scores"] = dg.MetadataValue.md(table(results))
+        context.log.info(table(results))
+        return dg.MaterializeResult(metadata=metadata, tags=rt.fingerprint_tags())
+
+    return [search_index, retrieval_score]
