@@ -452,6 +452,15 @@ def _gutter(rows: list[list[_Seg]]) -> float | None:
     return None
 
 
+#: Rows a column run may extend without finding a valid gutter before the search stops.
+_MAX_WEAK_RUN = 40
+
+
+def _mostly_rtl(rows: list[list[_Seg]]) -> bool:
+    chars = [c for row in rows for seg in row for c in seg.chars]
+    return sum(c.rtl for c in chars) * 2 > len(chars)
+
+
 def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
     """Rows grouped into column blocks in reading order: each block a list of rows."""
     blocks: list[list[list[_Seg]]] = []
@@ -467,6 +476,8 @@ def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
                 break  # a row crosses every strip: the run ends before it
             if g is not None:
                 best = (j, g)
+            elif j - i > _MAX_WEAK_RUN and (best is None or j - best[0] > _MAX_WEAK_RUN):
+                break  # free strips but no columns beside them for long: bound the search
             j += 1
         if best is not None and best[0] - i >= 3 and depth < 3:
             if full:
@@ -475,8 +486,11 @@ def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
             end, g = best
             left = [[s for s in row if s.x1 <= g] for row in rows[i:end]]
             right = [[s for s in row if s.x0 >= g] for row in rows[i:end]]
-            blocks += _order([r for r in left if r], depth + 1)
-            blocks += _order([r for r in right if r], depth + 1)
+            sides = [_order([r for r in left if r], depth + 1)]
+            sides.append(_order([r for r in right if r], depth + 1))
+            if _mostly_rtl(rows[i:end]):
+                sides.reverse()  # right-to-left script: the right column comes first
+            blocks += sides[0] + sides[1]
             i = end
         else:
             full.append(rows[i])
