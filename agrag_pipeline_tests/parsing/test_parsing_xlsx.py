@@ -11,13 +11,19 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openpyxl.chart import BarChart, Reference
 from openpyxl.comments import Comment
 
 from agrag_pipeline.models import Section
 from agrag_pipeline.parsing import ParsedDocument, parse_document, spreadsheet
 from agrag_pipeline.parsing.contract import contract_violations
-from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLargeError
+from agrag_pipeline.parsing.errors import (
+    CorruptDocumentError,
+    DocumentError,
+    DocumentTooLargeError,
+)
 
 
 def _parse(raw: bytes, key: str = "book.xlsx") -> ParsedDocument:
@@ -263,3 +269,21 @@ def test_cells_and_rows_without_references_follow_their_neighbours() -> None:
     raw = _replace_member(_workbook_bytes(workbook), "xl/worksheets/sheet1.xml", strip_references)
     parsed = _parse(raw)
     assert _cells(parsed, _tables(parsed)[0]) == [["Item", "Price"], ["tea", "3"], ["cake", "4"]]
+
+
+_CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+_SAMPLE = (_CORPUS / "xlsx" / "xlsx_comments.xlsx").read_bytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, len(_SAMPLE) - 1), st.integers(0, 255), st.integers(1, len(_SAMPLE)))
+def test_damaged_workbooks_end_in_a_document_error_or_a_valid_parse(
+    at: int, byte: int, cut: int
+) -> None:
+    damaged = (_SAMPLE[:at] + bytes([byte]) + _SAMPLE[at + 1 :])[:cut]
+    try:
+        parsed = parse_document(damaged, "damaged.xlsx")
+    except DocumentError as exc:
+        assert str(exc).startswith("damaged.xlsx: ")
+    else:
+        assert contract_violations(parsed) == []
