@@ -126,3 +126,13 @@ def test_excel_sep_line_names_the_delimiter_and_a_tsv_without_tabs_is_sniffed() 
     assert "sep=" not in parsed.text_layer
     commas = _parse(b"a,b\n1,2\n", "mislabelled.tsv")
     assert _rows(commas) == [["a", "b"], ["1", "2"]]
+
+
+_CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (_CORPUS / "csv").glob("*.csv")))
+def test_every_corpus_csv_is_one_table_with_a_header(corpus_dir: Path, name: str) -> None:
+    parsed = _parse((corpus_dir / "csv" / name).read_bytes(), f"csv/{name}")
+    assert _table(parsed).table_header is not None
+    assert len(_table(parsed).table_rows) >= 4

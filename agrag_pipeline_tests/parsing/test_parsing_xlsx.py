@@ -287,3 +287,10 @@ def test_damaged_workbooks_end_in_a_document_error_or_a_valid_parse(
         assert str(exc).startswith("damaged.xlsx: ")
     else:
         assert contract_violations(parsed) == []
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (_CORPUS / "xlsx").glob("*.xls*")))
+def test_every_corpus_workbook_keeps_the_contract_with_a_table(corpus_dir: Path, name: str) -> None:
+    parsed = _corpus(corpus_dir, name)
+    assert _tables(parsed), "every corpus workbook holds a table"
+    assert all(s.heading_path for s in parsed.sections), "all content sits under a sheet"
