@@ -501,7 +501,7 @@ def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool
     if gap > (max(leading, 0.0) + 0.45) * size or gap < -2 * size:
         return True
     return (
-        abs(previous.size - line.size) > 0.15 * size
+        abs(previous.size - line.size) > 0.05 * size
         or previous.bold != line.bold
         or previous.italic != line.italic
     )

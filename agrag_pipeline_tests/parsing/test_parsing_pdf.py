@@ -370,3 +370,18 @@ def test_corpus_two_column_handbook_reads_column_by_column(corpus_dir: Path) -> 
     assert text.index("only three typical kinds of self-locking nuts") < text.index(
         "Boots Self-Locking Nut"
     )
+
+
+def test_corpus_subheadings_nest_alike_on_every_page(corpus_dir: Path) -> None:
+    key = "pdf/normal_4pages.pdf"
+    parsed = parse_document((corpus_dir / key).read_bytes(), key)
+    title = "코로나-19 관련 보험약관상 재해보험금 지급문제 및 개선과제"
+    under = {
+        s.heading: (s.level, s.heading_path[:-1])
+        for s in parsed.sections
+        if s.heading and s.heading.startswith("(")
+    }
+    # Set slightly larger than the body on pages 2 to 4: one level, under their numbered parent.
+    assert under["(1) 상위법에 반하는 보험약관의 해석"][1] == [title, "3 문제점"]
+    assert under["(3) 신종위험에 대비하는 보험상품 개발 필요"][1] == [title, "4 개선과제"]
+    assert len(under) == 11 and len({level for level, _ in under.values()}) == 1
