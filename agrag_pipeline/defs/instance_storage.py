@@ -27,6 +27,7 @@ Configured in ``dagster.yaml``::
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 from collections import OrderedDict
@@ -180,14 +181,20 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
     ) -> None:
         # Deliberately not DagsterSqliteStorage.__init__: the same folders, other classes.
         self.base_dir = base_dir
-        self._run_storage = KeptEngineSqliteRunStorage.from_local(_runs_directory(base_dir))
-        self._event_log_storage = KeptEngineSqliteEventLogStorage(
-            _event_logs_directory(base_dir),
-            planned_event_per_partition=planned_event_per_partition,
-        )
-        self._schedule_storage = KeptEngineSqliteScheduleStorage.from_local(
-            _schedule_directory(base_dir)
-        )
+        os.makedirs(base_dir, exist_ok=True)
+        # Processes opening a fresh instance at once (two run workers, the CLI beside the
+        # daemon) would race to create the same tables ("table ... already exists"): one at a
+        # time creates them; the others find them there.
+        with open(os.path.join(base_dir, ".storage-init.lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._run_storage = KeptEngineSqliteRunStorage.from_local(_runs_directory(base_dir))
+            self._event_log_storage = KeptEngineSqliteEventLogStorage(
+                _event_logs_directory(base_dir),
+                planned_event_per_partition=planned_event_per_partition,
+            )
+            self._schedule_storage = KeptEngineSqliteScheduleStorage.from_local(
+                _schedule_directory(base_dir)
+            )
         self._inst_data = inst_data
         super(DagsterSqliteStorage, self).__init__()
 
