@@ -10,6 +10,8 @@ characters.
 The text layer we write (``textlayer``), in reading order:
 - the article title as the level-1 heading, then the authors (one line, "Given Surname, …") and
   the affiliations (one line, "; "-separated);
+- body text before the first section, after an abstract, under a level-2 heading "Main text"
+  (else it would read as the abstract's last part);
 - each abstract under a level-2 heading (its own title, else "Abstract"); its sections nest;
 - body sections as headings, level 2 at the top of the body and one deeper per nesting (a
   ``<label>`` such as "2.1" is kept before the title); paragraphs, lists (``- item``), formulas
@@ -256,6 +258,10 @@ class _Writer:
             self.references(child, level)
         elif name in ("fn-group", "glossary", "notes", "app-group", "app", "ack"):
             self.section(child, level)
+        elif name == "disp-formula":
+            label = inline(_child(child, "label"))
+            formula = inline(child, _SKIP_INLINE | {"label"})
+            self.layer.paragraph(" ".join(p for p in (formula, label) if p))
         elif name == "preformat":
             self.layer.lines((child.xpath("string()") or "").splitlines())
         elif name in ("caption", "alternatives", "supplementary-material"):
@@ -365,6 +371,12 @@ class _Writer:
         self.front(article)
         body = _child(article, "body")
         if body is not None:
+            leading = next((c for c in body if isinstance(c.tag, str)), None)
+            after_abstract = bool(self.layer.headings) and self.layer.headings[-1].level > 1
+            if after_abstract and leading is not None and _name(leading) != "sec":
+                # Body text before any section would read as the abstract's: give it a
+                # heading of its own (short articles have no sections at all).
+                self.layer.heading("Main text", 2)
             self.content(body, level=2)
         back = _child(article, "back")
         if back is not None:

@@ -184,3 +184,20 @@ def test_xml_and_txt_holding_jats_are_parsed_as_jats() -> None:
         parsed = _parse(ARTICLE, key)
         assert parsed.document.media_type == jats.MEDIA_TYPE
         assert "<article" not in parsed.text_layer
+
+
+def test_body_without_sections_is_not_read_as_the_abstract() -> None:
+    raw = (
+        b'<article dtd-version="1.3"><front><article-meta><title-group><article-title>Letter'
+        b"</article-title></title-group><abstract><p>Short summary.</p></abstract>"
+        b"</article-meta></front><body><p>We write to report"
+        b'<disp-formula><label>(1)</label><mml:math xmlns:mml="http://www.w3.org/1998/Math/MathML">'
+        b"<mml:mi>E</mml:mi><mml:mo>=</mml:mo><mml:mi>m</mml:mi></mml:math></disp-formula>"
+        b"as shown.</p></body></article>"
+    )
+    parsed = _parse(raw, "letter.xml")
+    main = _section(parsed, "Main text")
+    assert main.heading_path == ["Letter", "Main text"]
+    expected = "Main text\n\nWe write to report\n\nE=m (1)\n\nas shown."
+    assert main.text_in(parsed.text_layer) == expected
+    assert "We write" not in _section(parsed, "Abstract").text_in(parsed.text_layer)
