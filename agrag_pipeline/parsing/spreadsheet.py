@@ -61,7 +61,7 @@ XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.s
 XLSM_MEDIA_TYPE = "application/vnd.ms-excel.sheet.macroEnabled.12"
 
 #: The worksheets' and shared strings' declared (uncompressed) XML may not exceed this.
-MAX_SHEET_XML_BYTES = 256 * 1024 * 1024
+MAX_SHEET_XML_BYTES = 128 * 1024 * 1024
 #: Filled cells (merged copies included) a workbook may hold.
 MAX_CELLS = 3_000_000
 #: Island boxes are merged only below this many islands (pairwise; beyond, kept apart).

@@ -213,7 +213,7 @@ def test_zip_bomb_workbook_is_refused_from_its_directory() -> None:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("[Content_Types].xml", "<Types/>")
-        archive.writestr("xl/worksheets/sheet1.xml", b"\0" * (300 * 1024 * 1024))
+        archive.writestr("xl/worksheets/sheet1.xml", b"\0" * (20 * 1024 * 1024))  # ~1000x
     started = time.perf_counter()
     with pytest.raises(DocumentTooLargeError, match=r"bomb\.xlsx: .*(bomb|limit)"):
         parse_document(out.getvalue(), "bomb.xlsx")
@@ -294,3 +294,21 @@ def test_every_corpus_workbook_keeps_the_contract_with_a_table(corpus_dir: Path,
     parsed = _corpus(corpus_dir, name)
     assert _tables(parsed), "every corpus workbook holds a table"
     assert all(s.heading_path for s in parsed.sections), "all content sits under a sheet"
+
+
+def test_a_200_mb_sheet_is_refused_from_its_declared_size_before_reading() -> None:
+    # A stored (uncompressed) sheet member of 1.2 MB whose directory entry declares 200 MB: the
+    # ratio (~170x) passes the zip-bomb check, the sheet-size budget refuses it unread.
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("xl/workbook.xml", "<workbook/>")
+        archive.writestr("xl/worksheets/sheet1.xml", b"<worksheet>" + b" " * 1_200_000)
+    raw = bytearray(out.getvalue())
+    entry = raw.find(b"PK\x01\x02", raw.find(b"PK\x01\x02") + 1)
+    entry = raw.find(b"PK\x01\x02", entry + 1)  # the third directory entry: the sheet
+    raw[entry + 24 : entry + 28] = (200 * 1024 * 1024).to_bytes(4, "little")
+    started = time.perf_counter()
+    with pytest.raises(DocumentTooLargeError, match=r"huge\.xlsx: 209,715,200 bytes of sheet XML"):
+        parse_document(bytes(raw), "huge.xlsx")
+    assert time.perf_counter() - started < 2
