@@ -23,6 +23,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 
 from agrag_pipeline.defs.metadata import Pointer
 from agrag_pipeline.defs.partitions import documents_partitions
+from agrag_pipeline.sinks.graph.step import GRAPH_CHECKS
 from agrag_pipeline.validation import CHUNK_CHECKS, EMBEDDING_CHECKS, SECTION_CHECKS, CheckOutcome
 
 #: What each check verifies, shown on the check's page (the definition, not one evaluation).
@@ -39,12 +40,15 @@ CHECK_DESCRIPTIONS: dict[str, str] = {
     "embedding_dimension": "Every vector has the embedding model's dimension.",
     "embedding_finite_unit_norm": "Every vector is finite and, when normalisation is on, of "
     "unit length.",
+    "graph_matches_tables": "The graph database holds exactly the document's nodes and edges "
+    "listed in its graph_nodes/graph_edges tables: none missing, none left over.",
 }
 
 CHECKS_BY_ASSET: dict[str, Sequence[str]] = {
     "sections": SECTION_CHECKS,
     "chunks": CHUNK_CHECKS,
     "embeddings": EMBEDDING_CHECKS,
+    "graph": GRAPH_CHECKS,
 }
 
 

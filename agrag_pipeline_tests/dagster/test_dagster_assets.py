@@ -114,10 +114,31 @@ def test_asset_checks_pass_per_partition_on_good_outputs(sample_run) -> None:  #
     names = {(asset, name) for asset, name, _ in evaluations}
     assert ("chunks", "chunk_offsets_reproduce_text") in names
     assert ("embeddings", "embedding_finite_unit_norm") in names
+    assert ("graph", "graph_matches_tables") in names
     for (asset, name, partition), passed in evaluations.items():
         assert partition in SAMPLE_KEYS
         assert passed, f"{asset}.{name} failed for {partition}"
-    assert len(evaluations) == 7 * len(SAMPLE_KEYS)
+    assert len(evaluations) == 8 * len(SAMPLE_KEYS)
+
+
+def test_the_graph_asset_reports_each_documents_nodes_and_edges(sample_run) -> None:  # type: ignore[no-untyped-def]
+    _, result = sample_run
+    graph_materializations = {
+        event.event_specific_data.materialization.partition: (
+            event.event_specific_data.materialization.metadata
+        )
+        for event in result.all_events
+        if event.event_type_value == "ASSET_MATERIALIZATION"
+        and event.event_specific_data.materialization.asset_key.to_user_string() == "graph"
+    }
+    assert set(graph_materializations) == set(SAMPLE_KEYS)
+    for key, meta in graph_materializations.items():
+        nodes = meta["nodes"].value
+        edges = meta["edges"].value
+        assert nodes["Document"] == 1, key
+        assert nodes["Chunk"] >= 1 and edges["HAS_CHUNK"] == nodes["Chunk"], key
+        assert edges["NEXT_CHUNK"] == nodes["Chunk"] - 1, key
+        assert meta["graph_store"].value.startswith("ladybug:"), key
 
 
 def test_asset_checks_fail_on_deliberately_broken_outputs(tmp_path: Path) -> None:
@@ -198,9 +219,10 @@ def test_one_bad_document_does_not_fail_the_others_in_its_batch(tmp_path: Path) 
         warehouse = Warehouse(str(project.warehouse))
         assert warehouse.has_table("embeddings", Document.node_id_for("c-good.html"))
         failures = warehouse.read_failures(Document.node_id_for("b-bad.md"))
-        assert set(failures) == {"sections", "chunks", "embeddings"}
+        assert set(failures) == {"sections", "chunks", "embeddings", "graph"}
         assert "binary" in failures["sections"]["error"] or "NUL" in failures["sections"]["error"]
         assert "sections failed" in failures["chunks"]["error"]
+        assert "sections failed" in failures["graph"]["error"]
         evaluations = check_evaluations(result)
         assert evaluations[("chunks", "chunk_offsets_reproduce_text", "b-bad.md")] is False
         assert evaluations[("chunks", "chunk_offsets_reproduce_text", "a-good.md")] is True

@@ -26,6 +26,7 @@ from agrag_pipeline.sinks.graph.settings import GraphSettings
 from agrag_pipeline.sinks.graph.store import GraphStore
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.tables import read_metadata, sections_from_table, with_metadata
+from agrag_pipeline.validation import CheckOutcome
 
 #: Bumped when the nodes or edges written for the same inputs change.
 GRAPH_VERSION = "1"
@@ -76,8 +77,8 @@ def document_graph_from_warehouse(
 ) -> DocumentGraph:
     """The graph of the stored version of ``document`` (sections, chunks, and vectors)."""
     assert document.id is not None
+    chunks = load_chunks(warehouse, document)  # first: it names an upstream failure, if any
     sections = sections_from_table(warehouse.read_table("sections", document.id))
-    chunks = load_chunks(warehouse, document)
     vectors = _vectors(warehouse, document) if with_vectors else None
     return document_graph(document, sections, chunks, vectors)
 
@@ -85,12 +86,13 @@ def document_graph_from_warehouse(
 def build_graph(
     warehouse: Warehouse,
     document: Document,
-    store: GraphStore,
+    store: GraphStore | None,
     *,
     with_vectors: bool = True,
     force: bool = False,
 ) -> GraphResult:
-    """Write the node and edge tables of ``document`` and make ``store`` hold exactly them.
+    """Write the node and edge tables of ``document`` and make ``store`` hold exactly them
+    (``store`` None, with ``graph.backend: none``: the tables alone).
 
     When the stored tables already belong to this version, chunker and embedding model, and
     the store holds what they say, nothing is rewritten unless ``force``.
@@ -110,10 +112,9 @@ def build_graph(
     edges_path = warehouse.table_path("graph_edges", document.id)
     if not force and _current(warehouse, document, wanted):
         graph = stored_graph(warehouse, document)
-        if store.counts(graph.document_id) == graph.counts():
-            return GraphResult(
-                document, graph.counts(), nodes_path, edges_path, store.name, reused=True
-            )
+        if store is None or store.counts(graph.document_id) == graph.counts():
+            name = store.name if store is not None else "none"
+            return GraphResult(document, graph.counts(), nodes_path, edges_path, name, reused=True)
     else:
         graph = document_graph_from_warehouse(warehouse, document, with_vectors=with_vectors)
         metadata: dict[str, Any] = {
@@ -127,6 +128,8 @@ def build_graph(
         warehouse.write_table(
             "graph_edges", document.id, with_metadata(edges_table(graph), metadata)
         )
+    if store is None:
+        return GraphResult(document, graph.counts(), nodes_path, edges_path, "none")
     stats = store.write_document(graph)
     return GraphResult(
         document, graph.counts(), nodes_path, edges_path, store.name, superseded=stats.superseded
@@ -162,6 +165,41 @@ def graph_problems(warehouse: Warehouse, document: Document, store: GraphStore) 
             f"{len(stored_edges - wanted_edges)} not in the tables"
         )
     return problems
+
+
+#: The graph asset's check (one per document).
+GRAPH_CHECKS = ("graph_matches_tables",)
+
+
+def check_graph(
+    warehouse: Warehouse, source_key: str, store: GraphStore | None
+) -> list[CheckOutcome]:
+    """Does the graph database hold exactly the nodes and edges the document's tables list?"""
+    name = GRAPH_CHECKS[0]
+    try:
+        document = warehouse.get_document(Document.node_id_for(source_key))
+        if document is None or document.id is None:
+            return [CheckOutcome(name, False, "no snapshot of this document is stored")]
+        if not warehouse.has_table("graph_nodes", document.id):
+            return [CheckOutcome(name, False, "no graph tables are stored for this document")]
+        graph = stored_graph(warehouse, document)
+        if store is None:
+            return [CheckOutcome(name, True, "graph.backend is none: the tables alone")]
+        problems = graph_problems(warehouse, document, store)
+    except Exception as exc:  # a check reports; it never fails the step
+        return [CheckOutcome(name, False, f"could not be checked: {type(exc).__name__}: {exc}")]
+    counts = graph.counts()
+    if problems:
+        return [CheckOutcome(name, False, "; ".join(problems), {"expected": counts})]
+    return [
+        CheckOutcome(
+            name,
+            True,
+            f"{store.name} holds exactly the {counts['Chunk']} chunks, {counts['Section']} "
+            f"sections and {len(graph.edges)} edges of the tables",
+            {"nodes": len(graph.nodes), "edges": len(graph.edges)},
+        )
+    ]
 
 
 def _current(warehouse: Warehouse, document: Document, wanted: dict[str, str]) -> bool:
