@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,22 @@ def render(all_results: list[dict[str, Any]]) -> str:
     parts = [HEADER, _scaling(all_results)]
     parts += [_section(r) for r in sorted(all_results, key=lambda r: -r["documents"])]
     return "\n".join(parts)
+
+
+#: The "## " sections that ``render`` writes; every other section of BENCHMARKS.md (fidelity,
+#: OCR, orchestration overhead, retrieval, graph: written by their own benchmarks) is kept.
+_SUITE_SECTION = re.compile(r"^## (Scaling|[\d,]+ documents)\s*$")
+
+
+def merge(existing: str, rendered: str) -> str:
+    """``rendered`` (the suite's sections) followed by the sections of ``existing`` that other
+    benchmarks wrote, in their order, so a suite run never deletes them."""
+    kept = [
+        part
+        for part in re.split(r"(?m)^(?=## )", existing)
+        if part.startswith("## ") and not _SUITE_SECTION.match(part.splitlines()[0])
+    ]
+    return rendered.rstrip("\n") + "\n\n" + "".join(kept) if kept else rendered
 
 
 def _scaling(all_results: list[dict[str, Any]]) -> str:

@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     given = argv if argv is not None else sys.argv[1:]
     results["command"] = " ".join([".venv/bin/python -m benchmarks", *map(shlex.quote, given)])
     saved = report.save(results)
-    args.out.write_text(report.render(report.load_all()))
+    existing = args.out.read_text() if args.out.exists() else ""
+    args.out.write_text(report.merge(existing, report.render(report.load_all())))
     print(f"figures saved to {saved}; {args.out} rewritten")
 
 
