@@ -115,7 +115,8 @@ class OcrSettings(_Frozen):
     dpi: int = Field(default=200, ge=72, le=600)
     #: Words Tesseract is less sure of than this (0-100) are dropped as noise.
     min_confidence: float = Field(default=30.0, ge=0.0, le=100.0)
-    #: Detect the page's orientation (0/90/180/270) and turn it before reading.
+    #: Detect a page turned by 90/180/270 degrees (when reading it as it is is not clearly right)
+    #: and turn it back before reading it.
     detect_orientation: bool = True
     #: Seconds one page may take (orientation, recognition and retries together).
     page_timeout_s: float = Field(default=60.0, gt=0.0)
