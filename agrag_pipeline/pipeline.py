@@ -177,7 +177,7 @@ def build_sections(
         try:
             parsed = load_parsed(warehouse, document)
         except DamagedFileError as exc:  # e.g. a missing text layer: parse again
-            warehouse._repaired(f"{exc}; the sections are rebuilt from the snapshot")
+            warehouse.report_repair(f"{exc}; the sections are rebuilt from the snapshot")
         else:
             return SectionsResult(
                 document,
@@ -252,7 +252,7 @@ def build_chunks(
         try:
             chunks = load_chunks(warehouse, document)
         except DamagedFileError as exc:
-            warehouse._repaired(f"{exc}; the chunks are rebuilt from the sections")
+            warehouse.report_repair(f"{exc}; the chunks are rebuilt from the sections")
         else:
             counts = [int(c.metadata.get("token_count", 0)) for c in chunks]
             path = warehouse.table_path("chunks", document.id)
@@ -333,7 +333,7 @@ def build_embeddings(
         try:
             rows = warehouse.read_table("embeddings", document.id).num_rows
         except DamagedFileError as exc:
-            warehouse._repaired(f"{exc}; the embeddings are rebuilt from the chunks")
+            warehouse.report_repair(f"{exc}; the embeddings are rebuilt from the chunks")
         else:
             return EmbeddingsResult(
                 document, rows, path, embedder.fingerprint, 0, 0, 0, reused=True
@@ -411,7 +411,7 @@ def _current(warehouse: Warehouse, table: str, document: Document, wanted: dict[
     try:
         meta = warehouse.table_metadata(table, document.id)
     except DamagedFileError as exc:
-        warehouse._repaired(f"{exc}; rebuilding it")
+        warehouse.report_repair(f"{exc}; rebuilding it")
         return False
     return meta is not None and all(meta.get(k, "") == v for k, v in wanted.items())
 

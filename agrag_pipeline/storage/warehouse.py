@@ -116,7 +116,8 @@ class Warehouse:
         return "file" in _protocols(self.fs)
 
     # -- repairs -----------------------------------------------------------------------------
-    def _repaired(self, message: str) -> None:
+    def report_repair(self, message: str) -> None:
+        """Log ``message`` (a damaged file found, and what was done) and keep it in ``repairs``."""
         self.repairs.append(message)
         log.warning("%s", message)
 
@@ -128,7 +129,7 @@ class Warehouse:
             self.fs.mv(path, target)
         except FileNotFoundError:
             return None  # another process set it aside (or replaced it) first
-        self._repaired(f"{self.uri(path)} is damaged ({problem}); set aside as {target}")
+        self.report_repair(f"{self.uri(path)} is damaged ({problem}); set aside as {target}")
         return target
 
     def remove_stale_temporaries(self, grace_s: float | None = None) -> list[str]:
@@ -155,7 +156,7 @@ class Warehouse:
             problem = self._raw_problem(path, content_hash)
             if problem is None:
                 return path
-            self._repaired(f"{self.uri(path)} is damaged ({problem}); snapshotted again")
+            self.report_repair(f"{self.uri(path)} is damaged ({problem}); snapshotted again")
         write_bytes_atomic(self.fs, path, data)
         return path
 
@@ -195,7 +196,7 @@ class Warehouse:
                     return path
             except FileNotFoundError:
                 pass
-            self._repaired(f"{self.uri(path)} differed from its version's text; rewritten")
+            self.report_repair(f"{self.uri(path)} differed from its version's text; rewritten")
         write_bytes_atomic(self.fs, path, data)
         return path
 
