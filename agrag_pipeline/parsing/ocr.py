@@ -22,13 +22,16 @@ turn the image needed to be read.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import hashlib
 import io
+import math
 import os
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -262,13 +265,27 @@ def _unturn(a: float, b: float, turn: int, width: float, height: float) -> tuple
     return a, b
 
 
+#: When the page being read must be done (``time.monotonic()``), set by ``ocr_page``: the
+#: page's budget covers all its Tesseract calls (reading, OSD, the other turns) together.
+_PAGE_ENDS_AT: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "agrag_ocr_page_ends_at", default=math.inf
+)
+
+
 def _timeout(settings: OcrSettings, index: int) -> tuple[float, str]:
     """Seconds the next Tesseract call may take, and which budget that is (for the message)."""
     deadline = current_deadline()
     deadline.check(f"page {index + 1} (OCR)")
-    if deadline.remaining < settings.page_timeout_s:
+    page_left = min(settings.page_timeout_s, _PAGE_ENDS_AT.get() - time.monotonic())
+    if deadline.remaining < page_left:
         return max(deadline.remaining, 0.001), "the document's time budget"
-    return settings.page_timeout_s, "parsing.ocr.page_timeout_s"
+    if page_left <= 0:
+        raise ParseTimeoutError(
+            deadline.source_key,
+            f"OCR of page {index + 1} took over {settings.page_timeout_s:g} s "
+            "(parsing.ocr.page_timeout_s)",
+        )
+    return page_left, "parsing.ocr.page_timeout_s"
 
 
 def _pgm(image: Image) -> bytes:
@@ -284,9 +301,11 @@ def _run(args: list[str], image: Image, index: int, settings: OcrSettings) -> st
     try:
         done = _execute(["-", "stdout", "--dpi", str(settings.dpi), *args], _pgm(image), timeout)
     except subprocess.TimeoutExpired as exc:
+        page_budget = budget == "parsing.ocr.page_timeout_s"
+        limit = settings.page_timeout_s if page_budget else current_deadline().seconds
         raise ParseTimeoutError(
             current_deadline().source_key,
-            f"OCR of page {index + 1} took over {timeout:g} s ({budget})",
+            f"OCR of page {index + 1} took over {limit:g} s ({budget})",
         ) from exc
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()
@@ -493,6 +512,14 @@ def ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> OcrP
     past ``settings.page_timeout_s`` or the document's time budget.
     """
     check_available(settings)
+    token = _PAGE_ENDS_AT.set(time.monotonic() + settings.page_timeout_s)
+    try:
+        return _ocr_page(page, index, settings)
+    finally:
+        _PAGE_ENDS_AT.reset(token)
+
+
+def _ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> OcrPage:
     left, bottom, right, top = page.get_cropbox()
     page_points = (abs(right - left), abs(top - bottom))
     page_rotation = page.get_rotation() % 360

@@ -136,20 +136,36 @@ def test_a_scan_turned_in_its_raster_without_rotate_is_turned_back_and_read(
     assert first[3] - first[1] > first[2] - first[0]  # a vertical word on the stored page
 
 
-def test_a_page_too_sparse_for_orientation_detection_is_read_at_its_best_turn(
-    tmp_path: Path, rendered_scan: Image.Image, scans: dict[str, ocr.OcrPage]
-) -> None:
-    # One word ("package") cut from the scan, upside down on an empty page: OSD gives up on so
-    # little text, so every turn is read and the most confident reading kept.
+@pytest.fixture(scope="module")
+def one_word_pdf(
+    tmp_path_factory: pytest.TempPathFactory,
+    rendered_scan: Image.Image,
+    scans: dict[str, ocr.OcrPage],
+) -> Path:
+    """One word ("package") cut from the scan, upside down on an empty page, at (800, 1200) px."""
     x0, top, x1, bottom = (round(v * 200 / 72) for v in scans["ocr_test"].words[-1].box)
     word = rendered_scan.crop((x0 - 6, top - 6, x1 + 6, bottom + 6)).rotate(180)
     canvas = Image.new("L", rendered_scan.size, 255)
     canvas.paste(word, (800, 1200))
-    page = _read(_image_pdf(tmp_path / "one_word.pdf", canvas))
+    return _image_pdf(tmp_path_factory.mktemp("ocr") / "one_word.pdf", canvas)
+
+
+def test_a_page_too_sparse_for_orientation_detection_is_read_at_its_best_turn(
+    one_word_pdf: Path,
+) -> None:
+    # OSD gives up on so little text, so every turn is read and the most confident kept.
+    page = _read(one_word_pdf)
     assert page.orientation_source == "tried"
     assert page.rotation == 180
     assert [w.text for w in page.words] == ["package"]
     assert page.words[0].box[0] == pytest.approx(800 * 72 / 200, abs=6)
+
+
+def test_the_page_time_budget_covers_all_its_tesseract_calls_together(one_word_pdf: Path) -> None:
+    # This page takes five Tesseract calls (a reading, OSD, three more turns) of about 0.3 s
+    # of CPU each (1.5 s in all, measured here): 0.7 s is enough for one of them, not for all.
+    with pytest.raises(ParseTimeoutError, match=r"page 1 took over 0.7 s .*page_timeout_s"):
+        _read(one_word_pdf, OcrSettings(page_timeout_s=0.7))
 
 
 def test_an_empty_page_gives_no_words_and_says_so(tmp_path: Path) -> None:
