@@ -136,6 +136,23 @@ class SearchIndex:
                 )
         self._fts = True
 
+    def build_vector_index(self) -> None:
+        """An IVF-PQ index for approximate dense search on large tables (below ~100,000 rows
+        exact search is fast enough and is what a fresh index does)."""
+        table = self._open()
+        if table is None:
+            return
+        rows = int(table.count_rows())
+        dim = int(table.schema.field("vector").type.list_size)
+        table.create_index(
+            metric="cosine",
+            vector_column_name="vector",
+            index_type="IVF_PQ",
+            num_partitions=max(1, int(rows**0.5)),
+            num_sub_vectors=max(1, dim // 8),
+            replace=True,
+        )
+
     def optimize(self) -> None:
         """Compact files and fold rows added since into the full-text index."""
         table = self._open()
