@@ -2,7 +2,8 @@
 
 On a local filesystem the bytes go to a temporary name in the same folder, are flushed to disk,
 and are renamed into place (``os.replace`` is atomic within one filesystem). On an object store
-(s3://, gs://, …) a single PUT is already atomic, so the object is written directly.
+(s3://, gs://, …) a single PUT is already atomic: the bytes are made in memory and PUT once
+whole, so a writer that fails midway leaves the old object.
 
 A temporary name says who writes it: ``.<name>.tmp-<host>-<pid>-<random>``. A process killed
 mid-write (``kill -9``, power loss) leaves it behind; ``remove_stale_temporaries`` deletes those
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import io
 import os
 import re
 import socket
@@ -65,10 +67,14 @@ def write_atomic(
     parent = path.rsplit("/", 1)[0]
     fs.makedirs(parent, exist_ok=True)
     if not is_local(fs):
+        # The bytes are made in memory and sent in one PUT only once whole: an fsspec file
+        # opened for writing uploads what it holds when closed, even when ``write`` raised, so
+        # writing through it would replace the old object with half of the new one.
+        buffer = io.BytesIO()
+        write(buffer)
         if before_replace is not None:
             before_replace()
-        with fs.open(path, "wb") as handle:
-            write(handle)
+        fs.pipe_file(path, buffer.getvalue())
         return
     tmp = temporary_name(path)
     try:

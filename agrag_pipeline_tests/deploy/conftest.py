@@ -1,0 +1,33 @@
+"""One SeaweedFS S3 server for every deploy test of the session (started on loopback)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+from agrag_pipeline_tests.deploy.seaweed import SeaweedS3, start_seaweed
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
+    server = start_seaweed(tmp_path_factory.mktemp("seaweed"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_server: SeaweedS3, monkeypatch: pytest.MonkeyPatch) -> SeaweedS3:
+    """The server's credentials and endpoint in the environment, as a deployment sets them."""
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    return s3_server
+
+
+@pytest.fixture
+def bucket_uri(s3_env: SeaweedS3) -> str:
+    """A fresh ``s3://`` prefix in its own bucket for one test."""
+    return f"s3://agrag-{secrets.token_hex(4)}/prefix"
