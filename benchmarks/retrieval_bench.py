@@ -18,6 +18,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +27,13 @@ import pyarrow as pa
 from agrag_pipeline.chunking.chunker import StructureChunker
 from agrag_pipeline.chunking.settings import ChunkerSettings
 from agrag_pipeline.chunking.tokens import TokenCounter
+from agrag_pipeline.embedding.base import Embedder
 from agrag_pipeline.embedding.cache import EmbeddingCache, embed_with_cache
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.retrieval.evaluate import Scores, answer_spans, load_questions, score, table
-from agrag_pipeline.retrieval.search import MODES, retriever
+from agrag_pipeline.retrieval.search import MODES, Hit, retriever, to_hit
 from agrag_pipeline.runtime import PROJECT_ROOT, Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
 from agrag_pipeline.sinks.index import SearchIndex
@@ -132,6 +134,16 @@ def build_index(folder: Path, items: list[dict[str, object]], vectors: np.ndarra
     return index
 
 
+def native(index: SearchIndex, embedder: Embedder) -> Callable[[str, int], list[Hit]]:
+    """LanceDB's own hybrid query, as a retriever for scoring."""
+
+    def run(query: str, k: int) -> list[Hit]:
+        vector = embedder.embed([query])[0]
+        return [to_hit(h, query) for h in index.hybrid_native(vector, query, k)]
+
+    return run
+
+
 def evaluate(args: argparse.Namespace) -> None:
     rt = Runtime.from_files(DEFAULT_SETTINGS_PATH)
     embedder = rt.embedder
@@ -175,6 +187,10 @@ def evaluate(args: argparse.Namespace) -> None:
             for mode in MODES:
                 results.append(
                     score(f"{name} {mode}", questions, spans, retriever(index, mode, embedder))
+                )
+            if args.native_hybrid:
+                results.append(
+                    score(f"{name} lancedb-hybrid", questions, spans, native(index, embedder))
                 )
     print(f"chunker settings: {settings.model_dump()}")
     for line in timings:
@@ -276,6 +292,9 @@ def main() -> None:
     parser.add_argument("--min-tokens", type=int)
     parser.add_argument("--overlap-tokens", type=int)
     parser.add_argument("--skip-naive", action="store_true")
+    parser.add_argument(
+        "--native-hybrid", action="store_true", help="also score LanceDB's own hybrid query"
+    )
     parser.add_argument("--scale", type=int, help="time the index at this many documents")
     parser.add_argument("--chunks-per-document", type=int, default=5)
     args = parser.parse_args()

@@ -56,15 +56,15 @@ def search(
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     if mode == "bm25":
-        return [_hit(h, query) for h in index.bm25(query, k)]
+        return [to_hit(h, query) for h in index.bm25(query, k)]
     if embedder is None:
         raise ValueError(f"{mode} search needs the embedding model the chunks were embedded with")
     vector = embedder.embed([query])[0]
     if mode == "dense":
-        return [_hit(h, query) for h in index.dense(vector, k)]
+        return [to_hit(h, query) for h in index.dense(vector, k)]
     depth = max(k, HYBRID_DEPTH)
     fused = rrf([index.dense(vector, depth), index.bm25(query, depth)])
-    return [_hit(h, query) for h in fused[:k]]
+    return [to_hit(h, query) for h in fused[:k]]
 
 
 def retriever(
@@ -91,7 +91,7 @@ def rrf(rankings: Sequence[Sequence[RawHit]], k: int = RRF_K) -> list[RawHit]:
     return [RawHit(rows[c].row, scores[c]) for c in ordered]
 
 
-def _hit(raw: RawHit, query: str) -> Hit:
+def to_hit(raw: RawHit, query: str) -> Hit:
     r = raw.row
     return Hit(
         chunk_id=r["chunk_id"],

@@ -204,6 +204,29 @@ class SearchIndex:
             RawHit(_row(r), float(r["_score"])) for r in found.drop_columns(["vector"]).to_pylist()
         ]
 
+    def hybrid_native(self, vector: np.ndarray, query: str, k: int) -> list[RawHit]:
+        """LanceDB's own hybrid query (its RRF reranker, k=60): measured against ours."""
+        from lancedb.rerankers import RRFReranker
+
+        table = self._open()
+        if table is None:
+            return []
+        self.ensure_fts_index()
+        found = (
+            table.search(query_type="hybrid", vector_column_name="vector", fts_columns=FTS_COLUMN)
+            .vector(np.asarray(vector, dtype=np.float32))
+            .text(query)
+            .distance_type("cosine")
+            .rerank(RRFReranker())
+            .limit(k)
+            .to_arrow()
+        )
+        score = "_relevance_score"
+        return [
+            RawHit(_row(r), float(r.get(score) or 0.0))
+            for r in found.drop_columns(["vector"]).to_pylist()
+        ]
+
 
 def _row(r: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in r.items() if not k.startswith("_")}
