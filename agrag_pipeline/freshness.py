@@ -137,7 +137,18 @@ def _stored(stored_hash: Callable[[str], str | None], f: SourceFile) -> str | No
 def _seen(f: SourceFile, previous: SeenFile | None) -> SeenFile:
     if previous is not None and (previous.size, previous.mtime_ns) == (f.size, f.mtime_ns):
         return previous
+    from agrag_pipeline.storage.raw_remote import ObjectSourceFile
+
+    if isinstance(f, ObjectSourceFile):  # a new or changed object: downloaded once, to hash
+        return SeenFile(f.size, f.mtime_ns, content_hash(f.read()))
     return SeenFile(f.size, f.mtime_ns, hash_file(f.path))
+
+
+def _hash_source(raw_root: Path, key: str, path: Path) -> str:
+    from agrag_pipeline.storage.raw_remote import object_root_uri, object_uri, read_object
+
+    remote = object_root_uri(raw_root)
+    return hash_file(path) if remote is None else content_hash(read_object(object_uri(remote, key)))
 
 
 def hash_file(path: Path) -> str:
@@ -201,6 +212,12 @@ def remove_deleted(
             removals.append(Removal(key, removed))
         except Exception as exc:  # one document's removal must not stop the others
             removals.append(Removal(key, error=f"{type(exc).__name__}: {exc}"))
+    for sink in sinks:
+        # A sink holding a lock while open (the embedded graph database) must let go, or the
+        # run that follows in this process (or a worker) waits for it.
+        close = getattr(sink, "close", None)
+        if callable(close):
+            close()
     return removals
 
 
@@ -225,7 +242,7 @@ def stale_documents(
             stale.append(key)
             continue
         try:
-            current_hash = hash_file(path)
+            current_hash = _hash_source(raw_root, key, path)
         except OSError:
             stale.append(key)  # the run names the problem
             continue

@@ -113,18 +113,26 @@ def snapshot_document(warehouse: Warehouse, raw_root: Path, source_key: str) -> 
         resolve_in_root,
     )
 
+    from agrag_pipeline.storage.raw_remote import object_root_uri, object_uri, read_object
+
+    remote = object_root_uri(raw_root)  # a bucket: the object is read through fsspec
     try:
-        path = resolve_in_root(raw_root, source_key)
+        path = resolve_in_root(raw_root, source_key) if remote is None else None
+        uri = object_uri(remote, source_key) if remote is not None else str(path)
     except SourceKeyError as exc:
         raise DocumentError(source_key, f"refused: {exc}") from None
     try:
-        raw = read_regular_file(path, DEFAULT_MAX_BYTES)
+        raw = (
+            read_regular_file(path, DEFAULT_MAX_BYTES)
+            if path is not None
+            else read_object(uri, DEFAULT_MAX_BYTES)
+        )
     except FileTooLargeError as exc:
         raise DocumentTooLargeError(source_key, f"{exc}; nothing was stored") from None
     except FileNotFoundError:
-        raise DocumentError(source_key, f"the file {path} no longer exists") from None
+        raise DocumentError(source_key, f"the file {uri} no longer exists") from None
     except OSError as exc:
-        raise DocumentError(source_key, f"the file {path} cannot be read: {exc}") from exc
+        raise DocumentError(source_key, f"the file {uri} cannot be read: {exc}") from exc
     document = Document(
         source_key=source_key,
         media_type=_detected_media_type(source_key, raw),

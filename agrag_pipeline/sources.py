@@ -172,8 +172,14 @@ def scan_raw_root(
 
     ``documents`` (the settings' include/exclude globs) decides which keys count; ``detect``
     maps (key, first bytes) to (media type, reason when None); the default is
-    ``parsing.detect``.
+    ``parsing.detect``. A raw root on object storage (``s3://…``) is scanned by listing
+    (``storage.raw_remote``).
     """
+    from agrag_pipeline.storage.raw_remote import object_root_uri, scan_object_root
+
+    remote = object_root_uri(raw_root)
+    if remote is not None:
+        return scan_object_root(remote, documents, detect=detect)
     if not raw_root.is_dir():
         raise FileNotFoundError(f"the raw root {raw_root} does not exist or is not a folder")
     if detect is None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agrag_pipeline_tests.deploy.seaweed import SeaweedS3, start_seaweed
+from agrag_pipeline_tests.deploy.seaweed import BUCKET, SeaweedS3, start_seaweed
 
 
 @pytest.fixture(scope="session")
@@ -29,5 +29,5 @@ def s3_env(s3_server: SeaweedS3, monkeypatch: pytest.MonkeyPatch) -> SeaweedS3:
 
 @pytest.fixture
 def bucket_uri(s3_env: SeaweedS3) -> str:
-    """A fresh ``s3://`` prefix in its own bucket for one test."""
-    return f"s3://agrag-{secrets.token_hex(4)}/prefix"
+    """A fresh ``s3://`` prefix for one test, in the session's bucket."""
+    return f"s3://{BUCKET}/{secrets.token_hex(6)}"

@@ -26,6 +26,8 @@ from pathlib import Path
 
 #: weed's gRPC ports are the HTTP ports plus this offset; both must be free.
 GRPC_OFFSET = 10000
+#: The one bucket of a session (SeaweedFS gives each bucket its own volumes: tests use prefixes).
+BUCKET = "agrag-test"
 START_TIMEOUT_S = 60.0
 
 
@@ -116,7 +118,7 @@ def start_seaweed(workdir: Path) -> SeaweedS3:
         f"-master.port={master}",
         "-master.volumeSizeLimitMB=64",
         f"-volume.port={volume}",
-        "-volume.max=16",
+        "-volume.max=32",
         "-filer",
         f"-filer.port={filer}",
         f"-filer.localSocket={workdir / 'filer.sock'}",
@@ -164,8 +166,8 @@ def _wait_until_serving(server: SeaweedS3) -> None:
                 client_kwargs={"endpoint_url": server.endpoint},
                 skip_instance_cache=True,
             )
-            fs.pipe_file("agrag-ready/probe", b"ok")
-            if fs.cat_file("agrag-ready/probe") == b"ok":
+            fs.pipe_file(f"{BUCKET}/ready/probe", b"ok")
+            if fs.cat_file(f"{BUCKET}/ready/probe") == b"ok":
                 return
         except Exception as exc:
             last = exc

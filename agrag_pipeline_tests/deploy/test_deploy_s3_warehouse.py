@@ -20,7 +20,7 @@ from agrag_pipeline.runtime import Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH, load_settings
 from agrag_pipeline.storage.atomic import write_atomic
 from agrag_pipeline.storage.warehouse import Warehouse
-from agrag_pipeline_tests.deploy.seaweed import SeaweedS3
+from agrag_pipeline_tests.deploy.seaweed import BUCKET, SeaweedS3
 
 DOCS = {
     "alpha.md": "# Alpha\n\nAlpha is about ownership.\n\n## Borrowing\n\nReferences borrow.\n",
@@ -144,7 +144,7 @@ def test_credentials_come_from_the_environment_and_never_reach_the_output(
     s3_server: SeaweedS3, tmp_path: Path
 ) -> None:
     raw = _raw_root(tmp_path)
-    uri = "s3://agrag-cli/warehouse"
+    uri = f"s3://{BUCKET}/cli/warehouse"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AGRAG_"))}
     env["AWS_EC2_METADATA_DISABLED"] = "true"  # never look for credentials off loopback
     argv = [sys.executable, "-m", "agrag_pipeline.cli", "core", "--no-embed", "--workers", "1"]
@@ -159,13 +159,12 @@ def test_credentials_come_from_the_environment_and_never_reach_the_output(
         client_kwargs={"endpoint_url": s3_server.endpoint},
         skip_instance_cache=True,
     )
-    fs.mkdir("agrag-cli")  # buckets are provisioned with the deployment, not by the pipeline
     env |= s3_server.env
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     output = done.stdout + done.stderr
     assert s3_server.secret_key not in output and s3_server.access_key not in output
-    names = {path.rsplit("/", 1)[-1] for path in fs.find("agrag-cli/warehouse/chunks")}
+    names = {path.rsplit("/", 1)[-1] for path in fs.find(f"{BUCKET}/cli/warehouse/chunks")}
     assert names == {f"{_doc_id(key)}.parquet" for key in DOCS}
     settings_text = Path(DEFAULT_SETTINGS_PATH).read_text()
     assert "secret" not in settings_text.lower() and "access_key" not in settings_text.lower()
