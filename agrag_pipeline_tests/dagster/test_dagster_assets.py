@@ -278,7 +278,7 @@ def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current
         resolver = CachingStaleStatusResolver(instance, graph, LoadingContextForTest(instance))
         stale = {
             (asset, key): resolver.get_status(dg.AssetKey(asset), key)
-            for asset in ("raw_documents", "sections", "chunks", "embeddings")
+            for asset in ("raw_documents", "sections", "chunks", "embeddings", "graph")
             for key in keys
         }
         assert set(stale.values()) == {StaleStatus.FRESH}, stale
@@ -290,7 +290,7 @@ def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current
                 assert mat is not None and mat.tags["dagster/data_version"] == code_version
         # Dagster's own per-partition check status: passed and current for every document.
         check_keys = [k for k in graph.asset_check_keys]
-        assert len(check_keys) == 7
+        assert len(check_keys) == 8  # 1 sections, 3 chunks, 3 embeddings, 1 graph
         infos = instance.event_log_storage.get_asset_check_partition_info(check_keys)
         status = {
             (i.check_key.name, i.partition_key): (i.latest_execution_status.value, i.is_current)
