@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -89,7 +90,9 @@ class SearchIndex:
 
         self.uri = uri
         self.table_name = table
-        self._db = lancedb.connect(uri)
+        # Every read sees the latest version, also one another handle or process wrote (the
+        # asset writes while a CLI or a retriever reads); LanceDB's default never looks again.
+        self._db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
         self._table: Any = None
         self._fts = False
 
@@ -118,7 +121,7 @@ class SearchIndex:
         if table is None:
             return 0
         where = f"document_id = '{_quoted(document_id)}'"
-        count = int(table.count_rows(where))
+        count = len(self.document_chunk_ids(document_id))
         if count:
             table.delete(where)
         return count

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agrag_pipeline.freshness import remove_deleted
 from agrag_pipeline.models import Document
 from agrag_pipeline.pipeline import run_document
 from agrag_pipeline.retrieval.search import rrf, search, snippet
@@ -119,8 +120,12 @@ def test_an_edited_document_swaps_its_chunks_and_a_deleted_one_leaves(indexed) -
     assert index.count() == others + len(after)
     hits = search(index, "zanzibarian", k=1, mode="bm25")
     assert hits[0].chunk_id in after and hits[0].heading_path[-1] == "Doc comments for crates"
-    remove_document(index, key)
+    # The file is deleted: removing its outputs takes its rows out of the index too.
+    path.unlink()
+    [removal] = remove_deleted(rt.warehouse, [key], [rt.search_index])
+    assert removal.error is None and f"search index ({len(after)} entries)" in removal.removed
     assert index.document_chunk_ids(doc_id) == set()
+    assert remove_document(index, key).removed and index.count() == others
     assert index.count() == others
     assert search(index, "zanzibarian", k=3, mode="bm25") == []
 
