@@ -237,6 +237,9 @@ def build_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
     @dg.asset(
         deps=[chunks],
         kinds={"python", "parquet", "pytorch"},
+        # The embedding backend (a model in memory, a GPU, a rate-limited service) is shared:
+        # a deployment limits how many steps use it at once (deploy/dagster.yaml, "pools").
+        pool="embedding",
         description="One vector per chunk (of its contextual_text), cached by content.",
         **common("embeddings"),
     )
