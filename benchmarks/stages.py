@@ -242,56 +242,114 @@ def corpus_chunk_sample(root: Path, sample: int, per_document: int = 8) -> list[
 CHUNK_ASSETS = ("raw_documents", "sections", "chunks")
 
 
+#: Instance configurations the orchestration stage can measure (``--configs``).
+#: stock: Dagster's own SQLite storage; shipped: agrag_pipeline/instance/dagster.yaml.
+CONFIGS = {
+    "stock, 1 run at a time": ("stock", 1),
+    "shipped, 1 run at a time": ("shipped", 1),
+    "shipped, 2 runs at once": ("shipped", 2),
+}
+DEFAULT_CONFIG = "shipped, 2 runs at once"
+
+
 def orchestrate_stage(
-    root: Path, repeats: int, change_fraction: float, per_run: int, work: Path
+    root: Path,
+    repeats: int,
+    change_fraction: float,
+    per_run: int,
+    work: Path,
+    configs: list[str] | None = None,
 ) -> dict[str, Any]:
     """Backfill through a real Dagster instance against the core alone, chunks only (no
-    embeddings), then the same after ``change_fraction`` of the documents changed."""
+    embeddings), then the same after ``change_fraction`` of the documents changed; for each
+    instance configuration in ``configs`` (the shipped default is reported as "dagster").
+
+    Also counts the events each configuration stores per document, and the cost of one event:
+    (Dagster's time - the core's time) / events.
+    """
     keys = [p.name for p in corpus_files(root)]
+    names = configs or [DEFAULT_CONFIG]
     rows: dict[str, list[float]] = {}
     facts: dict[str, Any] = {}
+    events: dict[str, int] = {}
+    generation = 0
     for attempt in range(repeats):
-        dagster_run = _DagsterBackfill(root, work / f"dagster-{attempt}", per_run)
         core_run = _CoreRun(root, work / f"core-{attempt}")
-        # Alternate which goes first, so neither always meets a warmer page cache.
-        pair: list[_CoreRun | _DagsterBackfill] = (
-            [dagster_run, core_run] if attempt % 2 == 0 else [core_run, dagster_run]
-        )
-        for runner in pair:
+        runners: list[_CoreRun | _DagsterBackfill] = [core_run]
+        for index, name in enumerate(names):
+            instance, parallel = CONFIGS[name]
+            backfill = _DagsterBackfill(
+                root, work / f"dagster-{attempt}-{index}", per_run, instance, parallel
+            )
+            backfill.name = "dagster" if name == DEFAULT_CONFIG else f"dagster ({name})"
+            runners.append(backfill)
+        # Alternate the order, so no contender always meets a warmer page cache.
+        if attempt % 2:
+            runners.reverse()
+        for runner in runners:
             rows.setdefault(f"{runner.name} full", []).append(runner.full(keys))
-        changed = change_documents(root, change_fraction, generation=2 * attempt + 1)
-        for runner in pair:
+        generation += 1
+        changed = change_documents(root, change_fraction, generation=generation)
+        for runner in runners:
             rows.setdefault(f"{runner.name} incremental", []).append(runner.incremental())
         # ``agrag core`` itself has no cursor: it snapshots every document and reuses outputs.
-        change_documents(root, change_fraction, generation=2 * attempt + 2)
+        generation += 1
+        change_documents(root, change_fraction, generation=generation)
         rows.setdefault("core incremental (all documents, reuse)", []).append(core_run.rerun_all())
         facts = {
             "documents": len(keys),
             "changed": len(changed),
-            "dagster_runs_full": dagster_run.runs_full,
-            "dagster_runs_incremental": dagster_run.runs_incremental,
-            "dagster_failed_runs": dagster_run.failed_runs,
             "core_failed_documents": core_run.failed,
         }
-        shutil.rmtree(work / f"dagster-{attempt}", ignore_errors=True)
-        shutil.rmtree(work / f"core-{attempt}", ignore_errors=True)
+        for contender in runners:
+            if isinstance(contender, _DagsterBackfill):
+                facts[f"{contender.name}: runs full/incremental, failed runs"] = [
+                    contender.runs_full,
+                    contender.runs_incremental,
+                    contender.failed_runs,
+                ]
+                events[contender.name] = contender.events_full
+                if contender.name == "dagster":  # the keys report.py reads
+                    facts["dagster_runs_full"] = contender.runs_full
+                    facts["dagster_runs_incremental"] = contender.runs_incremental
+                    facts["dagster_failed_runs"] = contender.failed_runs
+                contender.close()
+        for path in work.glob(f"*-{attempt}*"):
+            shutil.rmtree(path, ignore_errors=True)
     seconds = {name: round(_median(values), 3) for name, values in rows.items()}
-    return {
+    per_event = {}
+    for name, count in events.items():
+        extra = seconds[f"{name} full"] - seconds["core full"]
+        per_event[name] = {
+            "events": count,
+            "events_per_document": round(count / len(keys), 2),
+            "ms_per_event": round(1000 * extra / count, 2) if count else None,
+            "ratio_over_core_full": round(seconds[f"{name} full"] / seconds["core full"], 3),
+            "ratio_incremental_over_full": round(
+                seconds[f"{name} incremental"] / seconds[f"{name} full"], 4
+            ),
+        }
+    result: dict[str, Any] = {
         **facts,
         "repeats": repeats,
         "seconds": seconds,
         "all_seconds": {name: [round(v, 3) for v in values] for name, values in rows.items()},
-        "ratio_dagster_over_core_full": round(seconds["dagster full"] / seconds["core full"], 3),
-        "ratio_dagster_over_core_incremental": round(
-            seconds["dagster incremental"] / seconds["core incremental"], 3
-        ),
-        "ratio_incremental_over_full_dagster": round(
-            seconds["dagster incremental"] / seconds["dagster full"], 4
-        ),
+        "configurations": per_event,
         "ratio_incremental_over_full_core": round(
             seconds["core incremental"] / seconds["core full"], 4
         ),
     }
+    if "dagster full" in seconds:
+        result["ratio_dagster_over_core_full"] = round(
+            seconds["dagster full"] / seconds["core full"], 3
+        )
+        result["ratio_dagster_over_core_incremental"] = round(
+            seconds["dagster incremental"] / seconds["core incremental"], 3
+        )
+        result["ratio_incremental_over_full_dagster"] = round(
+            seconds["dagster incremental"] / seconds["dagster full"], 4
+        )
+    return result
 
 
 class _CoreRun:
@@ -344,7 +402,9 @@ class _CoreRun:
 
 class _DagsterBackfill:
     """A persistent temporary DAGSTER_HOME (SQLite) and ranged runs of ``per_run`` documents,
-    as ``BackfillPolicy.multi_run`` cuts a backfill, each executed in process.
+    as ``BackfillPolicy.multi_run`` cuts a backfill, each executed in process; ``parallel``
+    worker processes execute the runs (two runs at once, as ``max_concurrent_runs: 2`` lets
+    the daemon do), started and warmed (definitions built, tokenizer loaded) outside the timer.
 
     Full: the sensor's scan (registers the new partitions), then the ranged runs.
     Incremental: the sensor's scan against its cursor (stat, then hash where the stat changed)
@@ -353,33 +413,47 @@ class _DagsterBackfill:
 
     name = "dagster"
 
-    def __init__(self, raw_root: Path, work: Path, per_run: int) -> None:
+    def __init__(
+        self, raw_root: Path, work: Path, per_run: int, instance: str = "shipped", parallel: int = 1
+    ) -> None:
+        import multiprocessing
+        import os
+        from concurrent.futures import ProcessPoolExecutor
+
         import dagster as dg
 
-        from agrag_pipeline.definitions import build_definitions
-        from agrag_pipeline.defs.resources import PipelineResource
-        from agrag_pipeline.runtime import PROJECT_ROOT, resolve_roots
+        from agrag_pipeline.runtime import PROJECT_ROOT
 
         home = work / "dagster_home"
         home.mkdir(parents=True)
-        shutil.copyfile(
-            PROJECT_ROOT / "agrag_pipeline" / "instance" / "dagster.yaml", home / "dagster.yaml"
-        )
+        if instance == "shipped":
+            shutil.copyfile(
+                PROJECT_ROOT / "agrag_pipeline" / "instance" / "dagster.yaml",
+                home / "dagster.yaml",
+            )
+        else:
+            (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+        self.home = home
+        # The instance and its workers must agree on DAGSTER_HOME (the shipped storage reads it).
+        os.environ["DAGSTER_HOME"] = str(home)
         self.instance = dg.DagsterInstance.from_config(str(home))
+        self.instance.get_dynamic_partitions("documents")  # storage opened now, under this home
         self.raw_root = raw_root
         self.per_run = per_run
-        resource_ = PipelineResource(
-            raw_root=str(raw_root),
-            warehouse_root=str(work / "warehouse"),
-            settings_path=resolve_roots().settings_path,
-            cache_dir=str(work / "cache"),
+        self.worker_args = (str(home), str(raw_root), str(work / "warehouse"), str(work / "cache"))
+        self.pool = ProcessPoolExecutor(
+            max_workers=parallel,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_init,
+            initargs=self.worker_args,
         )
-        self.job = build_definitions(resource_).resolve_job_def("ingest_documents")
-        self.selection = [dg.AssetKey(name) for name in CHUNK_ASSETS]
+        for warm in [self.pool.submit(_worker_ready) for _ in range(parallel)]:
+            warm.result()
+        self.parallel = parallel
         self.cursor: str | None = None
-        self.runs_full = self.runs_incremental = self.failed_runs = 0
+        self.runs_full = self.runs_incremental = self.failed_runs = self.events_full = 0
 
-    def _scan_and_run(self, only_changed: bool) -> int:
+    def _scan_and_run(self, only_changed: bool) -> tuple[int, int]:
         from agrag_pipeline.freshness import contiguous_runs
 
         registered = self.instance.get_dynamic_partitions("documents")
@@ -390,29 +464,71 @@ class _DagsterBackfill:
         ordered = self.instance.get_dynamic_partitions("documents")
         wanted = plan.changed if only_changed else plan.to_run
         runs = contiguous_runs(ordered, wanted, self.per_run)
-        for keys in runs:
-            result = self.job.execute_in_process(
-                instance=self.instance,
-                asset_selection=self.selection,
-                tags={
-                    "dagster/asset_partition_range_start": keys[0],
-                    "dagster/asset_partition_range_end": keys[-1],
-                    "agrag/trigger": "benchmark",
-                },
-                raise_on_error=False,
-            )
-            self.failed_runs += 0 if result.success else 1
-        return len(runs)
+        outcomes = list(self.pool.map(_worker_run, runs))
+        self.failed_runs += sum(1 for ok, _ in outcomes if not ok)
+        return len(runs), sum(count for _, count in outcomes)
 
     def full(self, keys: list[str]) -> float:
         start = time.perf_counter()
-        self.runs_full = self._scan_and_run(only_changed=False)
+        self.runs_full, self.events_full = self._scan_and_run(only_changed=False)
         return time.perf_counter() - start
 
     def incremental(self) -> float:
         start = time.perf_counter()
-        self.runs_incremental = self._scan_and_run(only_changed=True)
+        self.runs_incremental, _ = self._scan_and_run(only_changed=True)
         return time.perf_counter() - start
+
+    def close(self) -> None:
+        self.pool.shutdown()
+        self.instance.dispose()
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(home: str, raw_root: str, warehouse: str, cache: str) -> None:
+    """In each worker process: the instance, the job and the loaded tokenizer, once."""
+    import os
+
+    import dagster as dg
+
+    from agrag_pipeline.definitions import build_definitions
+    from agrag_pipeline.defs.resources import PipelineResource
+    from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+
+    os.environ["DAGSTER_HOME"] = home
+    resource_ = PipelineResource(
+        raw_root=raw_root,
+        warehouse_root=warehouse,
+        settings_path=str(DEFAULT_SETTINGS_PATH),
+        cache_dir=cache,
+    )
+    _ = resource_.runtime().chunker
+    _WORKER["instance"] = dg.DagsterInstance.from_config(home)
+    _WORKER["job"] = build_definitions(resource_).resolve_job_def("ingest_documents")
+    _WORKER["selection"] = [dg.AssetKey(name) for name in CHUNK_ASSETS]
+
+
+def _worker_ready() -> bool:
+    time.sleep(0.5)  # long enough that every worker gets one of these
+    return "job" in _WORKER
+
+
+def _worker_run(keys: list[str]) -> tuple[bool, int]:
+    """One ranged run, as the daemon would launch it; (succeeded, events it stored)."""
+    instance = _WORKER["instance"]
+    result = _WORKER["job"].execute_in_process(
+        instance=instance,
+        asset_selection=_WORKER["selection"],
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        tags={
+            "dagster/asset_partition_range_start": keys[0],
+            "dagster/asset_partition_range_end": keys[-1],
+            "agrag/trigger": "benchmark",
+        },
+        raise_on_error=False,
+    )
+    return result.success, len(instance.all_logs(result.run_id))
 
 
 # -- entry point ------------------------------------------------------------------------------
@@ -428,6 +544,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embed-sample", type=int, default=256)
     parser.add_argument("--change-fraction", type=float, default=0.01)
     parser.add_argument("--per-run", type=int, default=50)
+    parser.add_argument(
+        "--configs",
+        nargs="*",
+        choices=sorted(CONFIGS),
+        help=f"orchestration: instance configurations to measure (default: {DEFAULT_CONFIG!r})",
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.stage == "parse":
@@ -439,7 +561,12 @@ def main(argv: list[str] | None = None) -> None:
     else:
         with tempfile.TemporaryDirectory(prefix="agrag-orchestrate-") as work:
             figures = orchestrate_stage(
-                args.root, args.repeats, args.change_fraction, args.per_run, Path(work)
+                args.root,
+                args.repeats,
+                args.change_fraction,
+                args.per_run,
+                Path(work),
+                args.configs,
             )
     figures["stage_wall_s"] = round(time.perf_counter() - start, 1)
     figures["peak_rss_mb"] = peak_rss_mb()

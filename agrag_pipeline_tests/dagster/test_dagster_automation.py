@@ -190,3 +190,21 @@ def test_nightly_refresh_requests_only_missing_or_stale_documents(tmp_path: Path
             "nightly-20261129T0200-1",
         ]
         assert "zzz.md" in instance.get_dynamic_partitions("documents")
+
+
+def test_a_partition_added_for_a_missing_file_is_removed_by_the_next_tick(tmp_path: Path) -> None:
+    """The Materialize dialog's "Add a partition" can add a key no file has (partitions.py)."""
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, DOCS)
+        project.register([*sorted(DOCS), "ghost.md"])
+        result = _tick(project, project.definitions(), None)
+        deleted = [
+            key
+            for request in result.dynamic_partitions_requests or []
+            if isinstance(request, dg.DeleteDynamicPartitionsRequest)
+            for key in request.partition_keys
+        ]
+        assert deleted == ["ghost.md"]
+        # The tick's cursor is a short pointer, not the per-file state.
+        assert result.cursor is not None and result.cursor.startswith("v2:")
+        assert len(result.cursor) < 40
