@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import dagster as dg
@@ -31,7 +32,24 @@ def build_definitions(pipeline: PipelineResource | None = None) -> dg.Definition
         # One process per run: each asset already loops over its documents and isolates their
         # failures, and the parts (the embedding model above all) load once per run. Dagster's
         # default multiprocess executor would start a process per step and load the model twice.
-        executor=dg.in_process_executor,
+        executor=_executor(),
+    )
+
+
+def _executor() -> dg.ExecutorDefinition:
+    """In-process unless ``AGRAG_EXECUTOR=celery``: then each step goes to Celery workers
+    (dagster-celery) through the broker and result backend named by ``AGRAG_CELERY_BROKER``
+    and ``AGRAG_CELERY_BACKEND`` (e.g. ``redis://host:6379/0``), workers that may be on other
+    machines sharing the instance (PostgreSQL) and the warehouse (object storage)."""
+    if os.environ.get("AGRAG_EXECUTOR", "in_process") != "celery":
+        return dg.in_process_executor
+    from dagster_celery import celery_executor
+
+    return celery_executor.configured(
+        {
+            "broker": {"env": "AGRAG_CELERY_BROKER"},
+            "backend": {"env": "AGRAG_CELERY_BACKEND"},
+        }
     )
 
 

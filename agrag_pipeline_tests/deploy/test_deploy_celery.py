@@ -1,0 +1,151 @@
+"""The Celery executor for real: PostgreSQL (the instance), Redis (broker and result backend)
+and two Celery workers on loopback run the ingest job's steps; the outputs equal a local run's.
+
+Left out here (said in the report): the S3 server, the daemon and webserver (the run is
+executed with ``execute_job`` from the test, its steps on the workers), and killing a worker
+mid-run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from agrag_pipeline.pipeline import run_document
+from agrag_pipeline.runtime import Runtime
+from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH, load_settings
+from agrag_pipeline_tests.deploy.postgres import running_postgres
+from agrag_pipeline_tests.deploy.test_deploy_s3_warehouse import DOCS, _contents, _raw_root
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+REPO = DEPLOY.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server is not installed: bin/setup installs it (apt)")
+    port = _free_port()
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir"]
+    server = subprocess.Popen([*argv, str(tmp_path)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.1)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # a run whose steps no worker takes would wait forever
+def test_the_ingest_job_runs_on_two_celery_workers_and_writes_what_a_local_run_writes(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = _raw_root(tmp_path)
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(DEPLOY / "dagster.yaml", home / "dagster.yaml")
+    config = tmp_path / "celery.yaml"
+    config.write_text(f"execution:\n  config:\n    broker: {redis_url}\n    backend: {redis_url}\n")
+    with running_postgres() as url:
+        env = {
+            "DAGSTER_HOME": str(home),
+            "AGRAG_POSTGRES_URL": url.replace("postgresql://", "postgresql+psycopg2://", 1),
+            "AGRAG_RAW_ROOT": str(raw),
+            "AGRAG_WAREHOUSE_ROOT": str(tmp_path / "warehouse"),
+            "AGRAG_CACHE_DIR": str(tmp_path / "cache"),
+            "AGRAG_EXECUTOR": "celery",
+            "AGRAG_CELERY_BROKER": redis_url,
+            "AGRAG_CELERY_BACKEND": redis_url,
+            "PYTHONPATH": str(REPO),
+            # dagster-celery starts `celery` by name: the environment's own, first on PATH.
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        celery_cli = str(Path(sys.executable).with_name("dagster-celery"))
+        workers = []
+        for name in ("w1", "w2"):
+            log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed with the worker
+            argv = [celery_cli, "worker", "start", "-A", "dagster_celery.app", "-y", str(config)]
+            argv += ["-n", name]
+            argv += ["-i", "agrag_pipeline_tests.deploy.celery_job", "--", "--concurrency=1"]
+            workers.append(
+                (
+                    subprocess.Popen(
+                        argv,
+                        env=dict(os.environ),
+                        cwd=REPO,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,  # its own group: the celery child is stopped too
+                    ),
+                    log,
+                )
+            )
+        try:
+            deadline = time.monotonic() + 120
+            for name, (process, _) in zip(("w1", "w2"), workers, strict=True):
+                while "ready." not in (tmp_path / f"{name}.log").read_text(errors="replace"):
+                    assert process.poll() is None, (tmp_path / f"{name}.log").read_text()[-2000:]
+                    assert time.monotonic() < deadline, f"worker {name} not ready in 120 s"
+                    time.sleep(0.5)
+            from agrag_pipeline_tests.deploy import celery_job
+
+            with dg.DagsterInstance.get() as instance:
+                instance.add_dynamic_partitions("documents", sorted(DOCS))
+                job = dg.reconstructable(celery_job.ingest_job)
+                for key in sorted(DOCS):
+                    with dg.execute_job(job, instance, tags={"dagster/partition": key}) as result:
+                        assert result.success, key
+                        events = result.all_events
+                    started = [e for e in events if e.event_type_value == "STEP_START"]
+                    assert len(started) >= 4
+                logs = "".join((tmp_path / f"{n}.log").read_text() for n in ("w1", "w2"))
+                assert "succeeded" in logs  # the steps ran in the workers, not in the test
+        finally:
+            for process, log in workers:
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGTERM)
+                    try:
+                        process.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(process.pid, signal.SIGKILL)
+                        process.wait(timeout=30)
+                log.close()
+
+    local_root = tmp_path / "local"
+    local = Runtime(load_settings(DEFAULT_SETTINGS_PATH), raw, str(local_root), tmp_path / "c2")
+    for key in sorted(DOCS):
+        run_document(local, key)
+    celery_root = tmp_path / "warehouse"
+    ours = {k: v for k, v in _contents(local.warehouse.fs, str(celery_root)).items()}
+    theirs = _contents(local.warehouse.fs, str(local_root))
+    tables = ("raw/", "text/", "documents/", "sections/", "chunks/", "embeddings/")
+    assert {k: v for k, v in ours.items() if k.startswith(tables)} == {
+        k: v for k, v in theirs.items() if k.startswith(tables)
+    }
+    assert any(k.startswith("embeddings/") for k in ours)
