@@ -180,8 +180,9 @@ class Runtime:
         It folds into ``code_version``; the loaded model's own fingerprint (weights hash
         included) is what each embeddings file records and what decides reuse.
         """
-        # batch_size changes how fast vectors are made, not what they are.
-        return fingerprint(self.settings.embedding.model_dump(mode="json", exclude={"batch_size"}))
+        # batch_size and the device change how fast vectors are made, not what they are.
+        speed_only = {"batch_size", "device", "half_precision"}
+        return fingerprint(self.settings.embedding.model_dump(mode="json", exclude=speed_only))
 
     @property
     def embedding_fingerprint(self) -> str:

@@ -32,6 +32,26 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 WEIGHTS_FILE = "model.safetensors"
 
 
+def resolve_device(device: str) -> str:
+    """``auto``: CUDA when torch sees a GPU, else Apple's MPS, else the CPU. A device asked
+    for by name that torch cannot use is an error naming the fix, never a silent CPU run."""
+    import torch
+
+    if device == "auto":
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        return "mps" if mps is not None and mps.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise EmbeddingError(
+            f"embedding.device is cuda, but torch {torch.__version__} sees no CUDA GPU (the "
+            "default install is the CPU build; README 'GPU embedding' installs a CUDA build)"
+        )
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise EmbeddingError("embedding.device is mps, but torch sees no Apple MPS device")
+    return device
+
+
 class WeightsMismatchError(EmbeddingError):
     """The weights on disk are not the ones the settings trust."""
 
@@ -98,6 +118,7 @@ class SentenceTransformerEmbedder(Embedder):
         batch_size: int = 32,
         normalize: bool = True,
         device: str = "cpu",
+        half_precision: bool = False,
         group_by_tokens: bool = True,
     ) -> None:
         self.model_dir = Path(model_dir)
@@ -108,9 +129,12 @@ class SentenceTransformerEmbedder(Embedder):
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
+        self.device = resolve_device(device)
         self.model: Any = SentenceTransformer(
-            str(self.model_dir), device=device, local_files_only=True
+            str(self.model_dir), device=self.device, local_files_only=True
         )
+        if half_precision and self.device != "cpu":
+            self.model.half()  # vectors come back as float32 all the same
         self.model_name = model_name
         self.batch_size = batch_size
         self.normalize = normalize
@@ -157,6 +181,8 @@ class SentenceTransformerEmbedder(Embedder):
             expected_sha256=settings.weights_sha256,
             batch_size=settings.batch_size,
             normalize=settings.normalize,
+            device=settings.device,
+            half_precision=settings.half_precision,
         )
 
     def _encode_once(self, texts: list[str], batch_size: int) -> Vectors:

@@ -57,6 +57,13 @@ class EmbeddingSettings(BaseModel):
     model: str = "sentence-transformers/all-MiniLM-L6-v2"
     batch_size: int = Field(default=32, ge=1)
     normalize: bool = True
+    # Where the local model runs (sentence-transformers backend). Neither this nor
+    # half_precision is fingerprinted: they change how fast vectors are made, and fp16 moves
+    # them by rounding only (not measured here: no GPU; see README "GPU embedding").
+    device: Literal["auto", "cpu", "cuda", "mps"] = Field(
+        default="auto", description="auto: CUDA, else Apple MPS, else the CPU"
+    )
+    half_precision: bool = Field(default=True, description="fp16 weights on a GPU (not the CPU)")
     model_dir: str | None = Field(
         default=None,
         description="a local sentence-transformers directory; None uses the packaged MiniLM",
