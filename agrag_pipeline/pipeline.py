@@ -112,7 +112,6 @@ def snapshot_document(warehouse: Warehouse, raw_root: Path, source_key: str) -> 
         read_regular_file,
         resolve_in_root,
     )
-
     from agrag_pipeline.storage.raw_remote import object_root_uri, object_uri, read_object
 
     remote = object_root_uri(raw_root)  # a bucket: the object is read through fsspec

@@ -69,7 +69,7 @@ def test_file_without_extension_is_plain_text_by_content_and_binary_is_unsupport
     assert [s.level for s in parsed.sections] == [0]
     assert "Permission is hereby granted" in parsed.text_layer
     assert contract_violations(parsed) == []
-    with pytest.raises(UnsupportedFormatError, match="blob: no parser for extension '\(none\)'"):
+    with pytest.raises(UnsupportedFormatError, match=r"blob: no parser for extension '\(none\)'"):
         parse_document(b"\x00\x01binary\xff", "blob")
 
 
