@@ -49,8 +49,21 @@ def _executor() -> dg.ExecutorDefinition:
         {
             "broker": {"env": "AGRAG_CELERY_BROKER"},
             "backend": {"env": "AGRAG_CELERY_BACKEND"},
+            "config_source": CELERY_REDELIVERY,
         }
     )
+
+
+#: A worker killed mid-step (kill -9, a lost machine) must not lose its step and leave the run
+#: waiting forever: acknowledge a step only when it finished, so Redis hands it to another
+#: worker once the visibility timeout passes (the steps are idempotent). Workers read the same
+#: settings from their ``-y`` YAML (``execution.config.config_source``).
+CELERY_REDELIVERY = {
+    "task_acks_late": True,
+    "task_reject_on_worker_lost": True,
+    "worker_prefetch_multiplier": 1,
+    "broker_transport_options": {"visibility_timeout": 30},
+}
 
 
 defs = build_definitions()
