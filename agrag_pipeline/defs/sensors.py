@@ -29,7 +29,9 @@ from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.freshness import ChangePlan, encode_cursor, plan_changes, remove_deleted
 from agrag_pipeline.models import Document
 
-ASSET_KEYS = ("raw_documents", "sections", "chunks", "embeddings", "graph")
+#: Every per-document asset, sinks included: a new or changed document reaches the graph and
+#: the search index in the same backfill as its chunks.
+ASSET_KEYS = ("raw_documents", "sections", "chunks", "embeddings", "graph", "search_index")
 #: How many names one log line lists before it says "and N more".
 NAMED_PER_LINE = 20
 
