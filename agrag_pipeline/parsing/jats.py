@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from lxml import etree
 
 from agrag_pipeline.models import Document
+from agrag_pipeline.parsing.archive import hardened_xml_parser
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
@@ -78,18 +79,6 @@ _DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 
 
-def _parser() -> etree.XMLParser:
-    return etree.XMLParser(
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-    )
-
-
 def parse_xml(raw: bytes, source_key: str) -> etree._Element:
     """The root element of a JATS file, parsed safely (see the module docstring).
 
@@ -105,7 +94,7 @@ def parse_xml(raw: bytes, source_key: str) -> etree._Element:
             "attack?): refused",
         )
     try:
-        root = etree.fromstring(raw, _parser())
+        root = etree.fromstring(raw, hardened_xml_parser())
     except etree.XMLSyntaxError as exc:
         raise CorruptDocumentError(source_key, f"not well-formed XML: {exc}") from exc
     if root is None:

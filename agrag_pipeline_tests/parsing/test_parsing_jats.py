@@ -9,6 +9,7 @@ import pytest
 
 from agrag_pipeline.models import Section
 from agrag_pipeline.parsing import ParsedDocument, jats, parse_document
+from agrag_pipeline.parsing.archive import hardened_xml_parser
 from agrag_pipeline.parsing.contract import contract_violations
 from agrag_pipeline.parsing.errors import CorruptDocumentError
 
@@ -168,7 +169,7 @@ def test_external_entity_never_reads_local_files() -> None:
     with pytest.raises(CorruptDocumentError, match="declares entities"):
         parse_document(xxe, "xxe.nxml")
     # Past our check, the parser itself resolves nothing (no DTD, no network, no entities).
-    root = jats.etree.fromstring(xxe, jats._parser())
+    root = jats.etree.fromstring(xxe, hardened_xml_parser())
     assert "root:" not in jats.inline(root)
 
 
