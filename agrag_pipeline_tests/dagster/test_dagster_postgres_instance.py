@@ -7,12 +7,6 @@ through dagster-postgres, exactly as a deployment's dagster.yaml would point the
 
 from __future__ import annotations
 
-import os
-import pwd
-import shutil
-import socket
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,82 +14,14 @@ import dagster as dg
 import pytest
 from dagster_support import make_project
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _as_postgres_user() -> list[str]:
-    # PostgreSQL refuses to run as root; CI and these machines run tests as root.
-    if os.geteuid() != 0:
-        return []
-    pwd.getpwnam("postgres")
-    return ["runuser", "-u", "postgres", "--"]
+from agrag_pipeline_tests.deploy.postgres import running_postgres
 
 
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    initdb = PG_BIN / "initdb" if (PG_BIN / "initdb").exists() else shutil.which("initdb")
-    if initdb is None:
-        raise RuntimeError("PostgreSQL is not installed: bin/setup installs it (apt postgresql)")
-    # Directly under /tmp: pytest's own temporary root is private to root, and the server runs
-    # as the postgres user.
-    base = Path(tempfile.mkdtemp(prefix="agrag-pg-"))
-    data, sockets = base / "data", base / "sock"
-    sockets.mkdir()
-    prefix = _as_postgres_user()
-    if prefix:
-        shutil.chown(base, "postgres")
-        shutil.chown(sockets, "postgres")
-    port = _free_port()
-    subprocess.run(
-        [*prefix, str(initdb), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-        check=True,
-        capture_output=True,
-    )
-    pg_ctl = str(Path(initdb).with_name("pg_ctl"))
-    options = f"-h 127.0.0.1 -p {port} -k {sockets} -c fsync=off"
-    subprocess.run(
-        [
-            *prefix,
-            pg_ctl,
-            "-D",
-            str(data),
-            "-o",
-            options,
-            "-w",
-            "-t",
-            "60",
-            "-l",
-            str(base / "log"),
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        subprocess.run(
-            [
-                str(Path(initdb).with_name("createdb")),
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-U",
-                "postgres",
-                "agrag",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        yield f"postgresql://postgres@127.0.0.1:{port}/agrag"
-    finally:
-        subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"], check=False)
-        shutil.rmtree(base, ignore_errors=True)
+    """A real PostgreSQL on loopback (initdb, free port), stopped when the module is done."""
+    with running_postgres() as url:
+        yield url
 
 
 def test_materialisations_and_partitions_are_stored_in_postgres(

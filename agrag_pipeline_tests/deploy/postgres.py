@@ -1,5 +1,5 @@
-"""A real PostgreSQL for deploy tests: initdb into a temporary folder under /tmp, loopback only,
-a free port, stopped with ``pg_ctl stop`` (the same way as the dagster tests' server)."""
+"""A real PostgreSQL for the tests (deploy and instance storage): initdb into a folder under /tmp,
+loopback only, a free port, stopped with ``pg_ctl stop``."""
 
 from __future__ import annotations
 
