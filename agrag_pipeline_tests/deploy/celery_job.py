@@ -6,6 +6,8 @@ import dagster as dg
 
 
 def ingest_job() -> dg.JobDefinition:
-    from agrag_pipeline.definitions import defs
+    """Built from the environment at call time (roots, ``AGRAG_EXECUTOR``), not from the
+    module-level ``defs``, which an earlier import in the same process froze with other roots."""
+    from agrag_pipeline.definitions import build_definitions
 
-    return defs.resolve_job_def("ingest_documents")
+    return build_definitions().resolve_job_def("ingest_documents")
