@@ -140,10 +140,14 @@ class KeptEngineSqliteEventLogStorage(SqliteEventLogStorage):
         self._engines.dispose()
 
 
-class KeptEngineSqliteRunStorage(SqliteRunStorage):
+class _KeptEngine:
+    """One engine kept for the storage's single SQLite file (run and schedule storage)."""
+
+    _conn_string: str
+
     def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None) -> None:
         self._engines = _Engines(limit=1)
-        super().__init__(conn_string, inst_data)
+        super().__init__(conn_string, inst_data)  # type: ignore[call-arg]
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
@@ -151,23 +155,16 @@ class KeptEngineSqliteRunStorage(SqliteRunStorage):
             yield conn
 
     def dispose(self) -> None:
-        super().dispose()
+        super().dispose()  # type: ignore[misc]
         self._engines.dispose()
 
 
-class KeptEngineSqliteScheduleStorage(SqliteScheduleStorage):
-    def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None) -> None:
-        self._engines = _Engines(limit=1)
-        super().__init__(conn_string, inst_data)
+class KeptEngineSqliteRunStorage(_KeptEngine, SqliteRunStorage):
+    pass
 
-    @contextmanager
-    def connect(self) -> Iterator[Connection]:
-        with self._engines.get(self._conn_string).connect() as conn, conn.begin():
-            yield conn
 
-    def dispose(self) -> None:
-        super().dispose()
-        self._engines.dispose()
+class KeptEngineSqliteScheduleStorage(_KeptEngine, SqliteScheduleStorage):
+    pass
 
 
 class KeptEngineSqliteStorage(DagsterSqliteStorage):
