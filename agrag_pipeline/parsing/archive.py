@@ -183,18 +183,22 @@ def read_member(
         ) from exc
 
 
+#: lxml options for every XML the pipeline reads (OOXML parts, JATS): no entity resolved, no
+#: DTD loaded, no network, no huge trees. ``etree.iterparse`` takes them as keywords.
+HARDENED_XML_OPTIONS: dict[str, bool] = {
+    "resolve_entities": False,
+    "no_network": True,
+    "load_dtd": False,
+    "dtd_validation": False,
+    "huge_tree": False,
+    "remove_comments": True,
+    "remove_pis": True,
+}
+
+
 def hardened_xml_parser() -> etree.XMLParser:
-    """An lxml parser that resolves no entity, loads no DTD and touches no network: for every
-    XML the pipeline reads (OOXML parts, JATS)."""
-    return etree.XMLParser(
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-    )
+    """An lxml parser with ``HARDENED_XML_OPTIONS``."""
+    return etree.XMLParser(**HARDENED_XML_OPTIONS)
 
 
 def refuse_dtd(data: bytes, source_key: str, part: str) -> None:

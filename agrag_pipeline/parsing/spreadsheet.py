@@ -49,7 +49,7 @@ from typing import Any
 from lxml import etree
 
 from agrag_pipeline.models import Document
-from agrag_pipeline.parsing.archive import open_zip, parse_xml, refuse_dtd
+from agrag_pipeline.parsing.archive import HARDENED_XML_OPTIONS, open_zip, parse_xml, refuse_dtd
 from agrag_pipeline.parsing.budget import Deadline, check_size, current_deadline
 from agrag_pipeline.parsing.delimited import has_header
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
@@ -201,17 +201,7 @@ def format_value(value: Any, number_format: str = "General") -> str | None:
 def _iterparse(archive: zipfile.ZipFile, part: str, tags: tuple[str, ...]) -> Any:
     """lxml's streaming parser over a package part, hardened like ``archive.parse_xml``
     (every part's prolog was already checked for a DTD by ``_check_package``)."""
-    return etree.iterparse(
-        archive.open(part),
-        events=("end",),
-        tag=tags,
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-    )
+    return etree.iterparse(archive.open(part), events=("end",), tag=tags, **HARDENED_XML_OPTIONS)
 
 
 def _release(element: etree._Element) -> None:
