@@ -111,6 +111,10 @@ def test_the_ingest_job_runs_on_two_celery_workers_and_writes_what_a_local_run_w
             "config_source": CELERY_REDELIVERY,
         }
         config.write_text(yaml.safe_dump({"execution": {"config": celery_config}}))
+        # The instance's schema first, once: two workers starting together on a fresh
+        # database would both create it, and dagster-postgres does not guard that race.
+        with dg.DagsterInstance.get():
+            pass
         celery_cli = str(Path(sys.executable).with_name("dagster-celery"))
         workers = []
         for name in ("w1", "w2"):
