@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from dagster_dev_support import (
     ADD_PARTITION_MUTATION,
@@ -305,17 +306,42 @@ def run_worker_pid(served: Served, run_id: str) -> int | None:
     return None
 
 
+def freeze_mid_run(served: Served, run_id: str) -> int | None:
+    """Stop the run's worker with SIGSTOP as soon as it has recorded its pid, then confirm the run
+    has not ended: a frozen worker cannot finish between that check and the SIGKILL, so the kill
+    provably lands mid-run. Returns the pid, or None if the run ended before it could be frozen
+    (a small run on a fast machine: the caller launches another)."""
+    pid = wait_for(
+        f"run {run_id} to start its worker", lambda: run_worker_pid(served, run_id), 120, 0.1
+    )
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except (ProcessLookupError, psutil.NoSuchProcess):
+        alive = False
+    if alive and run_status(served, run_id)["status"] in {"STARTING", "STARTED"}:
+        return pid
+    if alive:
+        os.kill(pid, signal.SIGCONT)
+    wait_for_run(served, run_id, {"SUCCESS"})
+    return None
+
+
 def test_dagster_dev_fails_killed_runs_and_runs_the_queued_one(served: Served) -> None:
-    """Both run slots (max_concurrent_runs: 2) held by runs whose workers get SIGKILL: the run
-    monitoring daemon must fail them in bounded time, and a third, queued run must run."""
+    """Both run slots (max_concurrent_runs: 2) held by runs whose workers get SIGKILL mid-run:
+    the run monitoring daemon must fail them in bounded time, and a third, queued run must run."""
     keys = sorted(DOCUMENTS)
     register(served, keys)
-    doomed = [launch_partition_run(served, key) for key in keys[:2]]
-    pids = [
-        wait_for(f"run {r} to start its worker", lambda r=r: run_worker_pid(served, r), 120, 0.3)
-        for r in doomed
-    ]
-    for pid in pids:
+    doomed: dict[str, int] = {}
+    for _attempt in range(6):
+        run_id = launch_partition_run(served, keys[len(doomed)])
+        pid = freeze_mid_run(served, run_id)
+        if pid is not None:
+            doomed[run_id] = pid
+        if len(doomed) == 2:
+            break
+    assert len(doomed) == 2, f"only {len(doomed)} runs could be caught mid-run in 6 attempts"
+    for pid in doomed.values():
         os.kill(pid, signal.SIGKILL)
     killed_at = time.monotonic()
     queued = launch_partition_run(served, keys[2], ("raw_documents",))
