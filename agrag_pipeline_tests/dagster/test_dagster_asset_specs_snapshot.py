@@ -83,7 +83,10 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         warehouse_root=str(tmp / "warehouse"),
         settings_path=str(DEFAULT_SETTINGS_PATH),
     )
-    return json.loads(json.dumps(asset_specs_snapshot(build_definitions(resource))))
+    # Resolving the asset graph reads Dagster's defs-state storage from the current instance;
+    # a test instance of its own keeps an earlier test's closed instance out of it.
+    with dg.instance_for_test():
+        return json.loads(json.dumps(asset_specs_snapshot(build_definitions(resource))))
 
 
 def test_asset_specs_match_the_reviewed_snapshot(snapshot: dict[str, Any]) -> None:
