@@ -146,21 +146,29 @@ def _materialize(
         yield from report_checks(context, step, targets, evaluate)
 
 
+def per_document_asset(
+    name: str, code_version: str, metadata: dict[str, Any] | None = None, stage: str | None = None
+) -> dict[str, Any]:
+    """The ``@dg.asset`` arguments every per-document asset shares: one partition per document,
+    batched backfills, the group and owners, its checks and its stage tag."""
+    return {
+        "name": name,
+        "partitions_def": documents_partitions,
+        "backfill_policy": batched_backfills,
+        "group_name": GROUP,
+        "owners": OWNERS,
+        "code_version": code_version,
+        "metadata": metadata or {},
+        "check_specs": check_specs(name),
+        "tags": {"agrag/stage": stage or name},
+    }
+
+
 def build_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
     """The four assets, with code versions that fold in the settings fingerprints."""
 
     def common(name: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "partitions_def": documents_partitions,
-            "backfill_policy": batched_backfills,
-            "group_name": GROUP,
-            "owners": OWNERS,
-            "code_version": code_versions[name],
-            "metadata": md.definition_metadata(name),
-            "check_specs": check_specs(name),
-            "tags": {"agrag/stage": name},
-        }
+        return per_document_asset(name, code_versions[name], md.definition_metadata(name))
 
     @dg.asset(
         kinds={"python", "file"},

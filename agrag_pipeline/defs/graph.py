@@ -13,9 +13,7 @@ from typing import Any
 import dagster as dg
 
 from agrag_pipeline.defs import metadata as md
-from agrag_pipeline.defs.assets import GROUP, OWNERS, StepConfig, _materialize
-from agrag_pipeline.defs.checks import check_specs
-from agrag_pipeline.defs.partitions import batched_backfills, documents_partitions
+from agrag_pipeline.defs.assets import StepConfig, _materialize, per_document_asset
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.pipeline import current_document
 from agrag_pipeline.sinks.graph.model import EDGE_TYPES, NODE_PROPERTIES, NODES_SCHEMA
@@ -43,16 +41,12 @@ def build_graph_asset() -> dg.AssetsDefinition:
     """The graph asset (built where the definitions are, inside their BetaWarning filter)."""
 
     @dg.asset(
-        name="graph",
         deps=["embeddings"],
-        partitions_def=documents_partitions,
-        backfill_policy=batched_backfills,
-        group_name=GROUP,
-        owners=OWNERS,
-        code_version=f"graph-{GRAPH_VERSION}",
-        metadata={"dagster/column_schema": md.table_schema(NODES_SCHEMA)},
-        check_specs=check_specs("graph"),
-        tags={"agrag/stage": "graph"},
+        **per_document_asset(
+            "graph",
+            f"graph-{GRAPH_VERSION}",
+            {"dagster/column_schema": md.table_schema(NODES_SCHEMA)},
+        ),
         kinds={"python", "parquet", "graph"},
         description="Document, Section and Chunk nodes with HAS_SECTION, SUBSECTION_OF, HAS_CHUNK, "
         "FROM_SECTION and NEXT_CHUNK edges: graph_nodes/graph_edges Parquet tables, and the graph "

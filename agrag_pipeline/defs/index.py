@@ -13,8 +13,7 @@ from typing import Any
 
 import dagster as dg
 
-from agrag_pipeline.defs.assets import GROUP, OWNERS, StepConfig, _materialize
-from agrag_pipeline.defs.partitions import batched_backfills, documents_partitions
+from agrag_pipeline.defs.assets import OWNERS, StepConfig, _materialize, per_document_asset
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.retrieval.commands import evaluate_index
 from agrag_pipeline.retrieval.evaluate import table
@@ -42,14 +41,8 @@ def build_index_assets() -> list[dg.AssetsDefinition]:
     """``search_index`` and ``retrieval_score`` (built inside the definitions' warning filter)."""
 
     @dg.asset(
-        name="search_index",
         deps=["embeddings"],
-        partitions_def=documents_partitions,
-        backfill_policy=batched_backfills,
-        group_name=GROUP,
-        owners=OWNERS,
-        code_version="index-1",
-        tags={"agrag/stage": "index"},
+        **per_document_asset("search_index", "index-1", stage="index"),
         kinds={"python", "lancedb"},
         description="Each document's chunks and vectors in the LanceDB index under the warehouse "
         "(index/): dense and BM25 search; replaced per document, never rebuilt.",
