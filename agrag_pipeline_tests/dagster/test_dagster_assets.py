@@ -316,3 +316,37 @@ def test_check_evaluations_name_their_document(sample_run) -> None:  # type: ign
     steps = [e for e in result.all_events if e.event_type_value == "STEP_SUCCESS"]
     assert len(steps) >= 4
     assert sum("documents done" in m for m in messages) == len(steps)
+
+
+def test_retrieval_score_materialises_recall_and_mrr_over_the_sample_index(  # type: ignore[no-untyped-def]
+    sample_run, tmp_path: Path
+) -> None:
+    """The evaluation asset as a user materialises it from the UI, after the ingestion run has
+    indexed the sample data: recall and MRR per mode, as numeric metadata the UI plots."""
+    project, _ = sample_run
+    questions = tmp_path / "questions.tsv"
+    questions.write_text(
+        "query\tsource_key\theading\n"
+        "How do I return a value out of a loop with break?\t"
+        "rust-book/ch03-05-control-flow.md\tReturning Values from Loops\n"
+        "How do I break out of an outer loop from inside a nested loop?\t"
+        "rust-book/ch03-05-control-flow.md\tDisambiguating with Loop Labels\n"
+        "What are the reserved keywords that cannot be used as identifiers?\t"
+        "rust-book/appendix-01-keywords.md\tKeywords Currently in Use\n",
+        encoding="utf-8",
+    )
+    defs = project.definitions()
+    result = dg.materialize(
+        [defs.resolve_assets_def("retrieval_score")],
+        instance=project.instance,
+        run_config={"ops": {"retrieval_score": {"config": {"questions": str(questions)}}}},
+    )
+    assert result.success
+    metadata = materialization_metadata(result, "retrieval_score")[None]
+    assert metadata["questions"] == 3
+    for mode in ("dense", "bm25", "hybrid"):
+        assert 0.0 <= metadata[f"{mode}/recall@1"] <= metadata[f"{mode}/recall@5"] <= 1.0
+        assert 0.0 <= metadata[f"{mode}/mrr@10"] <= 1.0
+    # Three exact questions over 18 short documents: hybrid finds every answer in its top 5.
+    assert metadata["hybrid/recall@5"] == 1.0
+    assert "hybrid" in metadata["scores"]
