@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from parsed_support import parse_checked, table_cells
 
 from agrag_pipeline.models import Section
 from agrag_pipeline.parsing import ParsedDocument, delimited, parse_document
-from agrag_pipeline.parsing.contract import contract_violations
 from agrag_pipeline.parsing.errors import (
     DocumentTooLargeError,
     EmptyDocumentError,
@@ -18,9 +18,7 @@ from agrag_pipeline.parsing.errors import (
 
 
 def _parse(raw: bytes, key: str = "data.csv") -> ParsedDocument:
-    parsed = parse_document(raw, key)
-    assert contract_violations(parsed) == []
-    return parsed
+    return parse_checked(raw, key)
 
 
 def _table(parsed: ParsedDocument) -> Section:
@@ -30,13 +28,7 @@ def _table(parsed: ParsedDocument) -> Section:
 
 
 def _rows(parsed: ParsedDocument) -> list[list[str]]:
-    table = _table(parsed)
-    spans = ([table.table_header] if table.table_header else []) + table.table_rows
-    out = []
-    for span in spans:
-        line = parsed.text_layer[span.start : span.end].split("\n")[0]
-        out.append([c.strip() for c in line.strip().strip("|").split(" | ")])
-    return out
+    return table_cells(parsed, _table(parsed))
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import docx
 import pytest
+from parsed_support import headings as _headings
+from parsed_support import parse_checked, parse_corpus
+from parsed_support import table_cells as _rows
+from parsed_support import tables as _tables
 
-from agrag_pipeline.models import Section
 from agrag_pipeline.parsing import ParsedDocument, parse_document, word
-from agrag_pipeline.parsing.contract import contract_violations
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
@@ -44,31 +46,11 @@ REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 
 def _parse(raw: bytes, key: str = "doc.docx") -> ParsedDocument:
-    parsed = parse_document(raw, key)
-    assert contract_violations(parsed) == []
-    return parsed
+    return parse_checked(raw, key)
 
 
 def _corpus(corpus_dir: Path, name: str) -> ParsedDocument:
-    return _parse((corpus_dir / "docx" / name).read_bytes(), f"docx/{name}")
-
-
-def _headings(parsed: ParsedDocument) -> list[tuple[int, list[str]]]:
-    return [(s.level, s.heading_path) for s in parsed.sections if s.heading is not None]
-
-
-def _tables(parsed: ParsedDocument) -> list[Section]:
-    return [s for s in parsed.sections if s.kind == "table"]
-
-
-def _rows(parsed: ParsedDocument, table: Section) -> list[list[str]]:
-    """Header (if any) and body rows of a table section as cell lists."""
-    spans = ([table.table_header] if table.table_header else []) + table.table_rows
-    out = []
-    for span in spans:
-        line = parsed.text_layer[span.start : span.end].split("\n")[0]
-        out.append([c.strip() for c in line.strip()[1:-1].split(" | ")])
-    return out
+    return parse_corpus(corpus_dir, "docx", name)
 
 
 def _lines(parsed: ParsedDocument) -> list[str]:

@@ -11,6 +11,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from parsed_support import headings as _headings
+from parsed_support import parse_checked, parse_corpus
+from parsed_support import table_cells as _rows
 from PIL import Image
 from pptx import Presentation
 from pptx.chart.data import CategoryChartData, XyChartData
@@ -18,9 +21,7 @@ from pptx.enum.chart import XL_CHART_TYPE
 from pptx.enum.shapes import MSO_SHAPE
 from pptx.util import Inches
 
-from agrag_pipeline.models import Section
 from agrag_pipeline.parsing import ParsedDocument, parse_document, powerpoint
-from agrag_pipeline.parsing.contract import contract_violations
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
@@ -37,17 +38,11 @@ CORPUS_NAMES = sorted(
 
 
 def _parse(raw: bytes, key: str = "deck.pptx") -> ParsedDocument:
-    parsed = parse_document(raw, key)
-    assert contract_violations(parsed) == []
-    return parsed
+    return parse_checked(raw, key)
 
 
 def _corpus(corpus_dir: Path, name: str) -> ParsedDocument:
-    return _parse((corpus_dir / "pptx" / name).read_bytes(), f"pptx/{name}")
-
-
-def _headings(parsed: ParsedDocument) -> list[tuple[int, list[str]]]:
-    return [(s.level, s.heading_path) for s in parsed.sections if s.heading is not None]
+    return parse_corpus(corpus_dir, "pptx", name)
 
 
 def _section(parsed: ParsedDocument, *path: str) -> str:
@@ -55,15 +50,6 @@ def _section(parsed: ParsedDocument, *path: str) -> str:
     return "\n\n".join(
         s.text_in(parsed.text_layer) for s in parsed.sections if s.heading_path == list(path)
     )
-
-
-def _rows(parsed: ParsedDocument, table: Section) -> list[list[str]]:
-    spans = ([table.table_header] if table.table_header else []) + table.table_rows
-    out = []
-    for span in spans:
-        line = parsed.text_layer[span.start : span.end].split("\n")[0]
-        out.append([c.strip() for c in line.strip()[1:-1].split(" | ")])
-    return out
 
 
 def _save(presentation: object) -> bytes:

@@ -15,8 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openpyxl.chart import BarChart, Reference
 from openpyxl.comments import Comment
+from parsed_support import parse_checked, parse_corpus
+from parsed_support import table_cells as _cells
+from parsed_support import tables as _tables
 
-from agrag_pipeline.models import Section
 from agrag_pipeline.parsing import ParsedDocument, parse_document, spreadsheet
 from agrag_pipeline.parsing.contract import contract_violations
 from agrag_pipeline.parsing.errors import (
@@ -27,27 +29,11 @@ from agrag_pipeline.parsing.errors import (
 
 
 def _parse(raw: bytes, key: str = "book.xlsx") -> ParsedDocument:
-    parsed = parse_document(raw, key)
-    assert contract_violations(parsed) == []
-    return parsed
+    return parse_checked(raw, key)
 
 
 def _corpus(corpus_dir: Path, name: str) -> ParsedDocument:
-    return _parse((corpus_dir / "xlsx" / name).read_bytes(), f"xlsx/{name}")
-
-
-def _cells(parsed: ParsedDocument, section: Section) -> list[list[str]]:
-    """The rows of a table section as cell lists (header first, delimiter row dropped)."""
-    spans = ([section.table_header] if section.table_header else []) + section.table_rows
-    rows = []
-    for span in spans:
-        line = parsed.text_layer[span.start : span.end].split("\n")[0]
-        rows.append([c.strip() for c in line.strip().strip("|").split(" | ")])
-    return rows
-
-
-def _tables(parsed: ParsedDocument) -> list[Section]:
-    return [s for s in parsed.sections if s.kind == "table"]
+    return parse_corpus(corpus_dir, "xlsx", name)
 
 
 def _workbook_bytes(workbook: openpyxl.Workbook) -> bytes:
