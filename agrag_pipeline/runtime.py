@@ -180,8 +180,9 @@ class Runtime:
         It folds into ``code_version``; the loaded model's own fingerprint (weights hash
         included) is what each embeddings file records and what decides reuse.
         """
-        # batch_size and the device change how fast vectors are made, not what they are.
-        speed_only = {"batch_size", "device", "half_precision"}
+        # batch_size, batch_tokens and the device change how fast vectors are made, not what
+        # they are (batch_tokens: within float rounding, measured in test_embedding_batching).
+        speed_only = {"batch_size", "batch_tokens", "device", "half_precision"}
         return fingerprint(self.settings.embedding.model_dump(mode="json", exclude=speed_only))
 
     @property

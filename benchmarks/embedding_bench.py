@@ -12,6 +12,11 @@ The texts are the book's paragraphs packed to about ``target_tokens`` MiniLM tok
 the project's chunker), so this benchmark stands alone.
 
     .venv/bin/python -m benchmarks.embedding_bench --texts 300
+
+``--batch-tokens 2048,4096,8192`` instead compares fixed batches of ``--batch-size`` texts
+against token-budget batches (``embedding.batch_tokens``) on the same texts (``--corpus``: chunks
+sampled from the reference corpus, as the suite's embedding stage does), and how far the
+vectors move.
 """
 
 from __future__ import annotations
@@ -185,6 +190,50 @@ def run(
     }
 
 
+def batching_figures(
+    texts: list[str], budgets: list[int], batch_size: int = 32, repeats: int = 2
+) -> dict[str, Any]:
+    """chunks/s of batches of ``batch_size`` texts (sorted by token count, the default) and of
+    each token budget, and the largest vector difference from the fixed batches. The ways run
+    in rotating order, ``repeats`` passes, best pass kept (the machine is shared)."""
+    ours = SentenceTransformerEmbedder.from_settings(EmbeddingSettings(batch_size=batch_size))
+    ours.embed(texts[:16])  # warm up torch's kernels
+
+    def way(budget: int | None) -> Callable[[], np.ndarray]:
+        def embed() -> np.ndarray:
+            ours.batch_tokens = budget
+            return ours.embed(texts)
+
+        return embed
+
+    fixed = f"fixed {batch_size} texts"
+    ways = {fixed: way(None)} | {f"{b} tokens": way(b) for b in budgets}
+    best = dict.fromkeys(ways, float("inf"))
+    vectors: dict[str, np.ndarray] = {}
+    for number in range(repeats * len(ways)):
+        names = list(ways)
+        name = names[(number + number // len(ways)) % len(ways)]
+        start = time.perf_counter()
+        vectors[name] = ways[name]()
+        best[name] = min(best[name], time.perf_counter() - start)
+    reference = vectors[fixed]
+    counter = TokenCounter(packaged_minilm_dir() / "tokenizer.json")
+    tokens = [n + counter.special_tokens for n in counter.count_batch(texts)]
+    return {
+        "texts": len(texts),
+        "tokens_mean": round(statistics.mean(tokens), 1),
+        "tokens_max": max(tokens),
+        "chunks_per_s": {name: round(len(texts) / best[name], 2) for name in ways},
+        "ratio_to_fixed": {name: round(best[fixed] / best[name], 3) for name in ways},
+        "max_abs_diff_vs_fixed": {
+            name: float(np.abs(v - reference).max()) for name, v in vectors.items()
+        },
+        "min_cosine_vs_fixed": {
+            name: float((v * reference).sum(axis=1).min()) for name, v in vectors.items()
+        },
+    }
+
+
 def _static_figures(texts: list[str], reference: np.ndarray, cache_dir: Path) -> dict[str, Any]:
     start = time.perf_counter()
     static = StaticEmbedder.from_settings(EmbeddingSettings(backend="model2vec"), cache_dir)
@@ -216,7 +265,27 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--slice-size", type=int, default=96)
+    parser.add_argument(
+        "--batch-tokens", help="comma-separated token budgets: compare them to fixed batches"
+    )
+    parser.add_argument(
+        "--corpus", action="store_true", help="chunks sampled from the corpus, not the Rust book"
+    )
     args = parser.parse_args()
+    if args.batch_tokens:
+        if args.corpus:
+            from benchmarks.corpus import base_documents, write_corpus
+            from benchmarks.stages import corpus_chunk_sample
+
+            with tempfile.TemporaryDirectory() as tmp:
+                write_corpus(Path(tmp), len(base_documents()))
+                texts = corpus_chunk_sample(Path(tmp), args.texts)
+        else:
+            texts = rust_book_texts(args.texts)
+        budgets = [int(b) for b in args.batch_tokens.split(",")]
+        figures = batching_figures(texts, budgets, args.batch_size, max(1, args.repeats))
+        print(json.dumps(figures, indent=2))
+        return
     figures = run(args.texts, args.repeats, args.batch_size, args.cache_dir, args.slice_size)
     print(json.dumps(figures, indent=2))
 

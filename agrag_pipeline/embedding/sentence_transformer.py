@@ -23,6 +23,7 @@ from agrag_pipeline.embedding.base import (
     embedding_fingerprint,
     l2_normalize,
 )
+from agrag_pipeline.embedding.batching import fixed_batches, token_budget_batches
 
 if TYPE_CHECKING:
     from agrag_pipeline.embedding.settings import EmbeddingSettings
@@ -106,7 +107,9 @@ class SentenceTransformerEmbedder(Embedder):
     ``group_by_tokens`` sorts texts by their token count (the model's own tokenizer), encodes
     batches of similar length and restores the order, so short texts are not padded to the
     length of long ones. sentence-transformers' ``encode`` sorts by character length on its
-    own; the benchmark (benchmarks/embedding_bench.py) measures both.
+    own; the benchmark (benchmarks/embedding_bench.py) measures both. ``batch_tokens`` (when
+    set) cuts those batches by a padded-token budget instead of ``batch_size`` texts
+    (``batching.py``).
     """
 
     def __init__(
@@ -120,6 +123,7 @@ class SentenceTransformerEmbedder(Embedder):
         device: str = "cpu",
         half_precision: bool = False,
         group_by_tokens: bool = True,
+        batch_tokens: int | None = None,
     ) -> None:
         self.model_dir = Path(model_dir)
         self.weights_sha256 = verify_weights(self.model_dir, expected_sha256)
@@ -139,6 +143,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.batch_size = batch_size
         self.normalize = normalize
         self.group_by_tokens = group_by_tokens
+        self.batch_tokens = batch_tokens or None  # 0 or None: batch_size texts per batch
         # Renamed in sentence-transformers 6 (get_sentence_embedding_dimension before).
         get_dimension = getattr(self.model, "get_embedding_dimension", None)
         if get_dimension is None:
@@ -183,6 +188,7 @@ class SentenceTransformerEmbedder(Embedder):
             normalize=settings.normalize,
             device=settings.device,
             half_precision=settings.half_precision,
+            batch_tokens=settings.batch_tokens,
         )
 
     def _encode_once(self, texts: list[str], batch_size: int) -> Vectors:
@@ -200,11 +206,17 @@ class SentenceTransformerEmbedder(Embedder):
         return self._encode_once(texts, self.batch_size)
 
     def _encode_with_lengths(self, texts: list[str], token_counts: list[int] | None) -> Vectors:
-        if not self.group_by_tokens or token_counts is None or len(texts) <= self.batch_size:
+        if not self.group_by_tokens or token_counts is None:
             return self._encode(texts)
-        order = np.argsort(-np.asarray(token_counts), kind="stable")
+        if self.batch_tokens:
+            batches = token_budget_batches(
+                token_counts, self.batch_tokens, max_sequence_tokens=self.max_sequence_tokens
+            )
+        elif len(texts) <= self.batch_size:
+            return self._encode(texts)
+        else:
+            batches = fixed_batches(token_counts, self.batch_size)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(texts), self.batch_size):
-            batch = order[start : start + self.batch_size]
+        for batch in batches:
             out[batch] = self._encode_once([texts[i] for i in batch], len(batch))
         return out

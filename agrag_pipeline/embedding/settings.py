@@ -56,6 +56,12 @@ class EmbeddingSettings(BaseModel):
     backend: Literal["sentence-transformers", "openai", "model2vec"] = "sentence-transformers"
     model: str = "sentence-transformers/all-MiniLM-L6-v2"
     batch_size: int = Field(default=32, ge=1)
+    batch_tokens: int | None = Field(
+        default=4096,  # measured: BENCHMARKS.md, "Embedding batches"
+        ge=0,
+        description="local model: cut batches (texts sorted by length) by this many padded"
+        " tokens (texts x longest) instead of batch_size texts; None or 0: batch_size",
+    )
     normalize: bool = True
     # Where the local model runs (sentence-transformers backend). Neither this nor
     # half_precision is fingerprinted: they change how fast vectors are made, and fp16 moves
