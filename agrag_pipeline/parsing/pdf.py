@@ -11,7 +11,8 @@ memory grows with the text, not with every page's characters. Then, over the who
 - table-of-contents lines (leader dots before a page number) lose their leaders; their pages
   give no headings;
 - hyphenated line ends are joined (``compu-`` + ``tation`` -> ``computation``) in the text
-  layer, which is ours to define: every offset is exact against what is stored.
+  layer, which is ours to define: every offset is exact against what is stored; the hyphen of a
+  compound the document writes hyphenated inside a line elsewhere (``self-contained``) is kept.
 
 Text layer: lines joined by ``"\\n"``, paragraphs and column breaks by ``"\\n\\n"``, pages by
 ``PAGE_SEPARATOR``; a table as pipe rows (``| a | b |``, header row then ``| - |``), a header
@@ -142,7 +143,7 @@ def parse(
         pdf.close()
     furniture = _mark_furniture(pages)
     toc_pages = _mark_toc(pages)
-    builder = _LayerBuilder()
+    builder = _LayerBuilder(_compounds(pages))
     for read in pages:
         builder.add_page(read)
     text = builder.text()
@@ -373,8 +374,27 @@ def _ranges(numbers: list[int]) -> str:
 # -- text layer -------------------------------------------------------------------------------
 
 
+_COMPOUND = re.compile(r"(?<![\w-])(\w+)-(\w+)(?![\w-])")
+
+
+def _compounds(pages: list[PageRead]) -> frozenset[str]:
+    """Hyphenated compounds the document writes inside a line (``self-contained``) and never
+    as one word: a line-end hyphen that splits one of them is the compound's and is kept."""
+    hyphenated: set[str] = set()
+    words: set[str] = set()
+    for read in pages:
+        for item in read.items:
+            if not isinstance(item, Line):
+                continue
+            lowered = item.text.lower()
+            hyphenated.update(f"{a}-{b}" for a, b in _COMPOUND.findall(lowered))
+            words.update(lowered.split())
+    return frozenset(c for c in hyphenated if c.replace("-", "") not in words)
+
+
 class _LayerBuilder:
-    def __init__(self) -> None:
+    def __init__(self, compounds: frozenset[str] = frozenset()) -> None:
+        self.compounds = compounds
         self.parts: list[str] = []
         self.pos = 0
         self.layout: list[LayoutSpan] = []
@@ -435,7 +455,9 @@ class _LayerBuilder:
                 and (text[-1] == "\u00ad" or following.text[:1].islower())
             )
             if join_next:
-                text = text[:-1]
+                text = text[:-1] + ("-" if self._keeps_hyphen(text, following) else "")
+            elif text.endswith("\u00ad"):  # a hyphen drawn at a line end that is not joined
+                text = text[:-1] + "-"
             text = text.replace("\u00ad", "")
             start = self._put(text)
             self._span(start, read.number, item.box)
@@ -455,6 +477,16 @@ class _LayerBuilder:
                 )
             )
             previous, joined = item, join_next
+
+    def _keeps_hyphen(self, text: str, following: Line | Table | None) -> bool:
+        """A hyphen ending a line (PDFium marks every such hyphen soft) is kept when the word
+        it splits is a compound the document hyphenates inside a line elsewhere; otherwise it is
+        taken for hyphenation and dropped."""
+        if not isinstance(following, Line):
+            return False
+        head = re.findall(r"\w+$", text[:-1])
+        tail = re.findall(r"^\w+", following.text)
+        return bool(head and tail) and f"{head[0]}-{tail[0]}".lower() in self.compounds
 
     def _add_table(self, table: Table, page: int) -> None:
         rows = [[cell_text(c) for c in row] for row in table.rows]

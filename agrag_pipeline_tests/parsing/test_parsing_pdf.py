@@ -168,6 +168,16 @@ def test_hyphenated_line_end_is_joined_with_exact_offsets() -> None:
     assert first.end == second.start
 
 
+def test_a_line_end_hyphen_of_a_compound_the_document_hyphenates_elsewhere_is_kept() -> None:
+    lines = ["A self-contained module is tested. The com-", "putation is one self-"]
+    lines += ["contained step, which is well-known and well-", "known. COVID-19 and COVID-", "19."]
+    parsed = _parse([Page(_paragraph(72, 700, lines))])
+    assert parsed.text_layer == (
+        "A self-contained module is tested. The computation is one self-contained step, which"
+        " is well-known and well-known. COVID-19 and COVID-19."
+    )
+
+
 def test_unmapped_glyphs_are_dropped_and_counted(corpus_dir: Path) -> None:
     key = "pdf/table_mislabeled_as_picture.pdf"
     parsed = parse_document((corpus_dir / key).read_bytes(), key)
