@@ -12,6 +12,8 @@ Documented results for bad input (every error is a ``DocumentError`` naming the 
 - a truncated, encrypted or otherwise unreadable PDF: ``CorruptDocumentError``;
 - a PDF over ``pdf.MAX_PAGES`` pages: ``DocumentTooLargeError``; past its time budget:
   ``ParseTimeoutError``;
+- an image (PNG, JPEG, TIFF and its pages, WebP, BMP, GIF) is a scan: ``image`` reads it by the
+  PDF path below, OCR included; a frame over ``image.MAX_PIXELS``: ``DocumentTooLargeError``;
 - a PDF page without a usable text layer (a scan) is read by OCR (``parsing.ocr``, settings in
   ``parsing``: ``ParsingSettings``); a PDF that still has no text: ``EmptyDocumentError`` with
   the reason and the pages ("no text layer and OCR found no text on pages 1–4").
@@ -30,6 +32,7 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import (
     delimited,
     html,
+    image,
     jats,
     markdown,
     pdf,
@@ -73,6 +76,14 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".csv": delimited.CSV_MEDIA_TYPE,
     ".tsv": delimited.TSV_MEDIA_TYPE,
     ".nxml": jats.MEDIA_TYPE,
+    ".png": image.PNG,
+    ".jpg": image.JPEG,
+    ".jpeg": image.JPEG,
+    ".tif": image.TIFF,
+    ".tiff": image.TIFF,
+    ".webp": image.WEBP,
+    ".bmp": image.BMP,
+    ".gif": image.GIF,
     # ".xml" is JATS only by content (``detect``): other XML has no parser.
 }
 
@@ -123,7 +134,10 @@ PARSERS: dict[str, Parser] = {
     delimited.CSV_MEDIA_TYPE: delimited.parse,
     delimited.TSV_MEDIA_TYPE: delimited.parse,
     jats.MEDIA_TYPE: jats.parse,
+    **dict.fromkeys(image.MEDIA_TYPES, image.parse),
 }
+#: Parsers that read ``ParsingSettings`` (OCR): they get the run's settings.
+_TAKES_SETTINGS = (pdf.parse, image.parse)
 
 
 def media_type_for(source_key: str) -> str:
@@ -183,8 +197,8 @@ def parse_document(
     )
     try:
         with deadline_scope(Deadline(source_key, time_budget_s)):
-            if parsing is not None and parser is pdf.parse:
-                return pdf.parse(raw, document, parsing=parsing)
+            if parsing is not None and parser in _TAKES_SETTINGS:
+                return parser(raw, document, parsing=parsing)
             return parser(raw, document)
     except DocumentError:
         raise

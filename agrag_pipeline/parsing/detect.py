@@ -7,8 +7,9 @@
   allow) is a PDF; a zip holding ``[Content_Types].xml`` is OOXML, told apart by the content
   type of its main part (read from that first member, which Office writes first), else by its
   part names (``word/`` DOCX, ``ppt/`` PPTX, ``xl/`` XLSX); macro-enabled variants (DOCM, PPTM,
-  XLSM) likewise; any other zip, legacy OLE2 Office files and other binary data (NUL bytes)
-  have no parser: ``None``.
+  XLSM) likewise; images (PNG, JPEG, TIFF, WebP, GIF; BMP only behind ``.bmp``, its two-byte
+  magic being too weak) by their signatures, whatever their extension; any other zip, legacy
+  OLE2 Office files and other binary data (NUL bytes) have no parser: ``None``.
 - Text is sniffed for markup where the extension may lie (``.txt``, ``.xml``, ``.csv``, ``.tsv``,
   no extension): JATS by ``<!DOCTYPE article`` with a JATS/NLM DTD, or an ``<article>`` root
   carrying ``dtd-version`` or JATS front matter; HTML by ``<!doctype html`` or an ``<html>``,
@@ -44,6 +45,12 @@ PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentatio
 PPTM = "application/vnd.ms-powerpoint.presentation.macroEnabled.12"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 XLSM = "application/vnd.ms-excel.sheet.macroEnabled.12"
+PNG = "image/png"
+JPEG = "image/jpeg"
+TIFF = "image/tiff"
+WEBP = "image/webp"
+BMP = "image/bmp"
+GIF = "image/gif"
 
 #: Extension (lower case, with the dot) -> the media type it claims.
 EXTENSIONS: dict[str, str] = {
@@ -65,11 +72,29 @@ EXTENSIONS: dict[str, str] = {
     ".pptm": PPTM,
     ".xlsx": XLSX,
     ".xlsm": XLSM,
+    ".png": PNG,
+    ".jpg": JPEG,
+    ".jpeg": JPEG,
+    ".tif": TIFF,
+    ".tiff": TIFF,
+    ".webp": WEBP,
+    ".bmp": BMP,
+    ".gif": GIF,
 }
 _OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
 _SNIFFED = frozenset({".txt", ".text", ".xml", ".nxml", ".csv", ".tsv", ".tab", ""})
 
+#: Image signatures (scans as images): the first bytes of each format.
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", PNG),
+    (b"\xff\xd8\xff", JPEG),
+    (b"II*\x00", TIFF),
+    (b"MM\x00*", TIFF),
+    (b"GIF87a", GIF),
+    (b"GIF89a", GIF),
+    (b"BM", BMP),
+)
 _ZIP_MAGIC = b"PK\x03\x04"
 _OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 #: Local file header: signature, 22 bytes of fields, name length, extra length, then the name.
@@ -110,6 +135,11 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
         return _zip_type(head, ext, claimed)
     if b"%PDF-" in head[:1024]:
         return PDF, None
+    for magic, image_type in _IMAGE_MAGIC:
+        if head.startswith(magic) and (image_type != BMP or claimed == BMP):
+            return image_type, None
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return WEBP, None
     if head.startswith(_OLE2_MAGIC):
         if claimed in _OOXML:
             # An encrypted OOXML file is an OLE2 container: the parser says it cannot be read.

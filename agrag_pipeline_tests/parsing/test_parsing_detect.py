@@ -44,10 +44,12 @@ def test_other_xml_and_binaries_have_no_parser_and_say_why() -> None:
     assert (
         undetected_reason("logo.xml", svg) == "XML with root element <svg>, which no parser reads"
     )
-    assert detect_media_type("photo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR") is None
-    assert "binary data with extension '.png'" in (
-        undetected_reason("photo.png", b"\x89PNG\0") or ""
+    assert detect_media_type("song.mp3", b"ID3\x04\x00\x00\x00\x00\x00\x00") is None
+    assert "binary data with extension '.mp3'" in (
+        undetected_reason("song.mp3", b"ID3\x04\x00") or ""
     )
+    # An image is a scan for OCR, known by its signature.
+    assert detect_media_type("photo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR") == "image/png"
     ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100
     assert detect_media_type("old.xls", ole) is None
     assert "legacy binary Office file" in (undetected_reason("old.xls", ole) or "")
