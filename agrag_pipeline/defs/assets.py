@@ -178,6 +178,13 @@ def build_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
     )
     def raw_documents(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> Iterator:
         rt = pipeline.runtime()
+        # Once per run, as `agrag core` does per call: files writers killed mid-write left
+        # (a live writer's are kept, so concurrent runs are safe).
+        try:
+            for path in rt.warehouse.remove_stale_temporaries():
+                context.log.info(f"removed {path}, left by a writer that was killed")
+        except OSError as exc:
+            context.log.warning(f"could not clean temporary files: {exc}")
         yield from _materialize(
             context,
             rt,

@@ -350,3 +350,39 @@ def test_retrieval_score_materialises_recall_and_mrr_over_the_sample_index(  # t
     # Three exact questions over 18 short documents: hybrid finds every answer in its top 5.
     assert metadata["hybrid/recall@5"] == 1.0
     assert "hybrid" in metadata["scores"]
+
+
+def test_a_run_removes_what_a_killed_writer_left_and_keeps_a_live_writers(tmp_path: Path) -> None:
+    """As ``agrag core`` does: a run from the UI cleans the temporary files of writers that were
+    killed mid-write (a real process, SIGKILLed) and leaves a live writer's alone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import uuid
+
+    from agrag_pipeline.storage.atomic import temporary_name
+
+    key = "rust-book/ch03-05-control-flow.md"
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, {key: SAMPLE_RAW_ROOT / key})
+        chunks_dir = project.warehouse / "chunks"
+        chunks_dir.mkdir(parents=True)
+        sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+        killed, live = subprocess.Popen(sleeper), subprocess.Popen(sleeper)
+        try:
+            os.kill(killed.pid, signal.SIGKILL)
+            killed.wait(timeout=30)
+            left = []
+            for writer in (killed, live):
+                name = temporary_name(str(chunks_dir / f"{uuid.uuid4()}.parquet"))
+                name = name.replace(f"-{os.getpid()}-", f"-{writer.pid}-")
+                Path(name).write_bytes(b"half a parquet file")
+                left.append(Path(name))
+            project.register([key])
+            assert project.materialize([key]).success
+            assert not left[0].exists()  # the killed writer's
+            assert left[1].exists()  # the live writer's
+        finally:
+            live.kill()
+            live.wait(timeout=30)
