@@ -3,6 +3,7 @@
 It uses the project-local Dagster instance (``DAGSTER_HOME``, default ``.dagster_home``), so
 ``dagster dev`` afterwards shows the same runs and materialisations. ``agrag core`` runs the
 same steps without Dagster (for comparison and debugging), documents in parallel processes.
+``agrag serve-embeddings`` serves the local embedding model over an OpenAI-compatible API.
 
 Roots: each of ``--raw-root``, ``--warehouse``, ``--settings`` and ``--cache-dir`` comes from
 its flag, else from ``AGRAG_RAW_ROOT``, ``AGRAG_WAREHOUSE_ROOT``, ``AGRAG_SETTINGS`` and
@@ -528,7 +529,56 @@ def build_parser() -> argparse.ArgumentParser:
         "questions", help="TSV: query, source_key, heading of the answer (or span start:end)"
     )
     eval_parser.set_defaults(func=retrieval)
+    serve_parser = sub.add_parser(
+        "serve-embeddings",
+        parents=[roots],
+        help="serve the local embedding model over an OpenAI-compatible HTTP API",
+    )
+    serve_parser.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
+    serve_parser.add_argument("--port", type=_positive, default=8000, help="default 8000")
+    serve_parser.add_argument(
+        "--max-concurrency", type=_positive, default=1, help="model calls at once (default 1)"
+    )
+    serve_parser.add_argument(
+        "--max-waiting", type=_positive, default=64, help="requests queued beyond (default 64)"
+    )
+    serve_parser.add_argument(
+        "--max-request-mb", type=_positive, default=8, help="largest request body (default 8)"
+    )
+    serve_parser.add_argument(
+        "--max-inputs", type=_positive, default=2048, help="texts per request (default 2048)"
+    )
+    serve_parser.set_defaults(func=serve_embeddings)
     return parser
+
+
+def serve_embeddings(args: argparse.Namespace) -> int:
+    """``agrag serve-embeddings``: the settings' model behind ``/v1/embeddings`` (server.py)."""
+    from agrag_pipeline.embedding.server import ServerLimits, serve
+    from agrag_pipeline.runtime import Runtime
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    roots = resolve_cli_roots(args)
+    _announce("serve-embeddings", roots)
+    runtime = Runtime.from_files(
+        roots.settings_path, roots.raw_root, roots.warehouse_root, roots.cache_dir
+    )
+    limits = ServerLimits(
+        max_request_bytes=args.max_request_mb << 20,
+        max_inputs=args.max_inputs,
+        max_concurrency=args.max_concurrency,
+        max_waiting=args.max_waiting,
+    )
+    serve(
+        runtime.settings.embedding,
+        runtime.embedding_cache_dir,
+        host=args.host,
+        port=args.port,
+        limits=limits,
+    )
+    return 0
 
 
 def retrieval(args: argparse.Namespace) -> int:

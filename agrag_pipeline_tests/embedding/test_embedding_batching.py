@@ -60,10 +60,10 @@ def test_a_budget_below_one_token_is_refused():
 
 
 def corpus_texts() -> list[str]:
-    """Every chunk of two real chapters: lengths from a few tokens to the 256 limit."""
+    """Every chunk of a real chapter: lengths from a few tokens to the 256 limit."""
     runtime = Runtime(settings=load_settings())
     texts: list[str] = []
-    for name in ("ch03-02-data-types.md", "ch09-02-recoverable-errors-with-result.md"):
+    for name in ("ch09-02-recoverable-errors-with-result.md",):
         parsed = parse_document((RUST_BOOK / name).read_bytes(), name)
         chunks = runtime.chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=None)
         texts.extend(c.contextual_text for c in chunks)
@@ -75,7 +75,7 @@ def test_token_budget_batches_give_the_fixed_batches_vectors_in_input_order(
 ):
     texts = corpus_texts()
     counts = minilm.token_counts(texts)
-    assert counts is not None and max(counts) > 4 * min(counts) and len(texts) > 64
+    assert counts is not None and max(counts) > 4 * min(counts) and len(texts) > 32
     saved = minilm.batch_tokens
     try:
         minilm.batch_tokens = None
