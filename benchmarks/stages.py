@@ -352,6 +352,87 @@ def orchestrate_stage(
     return result
 
 
+def whole_stage(root: Path, per_run: int, work: Path, parallel: int = 2) -> dict[str, Any]:
+    """The real workload, with embeddings, against its limit: the whole Dagster graph (every
+    asset of the ingest job: sections, chunks, embeddings, graph, search index) as a backfill of
+    ranged runs, ``parallel`` at once, on a cold embedding cache, against the model's own
+    ``encode`` of exactly the texts the pipeline embeds (each chunk's ``contextual_text``) in one
+    process, and against ``agrag core``'s steps (embeddings included) in one process.
+    """
+    from agrag_pipeline.embedding.sentence_transformer import SentenceTransformerEmbedder
+    from agrag_pipeline.pipeline import run_document
+    from agrag_pipeline.runtime import Runtime, resolve_roots
+
+    keys = [p.name for p in corpus_files(root)]
+    settings_path = resolve_roots().settings_path
+    # The texts to embed: the chunks the pipeline makes (not timed).
+    texts_rt = Runtime.from_files(settings_path, root, str(work / "texts" / "warehouse"))
+    texts: list[str] = []
+    for key in keys:
+        for chunk in run_document(texts_rt, key, embed=False).chunks:
+            texts.append(chunk.contextual_text)
+    seconds: dict[str, float] = {}
+    # The limit: the model's own encode, loaded and warmed outside the timer.
+    embedder = SentenceTransformerEmbedder.from_settings(texts_rt.settings.embedding)
+    embedder.model.encode(texts[:16], show_progress_bar=False)
+    start = time.perf_counter()
+    embedder.model.encode(
+        texts,
+        batch_size=texts_rt.settings.embedding.batch_size,
+        convert_to_numpy=True,
+        normalize_embeddings=True,
+        show_progress_bar=False,
+    )
+    seconds["encode"] = time.perf_counter() - start
+    del embedder
+    # The core alone, embeddings included, one process, cold cache (model loaded outside).
+    core_rt = Runtime.from_files(
+        settings_path, root, str(work / "core" / "warehouse"), work / "core" / "cache"
+    )
+    _ = core_rt.embedder, core_rt.chunker
+    start = time.perf_counter()
+    core_chunks = sum(len(run_document(core_rt, key).chunks) for key in keys)
+    seconds["core with embeddings"] = time.perf_counter() - start
+    # The whole Dagster graph: workers started and warmed (model loaded) outside the timer.
+    backfill = _DagsterBackfill(root, work / "dagster", per_run, "shipped", parallel, assets=())
+    try:
+        seconds["dagster whole graph"] = backfill.full(keys)
+        failed_runs = backfill.failed_runs
+        runs = backfill.runs_full
+    finally:
+        backfill.close()
+    stored = _stored_embeddings(work / "dagster" / "warehouse", keys)
+    return {
+        "documents": len(keys),
+        "chunks": len(texts),
+        "core_chunks": core_chunks,
+        "dagster_chunks_embedded": stored,
+        "dagster_runs": runs,
+        "dagster_failed_runs": failed_runs,
+        "parallel_runs": parallel,
+        "seconds": {k: round(v, 2) for k, v in seconds.items()},
+        "ratio_dagster_whole_over_encode": round(
+            seconds["dagster whole graph"] / seconds["encode"], 3
+        ),
+        "ratio_core_over_encode": round(seconds["core with embeddings"] / seconds["encode"], 3),
+        "encode_chunks_per_s": round(len(texts) / seconds["encode"], 1),
+    }
+
+
+def _stored_embeddings(warehouse_root: Path, keys: list[str]) -> int:
+    """How many embeddings the Dagster run stored (so a failed step cannot look fast)."""
+    from agrag_pipeline.models import Document
+    from agrag_pipeline.storage import Warehouse
+
+    warehouse = Warehouse(str(warehouse_root))
+    total = 0
+    for key in keys:
+        document_id = Document.node_id_for(key)
+        if warehouse.has_table("embeddings", document_id):
+            total += warehouse.read_table("embeddings", document_id).num_rows
+    return total
+
+
 class _CoreRun:
     """The same steps as ``agrag core --no-embed``, in this process, without Dagster."""
 
@@ -414,7 +495,13 @@ class _DagsterBackfill:
     name = "dagster"
 
     def __init__(
-        self, raw_root: Path, work: Path, per_run: int, instance: str = "shipped", parallel: int = 1
+        self,
+        raw_root: Path,
+        work: Path,
+        per_run: int,
+        instance: str = "shipped",
+        parallel: int = 1,
+        assets: tuple[str, ...] = CHUNK_ASSETS,
     ) -> None:
         import multiprocessing
         import os
@@ -440,7 +527,13 @@ class _DagsterBackfill:
         self.instance.get_dynamic_partitions("documents")  # storage opened now, under this home
         self.raw_root = raw_root
         self.per_run = per_run
-        self.worker_args = (str(home), str(raw_root), str(work / "warehouse"), str(work / "cache"))
+        self.worker_args = (
+            str(home),
+            str(raw_root),
+            str(work / "warehouse"),
+            str(work / "cache"),
+            assets,
+        )
         self.pool = ProcessPoolExecutor(
             max_workers=parallel,
             mp_context=multiprocessing.get_context("spawn"),
@@ -486,7 +579,9 @@ class _DagsterBackfill:
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(home: str, raw_root: str, warehouse: str, cache: str) -> None:
+def _worker_init(
+    home: str, raw_root: str, warehouse: str, cache: str, assets: tuple[str, ...] = CHUNK_ASSETS
+) -> None:
     """In each worker process: the instance, the job and the loaded tokenizer, once."""
     import os
 
@@ -506,7 +601,7 @@ def _worker_init(home: str, raw_root: str, warehouse: str, cache: str) -> None:
     _ = resource_.runtime().chunker
     _WORKER["instance"] = dg.DagsterInstance.from_config(home)
     _WORKER["job"] = build_definitions(resource_).resolve_job_def("ingest_documents")
-    _WORKER["selection"] = [dg.AssetKey(name) for name in CHUNK_ASSETS]
+    _WORKER["selection"] = [dg.AssetKey(name) for name in assets] if assets else None
 
 
 def _worker_ready() -> bool:
@@ -536,7 +631,7 @@ def _worker_run(keys: list[str]) -> tuple[bool, int]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("stage", choices=["parse", "chunk", "embed", "orchestrate"])
+    parser.add_argument("stage", choices=["parse", "chunk", "embed", "orchestrate", "whole"])
     parser.add_argument("--root", type=Path, required=True, help="the corpus's raw root")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-pdfs", type=int, default=100)
@@ -544,6 +639,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embed-sample", type=int, default=256)
     parser.add_argument("--change-fraction", type=float, default=0.01)
     parser.add_argument("--per-run", type=int, default=50)
+    parser.add_argument("--parallel", type=int, default=2, help="whole: runs at once")
     parser.add_argument(
         "--configs",
         nargs="*",
@@ -558,6 +654,9 @@ def main(argv: list[str] | None = None) -> None:
         figures = chunk_stage(args.root, args.repeats, args.docling_files)
     elif args.stage == "embed":
         figures = embed_stage(args.root, args.repeats, args.embed_sample)
+    elif args.stage == "whole":
+        with tempfile.TemporaryDirectory(prefix="agrag-whole-") as work:
+            figures = whole_stage(args.root, args.per_run, Path(work), args.parallel)
     else:
         with tempfile.TemporaryDirectory(prefix="agrag-orchestrate-") as work:
             figures = orchestrate_stage(
