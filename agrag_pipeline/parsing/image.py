@@ -23,6 +23,7 @@ from PIL import Image, ImageSequence, UnidentifiedImageError
 
 from agrag_pipeline.parsing import pdf
 from agrag_pipeline.parsing.budget import current_deadline
+from agrag_pipeline.parsing.detect import BMP, GIF, JPEG, PNG, TIFF, WEBP
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
@@ -34,12 +35,6 @@ if TYPE_CHECKING:
     from agrag_pipeline.parsing.parsed import ParsedDocument
     from agrag_pipeline.settings import ParsingSettings
 
-PNG = "image/png"
-JPEG = "image/jpeg"
-TIFF = "image/tiff"
-WEBP = "image/webp"
-BMP = "image/bmp"
-GIF = "image/gif"
 MEDIA_TYPES = (PNG, JPEG, TIFF, WEBP, BMP, GIF)
 
 #: Pixels one frame may have: Pillow's own decompression-bomb limit (about 89 million; an A4

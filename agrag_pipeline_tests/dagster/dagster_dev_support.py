@@ -236,6 +236,25 @@ def live_group_members(pgid: int) -> list[str]:
     return alive
 
 
+def stop_group(process: subprocess.Popen[Any], grace_s: float = STOP_GRACE_S) -> list[str]:
+    """SIGTERM ``process``'s whole group (started with ``start_new_session``), wait up to
+    ``grace_s``, SIGKILL what is left; return the members still alive (none, normally)."""
+    pgid = process.pid
+    with suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGTERM)
+    end = time.monotonic() + grace_s
+    while time.monotonic() < end and live_group_members(pgid):
+        with suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.5)
+    if live_group_members(pgid):
+        with suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+        time.sleep(1)
+    with suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=10)
+    return live_group_members(pgid)
+
+
 def wait_for(
     what: str, probe: Callable[[], T | None], deadline_s: float, interval_s: float = 1.0
 ) -> T:
@@ -325,20 +344,7 @@ class DagsterDev:
 
     def stop(self) -> list[str]:
         """SIGTERM the whole group, wait, SIGKILL what is left; return what still runs."""
-        pgid = self.process.pid
-        with suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGTERM)
-        end = time.monotonic() + STOP_GRACE_S
-        while time.monotonic() < end and live_group_members(pgid):
-            with suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=0.5)
-        if live_group_members(pgid):
-            with suppress(ProcessLookupError):
-                os.killpg(pgid, signal.SIGKILL)
-            time.sleep(1)
-        with suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=10)
-        return live_group_members(pgid)
+        return stop_group(self.process)
 
 
 @dataclass(frozen=True)

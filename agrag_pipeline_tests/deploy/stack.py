@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from agrag_pipeline_tests.dagster.dagster_dev_support import live_group_members
+from agrag_pipeline_tests.dagster.dagster_dev_support import stop_group
 
 #: How long SIGTERM may take to bring a group down before SIGKILL.
 STOP_GRACE_S = 20.0
@@ -59,20 +59,7 @@ class Service:
 
     def stop(self) -> list[str]:
         """SIGTERM the group, wait, SIGKILL what is left; return the members still alive."""
-        pgid = self.process.pid
-        with suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGTERM)
-        end = time.monotonic() + STOP_GRACE_S
-        while time.monotonic() < end and live_group_members(pgid):
-            with suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=0.5)
-        if live_group_members(pgid):
-            with suppress(ProcessLookupError):
-                os.killpg(pgid, signal.SIGKILL)
-            time.sleep(1)
-        with suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=10)
-        return live_group_members(pgid)
+        return stop_group(self.process, STOP_GRACE_S)
 
 
 def start_service(
