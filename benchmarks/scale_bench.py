@@ -43,7 +43,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.corpus import write_corpus
-from benchmarks.stages import RESULT_PREFIX, _DagsterBackfill, _worker_init, _worker_ready
+from benchmarks.stages import (
+    CHUNK_ASSETS,
+    RESULT_PREFIX,
+    _DagsterBackfill,
+    _worker_init,
+    _worker_ready,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_INSTANCE = REPO_ROOT / "agrag_pipeline" / "instance" / "dagster.yaml"
@@ -572,7 +578,7 @@ class _ProfileBackfill(_DagsterBackfill):
         self.instance.get_dynamic_partitions("documents")
         self.raw_root = Path(raw_root)  # an s3:// URI survives as s3:/…, which the scan reads
         self.per_run = per_run
-        self.worker_args = (str(home), raw_root, warehouse, str(work / "cache"))
+        self.worker_args = (str(home), raw_root, warehouse, str(work / "cache"), CHUNK_ASSETS)
         self.pool = ProcessPoolExecutor(
             max_workers=parallel,
             mp_context=multiprocessing.get_context("spawn"),
