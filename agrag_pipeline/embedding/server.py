@@ -10,10 +10,12 @@ a client-side limit such as a Dagster pool can be checked from here).
 Bounds: a request body over ``max_request_bytes`` is refused (413) before it is read whole; more
 than ``max_inputs`` texts is a 400; at most ``max_concurrency`` requests use the model at once,
 at most ``max_waiting`` more wait for it, and beyond that the answer is 503 with Retry-After
-(the client backs off and retries). Bad input is a 400 in OpenAI's error shape whose message
-names the field and the problem. Starlette and uvicorn (already installed with the Dagster
-webserver) carry the HTTP; the server adds no logic of its own to the vectors: they are the
-local backend's ``embed``.
+(the client backs off and retries). ``POST /admin/pause`` holds requests before the model
+(they wait, within ``max_waiting``, instead of failing) until ``POST /admin/resume``: for a
+moment's maintenance, such as lending the GPU to something else. Bad input is a 400 in
+OpenAI's error shape whose message names the field and the problem. Starlette and uvicorn
+(already installed with the Dagster webserver) carry the HTTP; the vectors are the local
+backend's ``embed``, nothing added.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class ServerStats:
     texts: int = 0
     rejected: int = 0
     busy: int = 0
+    paused: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +77,7 @@ class ServerStats:
             "texts": self.texts,
             "rejected": self.rejected,
             "busy": self.busy,
+            "paused": self.paused,
             "uptime_s": round(time.time() - self.started_at, 3),
         }
 
@@ -228,6 +232,8 @@ def build_app(embedder: Embedder, model: str, limits: ServerLimits | None = None
                 raise BadRequest(503, f"{waiting} requests already wait for the model; retry")
             waiting += 1
             try:
+                while stats.paused:
+                    await anyio.sleep(0.05)
                 await model_slots.acquire()
             finally:
                 waiting -= 1
@@ -280,6 +286,14 @@ def build_app(embedder: Embedder, model: str, limits: ServerLimits | None = None
         stats.reset()
         return JSONResponse(before)
 
+    async def pause(request: Request) -> JSONResponse:
+        stats.paused = True
+        return JSONResponse(stats.as_dict())
+
+    async def resume(request: Request) -> JSONResponse:
+        stats.paused = False
+        return JSONResponse(stats.as_dict())
+
     return Starlette(
         routes=[
             Route("/v1/embeddings", embeddings, methods=["POST"]),
@@ -287,6 +301,8 @@ def build_app(embedder: Embedder, model: str, limits: ServerLimits | None = None
             Route("/health", health, methods=["GET"]),
             Route("/stats", get_stats, methods=["GET"]),
             Route("/stats/reset", reset_stats, methods=["POST"]),
+            Route("/admin/pause", pause, methods=["POST"]),
+            Route("/admin/resume", resume, methods=["POST"]),
         ]
     )
 
