@@ -56,3 +56,53 @@ def test_materialisations_and_partitions_are_stored_in_postgres(
             assert materialisations[f'["{asset}"]'] == 1, materialisations
         cur.execute("select count(*) from runs where status = 'SUCCESS'")
         assert cur.fetchone() == (1,)
+
+
+def _sessions(postgres_url: str) -> int:
+    """Connections PostgreSQL has accepted into the database so far (PostgreSQL 14+)."""
+    import psycopg2
+
+    with psycopg2.connect(postgres_url) as conn, conn.cursor() as cur:
+        cur.execute("select sessions from pg_stat_database where datname = current_database()")
+        row = cur.fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def _materialise_counting_sessions(
+    tmp_path: Path, postgres_url: str, storage: dict[str, object]
+) -> int:
+    with dg.instance_for_test(overrides={"storage": storage}) as instance:
+        project = make_project(
+            tmp_path, instance, {"notes.md": b"# Notes\n\n## Pool\n\nConnections are kept.\n"}
+        )
+        project.register(["notes.md"])
+        before = _sessions(postgres_url)
+        assert project.materialize(["notes.md"]).success
+        opened = _sessions(postgres_url) - before - 1  # the second count's own connection
+        record = instance.get_latest_materialization_event(dg.AssetKey("embeddings"))
+        assert record is not None and record.asset_materialization is not None
+        assert record.asset_materialization.partition == "notes.md"
+    return opened
+
+
+def test_the_pooled_storage_keeps_its_connections_where_dagster_postgres_opens_one_per_call(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """deploy/dagster.yaml's PooledPostgresStorage: the same run stored in the same tables,
+    through a few kept connections; the stock storage opens a connection for every call."""
+    dagster_url = postgres_url.replace("postgresql://", "postgresql+psycopg2://", 1)
+    pooled = {
+        "custom": {
+            "module": "agrag_pipeline.defs.postgres_storage",
+            "class": "PooledPostgresStorage",
+            "config": {"postgres_url": dagster_url, "pool_size": 2, "max_overflow": 2},
+        }
+    }
+    stock = {"postgres": {"postgres_url": dagster_url}}
+    pooled_sessions = _materialise_counting_sessions(tmp_path / "pooled", postgres_url, pooled)
+    stock_sessions = _materialise_counting_sessions(tmp_path / "stock", postgres_url, stock)
+    # Three storages (runs, events, schedules), each at most pool_size + max_overflow.
+    assert pooled_sessions <= 3 * 4, pooled_sessions
+    print(f"sessions opened for one run: pooled {pooled_sessions}, stock {stock_sessions}")
+    assert stock_sessions > 10 * pooled_sessions, (stock_sessions, pooled_sessions)

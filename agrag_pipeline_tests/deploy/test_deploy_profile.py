@@ -44,15 +44,20 @@ def test_the_deploy_instance_validates_and_stores_in_postgres_with_queue_pools_a
     tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from dagster._core.run_coordinator import QueuedRunCoordinator
-    from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage
+
+    from agrag_pipeline.defs.postgres_storage import (
+        PooledPostgresEventLogStorage,
+        PooledPostgresRunStorage,
+    )
 
     text = (DEPLOY / "dagster.yaml").read_text()
-    assert "password" not in yaml.safe_load(text)["storage"]["postgres"]  # only env: names it
+    storage = yaml.safe_load(text)["storage"]["custom"]
+    assert "password" not in storage["config"]  # only env: names it
     monkeypatch.setenv("AGRAG_POSTGRES_URL", postgres_url)
     instance = dg.DagsterInstance.from_config(str(_home(tmp_path)))
     try:
-        assert isinstance(instance.run_storage, PostgresRunStorage)
-        assert isinstance(instance.event_log_storage, PostgresEventLogStorage)
+        assert isinstance(instance.run_storage, PooledPostgresRunStorage)
+        assert isinstance(instance.event_log_storage, PooledPostgresEventLogStorage)
         assert isinstance(instance.run_coordinator, QueuedRunCoordinator)
         concurrency = instance.get_concurrency_config()
         assert concurrency.run_queue_config is not None
