@@ -97,7 +97,8 @@ def plan_changes(
     previous = decode_cursor(cursor)
     registered_keys = set(registered)
     if scan is None:
-        scan = scan_raw_root(raw_root, documents)
+        known = {k: (v.size, v.mtime_ns) for k, v in previous.items()}
+        scan = scan_raw_root(raw_root, documents, known=known)
     plan = ChangePlan(refused=list(scan.refused), skipped=list(scan.skipped))
     unhashable: set[str] = set()
     for f in scan.files:

@@ -30,7 +30,7 @@ import errno
 import os
 import stat
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -167,13 +167,16 @@ def scan_raw_root(
     documents: DocumentsSettings | None = None,
     *,
     detect: Callable[[str, bytes], tuple[str | None, str | None]] | None = None,
+    known: Mapping[str, tuple[int, int]] | None = None,
 ) -> ScanResult:
     """Every document under ``raw_root`` (sorted by key), and each entry that is not one.
 
     ``documents`` (the settings' include/exclude globs) decides which keys count; ``detect``
     maps (key, first bytes) to (media type, reason when None); the default is
-    ``parsing.detect``. A raw root on object storage (``s3://…``) is scanned by listing
-    (``storage.raw_remote``).
+    ``parsing.detect``. ``known`` (key -> size, mtime_ns of a document the last scan found):
+    a regular file whose stat still says the same is listed without being opened again
+    (``media_type`` None), so a quiet scan of a large root reads no file. A raw root on object
+    storage (``s3://…``) is scanned by listing (``storage.raw_remote``).
     """
     from agrag_pipeline.storage.raw_remote import object_root_uri, scan_object_root
 
@@ -221,7 +224,7 @@ def scan_raw_root(
             if stat.S_ISDIR(st.st_mode):
                 subfolders.append((entry.path, key + "/", (*chain, real)))
                 continue
-            _classify_file(result, key, Path(entry.path), st, documents, detect)
+            _classify_file(result, key, Path(entry.path), st, documents, detect, known)
         pending.extend(reversed(subfolders))
     result.files.sort(key=lambda f: f.source_key)
     return result
@@ -271,6 +274,7 @@ def _classify_file(
     st: os.stat_result,
     documents: DocumentsSettings | None,
     detect: Callable[[str, bytes], tuple[str | None, str | None]],
+    known: Mapping[str, tuple[int, int]] | None = None,
 ) -> None:
     if not stat.S_ISREG(st.st_mode):
         _add(result.skipped, key, f"not a regular file ({_kind(st.st_mode)}); it is never read")
@@ -282,6 +286,9 @@ def _classify_file(
     reason = documents.skip_reason(key) if documents is not None else None
     if reason:
         _add(result.skipped, key, reason, key)
+        return
+    if known is not None and known.get(key) == (st.st_size, st.st_mtime_ns):
+        result.files.append(SourceFile(key, path, st.st_size, st.st_mtime_ns))
         return
     try:
         head, st = read_head(path, HEAD_BYTES)

@@ -95,6 +95,33 @@ def test_unchanged_stat_means_the_file_is_not_hashed_again(
     assert third.changed == ["doc.md"] and hashed == [path]
 
 
+def test_a_quiet_scan_opens_no_file_whose_stat_is_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sensor's scan against its last state reads no unchanged file to detect its type
+    (at 100,000 documents that was most of a quiet tick); a changed or new one is read."""
+    import agrag_pipeline.sources as sources
+
+    for name in ("a.md", "b.md", "c.md"):
+        (tmp_path / name).write_text(f"# {name}")
+    first = plan_changes(tmp_path, None, [])
+    opened: list[str] = []
+    real_read_head = sources.read_head
+
+    def recording_read_head(path: Path | str, limit: int, **kw: int | None) -> object:
+        opened.append(Path(path).name)
+        return real_read_head(path, limit, **kw)
+
+    monkeypatch.setattr(sources, "read_head", recording_read_head)
+    quiet = plan_changes(tmp_path, first.cursor(), ["a.md", "b.md", "c.md"])
+    assert quiet.unchanged == 3 and opened == []
+    (tmp_path / "b.md").write_text("# b, edited")
+    (tmp_path / "d.md").write_text("# d")
+    busy = plan_changes(tmp_path, first.cursor(), ["a.md", "b.md", "c.md"])
+    assert busy.changed == ["b.md"] and busy.new == ["d.md"]
+    assert sorted(set(opened)) == ["b.md", "d.md"]
+
+
 def test_a_registered_document_the_cursor_never_saw_is_compared_with_the_warehouse(
     tmp_path: Path,
 ) -> None:
