@@ -46,6 +46,7 @@ from agrag_pipeline.runtime import Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH, load_settings
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.warehouse import DamagedFileError
+from agrag_pipeline_tests.reliability.stored import stored_contents
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,26 +86,10 @@ def _runtime(settings, raw: Path, warehouse: Path, cache: Path) -> Runtime:  # t
 
 
 def _files(root: Path) -> dict[str, object]:
-    """Every stored file's content, ``created_at`` (when it was built) aside: Parquet as its
-    table and key-value metadata, JSON as its object, anything else as its bytes (locks and
-    set-aside files left out)."""
-    found: dict[str, object] = {}
-    for path in sorted(root.rglob("*")):
-        if not path.is_file() or "locks" in path.parts or ".corrupt-" in path.name:
-            continue
-        name = str(path.relative_to(root))
-        if path.suffix == ".parquet":
-            table = pq.read_table(path)
-            if "created_at" in table.column_names:
-                table = table.drop_columns(["created_at"])
-            found[name] = (table.to_pylist(), table.schema.metadata)
-        elif path.suffix == ".json":
-            found[name] = {
-                k: v for k, v in json.loads(path.read_bytes()).items() if k != "created_at"
-            }
-        else:
-            found[name] = path.read_bytes()
-    return found
+    """Every stored file's content, ``created_at`` aside (locks and set-aside files left out)."""
+    return stored_contents(
+        root, lambda relative: "locks" not in relative.parts and ".corrupt-" not in relative.name
+    )
 
 
 def _chunk_texts(warehouse: Warehouse, key: str) -> list[str]:
