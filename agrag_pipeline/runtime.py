@@ -183,7 +183,7 @@ class Runtime:
         """
         # batch_size, batch_tokens and the device change how fast vectors are made, not what
         # they are (batch_tokens: within float rounding, measured in test_embedding_batching).
-        speed_only = {"batch_size", "batch_tokens", "device", "half_precision"}
+        speed_only = {"batch_size", "batch_tokens", "device", "half_precision", "threads"}
         return fingerprint(self.settings.embedding.model_dump(mode="json", exclude=speed_only))
 
     @property

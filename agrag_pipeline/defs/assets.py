@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import dagster as dg
 from dagster._core.events import DagsterEventType
+from dagster._core.storage.tags import BACKFILL_ID_TAG
 from pydantic import Field
 
 from agrag_pipeline.batch import Outcome, run_isolated
@@ -39,6 +40,7 @@ from agrag_pipeline.defs.checks import check_specs, report_checks
 from agrag_pipeline.defs.partitions import batched_backfills, documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.defs.run_launcher import worker_tags
+from agrag_pipeline.embedding.threads import limit_threads, share_of_cores
 from agrag_pipeline.pipeline import (
     build_chunks,
     build_embeddings,
@@ -144,6 +146,17 @@ def _materialize(
     if evaluate is not None:
         targets = latest_materializations(context.instance, step, keys)
         yield from report_checks(context, step, targets, evaluate)
+
+
+def embedding_threads(context: dg.AssetExecutionContext, configured: int | None) -> int | None:
+    """The local model's CPU threads in this run: the setting, else, in a backfill's run, this
+    run's share of the cores beside the other runs the instance runs at once (see
+    ``embedding.threads``); a run on its own keeps torch's default (every core)."""
+    if configured is not None or BACKFILL_ID_TAG not in context.run.tags:
+        return configured
+    queue = context.instance.get_concurrency_config().run_queue_config
+    at_once = queue.max_concurrent_runs if queue is not None else 1
+    return share_of_cores(at_once) if at_once and at_once > 1 else None
 
 
 def per_document_asset(
@@ -262,6 +275,7 @@ def build_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
         context: dg.AssetExecutionContext, config: StepConfig, pipeline: PipelineResource
     ) -> Iterator:
         rt = pipeline.runtime()
+        limit_threads(embedding_threads(context, rt.settings.embedding.threads))
         yield from _materialize(
             context,
             rt,

@@ -70,6 +70,12 @@ class EmbeddingSettings(BaseModel):
         default="auto", description="auto: CUDA, else Apple MPS, else the CPU"
     )
     half_precision: bool = Field(default=True, description="fp16 weights on a GPU (not the CPU)")
+    threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="CPU threads of the local model; None: all cores, except in a backfill's"
+        " runs, which share them with the runs at once (cores // max_concurrent_runs)",
+    )
     model_dir: str | None = Field(
         default=None,
         description="a local sentence-transformers directory; None uses the packaged MiniLM",

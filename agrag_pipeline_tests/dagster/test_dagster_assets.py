@@ -386,3 +386,32 @@ def test_a_run_removes_what_a_killed_writer_left_and_keeps_a_live_writers(tmp_pa
         finally:
             live.kill()
             live.wait(timeout=30)
+
+
+def test_a_backfills_runs_share_the_cores_for_embedding_and_a_lone_run_keeps_them(
+    tmp_path: Path,
+) -> None:
+    """Two runs at once each starting one torch thread per core thrash two cores (measured:
+    BENCHMARKS.md "With embeddings"): a backfill's run embeds with its share of the cores
+    (cores // max_concurrent_runs), a run on its own with torch's default."""
+    import torch
+
+    from agrag_pipeline.embedding.threads import share_of_cores
+
+    key = "rust-book/ch03-05-control-flow.md"
+    default = torch.get_num_threads()
+    overrides = {"concurrency": {"runs": {"max_concurrent_runs": 2}}}
+    try:
+        with dg.instance_for_test(overrides=overrides) as instance:
+            project = make_project(tmp_path, instance, {key: SAMPLE_RAW_ROOT / key})
+            project.register([key])
+            job = project.definitions().resolve_job_def("ingest_documents")
+            torch.set_num_threads(7)  # what a lone run must leave alone
+            lone = job.execute_in_process(instance=instance, tags={"dagster/partition": key})
+            assert lone.success and torch.get_num_threads() == 7
+            backfill_tags = {"dagster/partition": key, "dagster/backfill": "abcdefgh"}
+            ranged = job.execute_in_process(instance=instance, tags=backfill_tags)
+            assert ranged.success
+            assert torch.get_num_threads() == share_of_cores(2)
+    finally:
+        torch.set_num_threads(default)
