@@ -26,11 +26,13 @@ upstream materialisation it was made from. The alternative (per-document materia
 logged by hand after the framework's) doubles the materialisation events and was not chosen.
 """
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import dagster as dg
 from dagster._core.events import DagsterEventType
+from dagster._core.launcher import DefaultRunLauncher
 from dagster._core.storage.tags import BACKFILL_ID_TAG
 from pydantic import Field
 
@@ -149,11 +151,16 @@ def _materialize(
 
 
 def embedding_threads(context: dg.AssetExecutionContext, configured: int | None) -> int | None:
-    """The local model's CPU threads in this run: the setting, else, in a backfill's run, this
+    """The local model's CPU threads in this run: the setting, else, in a backfill's run whose
+    steps run where its sibling runs do (a local run launcher, not the Celery executor), this
     run's share of the cores beside the other runs the instance runs at once (see
-    ``embedding.threads``); a run on its own keeps torch's default (every core)."""
+    ``embedding.threads``); a run on its own, a pod per run or a Celery worker keeps torch's
+    default (every core it has)."""
     if configured is not None or BACKFILL_ID_TAG not in context.run.tags:
         return configured
+    on_this_machine = isinstance(context.instance.run_launcher, DefaultRunLauncher)
+    if not on_this_machine or os.environ.get("AGRAG_EXECUTOR", "in_process") == "celery":
+        return None
     queue = context.instance.get_concurrency_config().run_queue_config
     at_once = queue.max_concurrent_runs if queue is not None else 1
     return share_of_cores(at_once) if at_once and at_once > 1 else None

@@ -74,7 +74,7 @@ class EmbeddingSettings(BaseModel):
         default=None,
         ge=1,
         description="CPU threads of the local model; None: all cores, except in a backfill's"
-        " runs, which share them with the runs at once (cores // max_concurrent_runs)",
+        " runs on one machine, which share them (cores // max_concurrent_runs)",
     )
     model_dir: str | None = Field(
         default=None,
