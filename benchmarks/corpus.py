@@ -20,7 +20,8 @@ REFERENCE_CORPUS = (REPO_ROOT / ".." / "shared" / "corpus").resolve()
 SUFFIXES = (".md", ".html", ".pdf")
 KINDS = {".md": "markdown", ".html": "html", ".pdf": "pdf"}
 
-_VOCABULARY = [
+#: The words the variations draw from (the benchmarks' synthetic documents share them).
+VOCABULARY = [
     "ownership",
     "borrow",
     "lifetime",
@@ -84,7 +85,7 @@ def source_key(index: int, base: Path) -> str:
 def vary(raw: bytes, suffix: str, seed: int, generation: int = 0) -> bytes:
     """``raw`` with a variation that depends on ``seed`` and ``generation`` (0: the original)."""
     rng = random.Random(seed * 1_000_003 + generation)
-    words = " ".join(rng.choice(_VOCABULARY) for _ in range(24 + rng.randrange(24)))
+    words = " ".join(rng.choice(VOCABULARY) for _ in range(24 + rng.randrange(24)))
     label = f"Variation {seed}" + (f" (edit {generation})" if generation else "")
     if suffix == ".pdf":
         return raw + f"\n% {label}\n".encode()

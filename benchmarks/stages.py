@@ -503,13 +503,16 @@ class _DagsterBackfill:
 
     def __init__(
         self,
-        raw_root: Path,
+        raw_root: Path | str,
         work: Path,
         per_run: int,
-        instance: str = "shipped",
+        instance: str | Path = "shipped",
         parallel: int = 1,
         assets: tuple[str, ...] = CHUNK_ASSETS,
+        warehouse: str | None = None,
     ) -> None:
+        """``instance``: "shipped", "stock" or a ``dagster.yaml`` to use; ``raw_root`` and
+        ``warehouse`` (default: under ``work``) may be ``s3://`` URIs."""
         import multiprocessing
         import os
         from concurrent.futures import ProcessPoolExecutor
@@ -520,7 +523,9 @@ class _DagsterBackfill:
 
         home = work / "dagster_home"
         home.mkdir(parents=True)
-        if instance == "shipped":
+        if isinstance(instance, Path):
+            shutil.copyfile(instance, home / "dagster.yaml")
+        elif instance == "shipped":
             shutil.copyfile(
                 PROJECT_ROOT / "agrag_pipeline" / "instance" / "dagster.yaml",
                 home / "dagster.yaml",
@@ -532,12 +537,12 @@ class _DagsterBackfill:
         os.environ["DAGSTER_HOME"] = str(home)
         self.instance = dg.DagsterInstance.from_config(str(home))
         self.instance.get_dynamic_partitions("documents")  # storage opened now, under this home
-        self.raw_root = raw_root
+        self.raw_root = Path(raw_root)  # an s3:// URI survives as s3:/…, which the scan reads
         self.per_run = per_run
         self.worker_args = (
             str(home),
             str(raw_root),
-            str(work / "warehouse"),
+            warehouse or str(work / "warehouse"),
             str(work / "cache"),
             assets,
         )
