@@ -98,7 +98,18 @@ class _Engines:
             self._engines.clear()
 
 
-class KeptEngineSqliteEventLogStorage(SqliteEventLogStorage):
+class PlannedEventPerRun:
+    """One "materialisation planned" event per asset per run, unless
+    ``_planned_event_per_partition`` (see the module docstring); shared with PostgreSQL."""
+
+    _planned_event_per_partition = False
+
+    @property
+    def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:
+        return not self._planned_event_per_partition
+
+
+class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage):
     def __init__(
         self,
         base_dir: str,
@@ -130,10 +141,6 @@ class KeptEngineSqliteEventLogStorage(SqliteEventLogStorage):
         if found:
             self._tables.add(table_name)
         return found
-
-    @property
-    def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:
-        return not self._planned_event_per_partition
 
     def dispose(self) -> None:
         super().dispose()

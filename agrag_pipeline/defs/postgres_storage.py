@@ -51,6 +51,8 @@ from dagster_postgres.utils import (
     pg_url_from_config,
 )
 
+from agrag_pipeline.defs.instance_storage import PlannedEventPerRun
+
 DEFAULT_POOL_SIZE = 2
 DEFAULT_MAX_OVERFLOW = 4
 #: Seconds after which a pooled connection is replaced (server-side idle limits, failovers).
@@ -106,12 +108,8 @@ class PooledPostgresScheduleStorage(_Pooled, PostgresScheduleStorage):
     pass
 
 
-class PooledPostgresEventLogStorage(_Pooled, PostgresEventLogStorage):
-    _planned_event_per_partition = False
-
-    @property
-    def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:
-        return not self._planned_event_per_partition
+class PooledPostgresEventLogStorage(PlannedEventPerRun, _Pooled, PostgresEventLogStorage):
+    pass
 
 
 class PooledPostgresStorage(DagsterPostgresStorage):
