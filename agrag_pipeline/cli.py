@@ -324,42 +324,6 @@ def _summarise_run(summary: RunSummary, result: Any, keys: list[str], home: Path
 
 # -- agrag core --------------------------------------------------------------------------------
 
-_WORKER: dict[str, Any] = {}
-
-
-#: Thread pools of the math libraries a worker may load (torch, numpy's BLAS, tokenizers).
-_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-
-
-def _worker_init(roots: Roots, embed: bool, force: bool, threads: int | None = None) -> None:
-    """Build the Runtime once per worker; in a pool, each worker's math libraries get their
-    share of the cores (set before they load), so N workers do not each start N threads."""
-    if threads is not None:
-        for name in _THREAD_VARIABLES:
-            os.environ.setdefault(name, str(threads))
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from agrag_pipeline.runtime import Runtime
-
-    _WORKER["runtime"] = Runtime.from_files(
-        roots.settings_path, roots.raw_root, roots.warehouse_root, roots.cache_dir
-    )
-    _WORKER["embed"] = embed
-    _WORKER["force"] = force
-
-
-def _worker_run(key: str) -> Outcome[int]:
-    """One document, all steps, its failure recorded (what each worker process runs)."""
-    from agrag_pipeline.batch import run_isolated
-    from agrag_pipeline.pipeline import run_document
-
-    rt = _WORKER["runtime"]
-
-    def one(source_key: str) -> int:
-        result = run_document(rt, source_key, embed=_WORKER["embed"], force=_WORKER["force"])
-        return len(result.chunks)
-
-    return run_isolated("core", [key], one, rt.warehouse)[0]
-
 
 def run_documents(
     roots: Roots,
@@ -370,40 +334,12 @@ def run_documents(
     force: bool,
     on_outcome: Callable[[Outcome[int]], None],
 ) -> list[Outcome[int]]:
-    """Every document through every step, ``workers`` documents at a time in worker processes
-    (in this process when one worker suffices). Each document's output is the same either way:
-    a document is processed by one process, start to end."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from multiprocessing import get_context
+    """Every document through every step in supervised worker processes (``workers``)."""
+    from agrag_pipeline import workers as pool
 
-    from agrag_pipeline.batch import Outcome
-
-    outcomes: list[Outcome[int]] = []
-    workers = max(1, min(workers, len(keys)))
-    if workers == 1:
-        _worker_init(roots, embed, force)
-        for key in keys:
-            outcome = _worker_run(key)
-            outcomes.append(outcome)
-            on_outcome(outcome)
-        return outcomes
-    # spawn: a fresh interpreter per worker, never a fork of threads (pyarrow, tokenizers)
-    with ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=get_context("spawn"),
-        initializer=_worker_init,
-        initargs=(roots, embed, force, max(1, (os.cpu_count() or 1) // workers)),
-    ) as pool:
-        futures = {pool.submit(_worker_run, key): key for key in keys}
-        for future in as_completed(futures):
-            key = futures[future]
-            try:
-                outcome = future.result()
-            except Exception as exc:  # the worker died (killed, out of memory)
-                outcome = Outcome(key, error=f"{key}: the worker process failed: {exc!r}")
-            outcomes.append(outcome)
-            on_outcome(outcome)
-    return outcomes
+    return pool.run_documents(
+        roots, keys, workers=workers, embed=embed, force=force, on_outcome=on_outcome
+    )
 
 
 def core(args: argparse.Namespace) -> int:
