@@ -160,6 +160,11 @@ def current_document(warehouse: Warehouse, source_key: str) -> Document:
     return document
 
 
+#: Prefix of what a parser recorded in the document's metadata (``text_encoding``...), kept in
+#: the sections table's metadata so a reused parse reports it too.
+PARSER_METADATA = "parsed."
+
+
 def build_sections(
     warehouse: Warehouse,
     document: Document,
@@ -204,7 +209,12 @@ def build_sections(
     if parsed.layout:
         warehouse.put_layout(document.id, document.content_hash, layout_to_table(parsed.layout))
     text_sha256 = content_hash(parsed.text_layer.encode("utf-8", "surrogatepass"))
-    metadata = {**_version_metadata(document), **wanted, "text_sha256": text_sha256}
+    metadata = {
+        **_version_metadata(document),
+        **wanted,
+        "text_sha256": text_sha256,
+        **{PARSER_METADATA + key: str(v) for key, v in parsed.document.metadata.items()},
+    }
     table = with_metadata(sections_to_table(parsed.sections), metadata)
     path = _write_step_table(
         warehouse,
@@ -224,10 +234,19 @@ def load_parsed(warehouse: Warehouse, document: Document) -> ParsedDocument:
     table = warehouse.read_table("sections", document.id)
     _require_version(warehouse, table, document, "sections")
     layout = warehouse.get_layout(document.id, document.content_hash)
-    text_sha256 = read_metadata(table).get("text_sha256")
+    stored = read_metadata(table)
+    text_sha256 = stored.get("text_sha256")
+    recorded = {
+        key[len(PARSER_METADATA) :]: value
+        for key, value in stored.items()
+        if key.startswith(PARSER_METADATA)
+    }
+    text_layer = warehouse.get_text_layer(document.id, document.content_hash, sha256=text_sha256)
+    if recorded:
+        document = document.model_copy(update={"metadata": {**document.metadata, **recorded}})
     return ParsedDocument(
         document=document,
-        text_layer=warehouse.get_text_layer(document.id, document.content_hash, sha256=text_sha256),
+        text_layer=text_layer,
         sections=sections_from_table(table),
         layout=layout_from_table(layout) if layout is not None else [],
     )

@@ -124,6 +124,7 @@ def sections_metadata(result: SectionsResult, warehouse: Warehouse) -> dict[str,
         "pages": len({b.page for s in parsed.layout for b in [s.box]}) if parsed.layout else 0,
         "outline": dg.MetadataValue.md("\n".join(f"- {h}" for h in outline) or "(no headings)"),
         "warnings": dg.MetadataValue.json(parsed.warnings),
+        **{key: str(value) for key, value in sorted(parsed.document.metadata.items())},
         **_uri(warehouse, result.path),
         "text_layer_path": dg.MetadataValue.path(warehouse.uri(result.text_layer_path)),
     }

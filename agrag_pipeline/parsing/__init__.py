@@ -7,8 +7,9 @@ Documented results for bad input (every error is a ``DocumentError`` naming the 
 - no parser for the media type / extension: ``UnsupportedFormatError``;
 - more than ``max_bytes``: ``DocumentTooLargeError``, before any parsing;
 - 0 bytes, or a text format whose text is whitespace only: ``EmptyDocumentError``;
-- text that is not UTF-8 (with or without BOM) or BOM-marked UTF-16, or binary data behind a
-  text extension: ``EncodingError`` with the byte offset of the first bad byte;
+- text is decoded by ``encoding.decode`` (byte-order marks, UTF-8, an HTML meta charset, a
+  detected legacy encoding, else windows-1252; recorded as ``text_encoding`` in the document's
+  metadata); binary data behind a text extension: ``EncodingError`` saying why;
 - a truncated, encrypted or otherwise unreadable PDF: ``CorruptDocumentError``;
 - a PDF over ``pdf.MAX_PAGES`` pages: ``DocumentTooLargeError``; past its time budget:
   ``ParseTimeoutError``;
@@ -43,7 +44,7 @@ from agrag_pipeline.parsing import (
 )
 from agrag_pipeline.parsing.budget import DEFAULT_TIME_BUDGET_S, Deadline, deadline_scope
 from agrag_pipeline.parsing.detect import detect_media_type
-from agrag_pipeline.parsing.encoding import decode_text
+from agrag_pipeline.parsing.encoding import decode
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentError,
@@ -90,9 +91,13 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
 Parser = Callable[[bytes, Document], ParsedDocument]
 
 
-def _text_parser(parse_text: Callable[[str, Document], ParsedDocument]) -> Parser:
+def _text_parser(
+    parse_text: Callable[[str, Document], ParsedDocument], *, html: bool = False
+) -> Parser:
     def parse(raw: bytes, document: Document) -> ParsedDocument:
-        text = decode_text(raw, document.source_key)
+        decoded = decode(raw, document.source_key, html=html)
+        document.metadata.update(decoded.metadata())
+        text = decoded.text
         if not text.strip():
             raise EmptyDocumentError(document.source_key, "the file holds only whitespace")
         return parse_text(text, document)
@@ -123,7 +128,7 @@ def _html(text: str, document: Document) -> ParsedDocument:
 PARSERS: dict[str, Parser] = {
     markdown.MEDIA_TYPE: _text_parser(_markdown),
     plaintext.MEDIA_TYPE: _text_parser(_plaintext),
-    html.MEDIA_TYPE: _text_parser(_html),
+    html.MEDIA_TYPE: _text_parser(_html, html=True),
     pdf.MEDIA_TYPE: pdf.parse,
     word.MEDIA_TYPE: word.parse,
     word.MACRO_MEDIA_TYPE: word.parse,

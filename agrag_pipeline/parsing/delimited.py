@@ -1,7 +1,7 @@
 """CSV and TSV with the standard library's ``csv`` reader: the file is one table section.
 
-- Text is decoded like every text format (``encoding.decode_text``: UTF-8, or UTF-16 with a BOM;
-  anything else is refused with the offset of the first bad byte, never guessed).
+- Text is decoded like every text format (``encoding.decode``: a byte-order mark, UTF-8, else
+  the detected legacy encoding, recorded in the document's metadata).
 - The delimiter of a ``.csv`` is sniffed among comma, semicolon, tab and pipe: the one that splits
   the first lines (quotes respected) into the most consistent number of fields, more than one,
   wins; a ``.tsv`` is tab-separated (sniffed too if its first line has no tab); Excel's
@@ -23,7 +23,7 @@ from collections import Counter
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import check_size, current_deadline
-from agrag_pipeline.parsing.encoding import decode_text
+from agrag_pipeline.parsing.encoding import decode
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
@@ -104,7 +104,9 @@ def has_header(rows: list[list[str]]) -> bool:
 def parse(raw: bytes, document: Document, *, delimiter: str | None = None) -> ParsedDocument:
     """The one-table document of CSV/TSV bytes (``delimiter`` None: by media type or sniffed)."""
     key = document.source_key
-    text = decode_text(raw, key)
+    decoded = decode(raw, key)
+    document.metadata.update(decoded.metadata())
+    text = decoded.text
     if not text.strip():
         raise EmptyDocumentError(key, "the file holds only whitespace")
     hint = _SEP_HINT.match(text)

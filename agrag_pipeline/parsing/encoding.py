@@ -1,47 +1,227 @@
-"""Decoding raw bytes of a text format (Markdown, plain text, HTML) into the text layer.
+"""Decoding raw bytes of a text format (Markdown, plain text, HTML, CSV) into the text layer.
 
-Decision: we refuse rather than guess. Accepted are UTF-8 (with or without a byte-order mark)
-and UTF-16 with a byte-order mark. Anything else that is not valid UTF-8 raises
-``EncodingError`` naming the byte offset of the first bad byte: a guessed encoding would give
-text (and offsets) that silently differ from what the author wrote. NUL bytes mean binary data
-behind a text extension and are refused too.
+Decision: read what people actually save, and say how it was read. A folder holds text in
+legacy 8-bit encodings (windows-1252 is the HTML standard's fallback; older notes are Latin-1;
+Central European, Cyrillic, Greek and CJK files have their own code pages), so refusing every
+file that is not UTF-8 failed real documents. The order, first match wins, follows the HTML
+standard's encoding sniffing:
 
-UTF-16 *without* a byte-order mark is not a guess when its shape is unmistakable: an even
-length, decodes strictly, at least 90% of its code units below U+0100 with a zero high byte on
-the one side (little or big endian) and no zero low byte, and no control characters but
-whitespace once decoded. Such a file is decoded as UTF-16 (offsets count from its first byte);
-one that has zero bytes in that pattern but fails the rest is refused as "UTF-16 without a
-byte-order mark", not as binary data.
+1. a byte-order mark: UTF-8, UTF-32 (checked before UTF-16, whose mark is a prefix of
+   UTF-32 LE's) or UTF-16;
+2. BOM-less UTF-16 when its shape is unmistakable (see ``_bomless_utf16``);
+3. valid UTF-8 (strict: a file that decodes as UTF-8 is UTF-8, whatever it declares);
+4. HTML only: the charset a ``<meta>`` in the first 1,024 bytes declares, when it decodes;
+5. a detector (charset-normalizer, MIT) over legacy encodings; windows-1252 wins whenever its
+   reading is as clean and as coherent as the best guess (short Western text is ambiguous
+   between the Latin code pages, and windows-1252 is what such text almost always is);
+6. windows-1252 (bytes it leaves undefined read as their Latin-1 C1 controls, as the WHATWG
+   decoder does).
 
-Offsets of the text layer count from *after* the byte-order mark (the mark is not text).
+``Decoded.encoding`` and ``Decoded.rule`` say which; the parsers record both in the
+document's metadata (``text_encoding``, ``text_encoding_rule``), stored with its sections.
+NUL bytes still mean binary data behind a text extension and are refused, as is text whose
+decoding is mostly control characters.
+
+Offsets of the text layer count characters of the decoded text, after any byte-order mark.
 """
 
 from __future__ import annotations
 
 import codecs
+import re
+from dataclasses import dataclass
 
 from agrag_pipeline.parsing.errors import EmptyDocumentError, EncodingError
 
+_UTF32_BOMS = {codecs.BOM_UTF32_LE: "utf-32-le", codecs.BOM_UTF32_BE: "utf-32-be"}
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
+#: How much of a file the detector reads: enough to tell a code page, cheap on any size.
+_DETECTOR_SAMPLE = 64 * 1024
+#: Share of control characters past which decoded "text" is binary data.
+_MAX_CONTROL_SHARE = 0.05
+#: Stray non-UTF-8 bytes accepted in UTF-8 text whatever its share of multi-byte characters.
+_MAX_STRAY_BYTES = 16
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+_CONTROL_CHARACTER = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+#: How many of charset-normalizer's candidates are scored.
+_DETECTOR_CANDIDATES = 8
+_IMPLAUSIBLE = re.compile(
+    r"(?<=[^\W\d_])[\u00a1-\u00bf\u00d7\u00f7\u2020\u2021\u2030]"  # symbol after a letter
+    r"|[\u00a4-\u00be\u00d7\u00f7](?=[^\W\d_])"  # symbol before a letter
+    r"|[\uff61-\uff9f]"  # half-width katakana
+    r"|[\x80-\x9f]"  # C1 controls
+)
+#: The HTML standard's prescan: a <meta charset=...> or http-equiv content type.
+_META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([A-Za-z0-9._:-]+)", re.IGNORECASE)
 
-def decode_text(raw: bytes, source_key: str) -> str:
-    """The decoded text of ``raw``, without a byte-order mark.
+
+@dataclass(frozen=True)
+class Decoded:
+    """Text and how it was read: the codec's name and the rule that chose it."""
+
+    text: str
+    encoding: str
+    rule: str
+
+    def metadata(self) -> dict[str, str]:
+        """What a parser records in the document's metadata."""
+        return {"text_encoding": self.encoding, "text_encoding_rule": self.rule}
+
+
+def decode(raw: bytes, source_key: str, *, html: bool = False) -> Decoded:
+    """``raw`` decoded by the first rule of the module docstring that applies.
 
     Raises:
         EmptyDocumentError: no bytes at all.
-        EncodingError: not UTF-8 / BOM-marked UTF-16, or binary (NUL bytes).
+        EncodingError: binary data (NUL bytes, mostly control characters), or a byte-order
+            mark the bytes behind it do not honour.
     """
     if not raw:
         raise EmptyDocumentError(source_key, "the file is empty (0 bytes)")
     if raw.startswith(codecs.BOM_UTF8):
-        return _decode_utf8(raw[len(codecs.BOM_UTF8) :], source_key, offset_base=3)
+        return Decoded(_decode_bom(raw, "utf-8", 3, source_key), "utf-8", "byte-order mark")
+    for bom, codec in _UTF32_BOMS.items():
+        if raw.startswith(bom):
+            return Decoded(_decode_bom(raw, codec, 4, source_key), codec, "byte-order mark")
     if raw[:2] in _UTF16_BOMS:
-        return _decode_utf16(raw, source_key)
-    codec = _bomless_utf16(raw)
-    if codec is not None:
-        return _decode_bomless_utf16(raw, codec, source_key)
-    return _decode_utf8(raw, source_key, offset_base=0)
+        utf16 = "utf-16-le" if raw.startswith(codecs.BOM_UTF16_LE) else "utf-16-be"
+        return Decoded(_decode_bom(raw, utf16, 2, source_key), utf16, "byte-order mark")
+    bomless = _bomless_utf16(raw)
+    if bomless is not None:
+        text = _decode_bomless_utf16(raw, bomless, source_key)
+        return Decoded(text, bomless, "UTF-16 shape without a byte-order mark")
+    utf8 = _decode_utf8(raw, source_key, offset_base=0)
+    if utf8 is not None:
+        return Decoded(utf8, "utf-8", "valid UTF-8")
+    return _legacy(raw, source_key, html)
+
+
+def _legacy(raw: bytes, source_key: str, html: bool) -> Decoded:
+    """Rules 4-6: not UTF-8, so mostly UTF-8, or a declared, detected or default encoding."""
+    mixed = _utf8_with_stray_bytes(raw)
+    if mixed is not None:
+        return mixed
+    if html:
+        declared = _declared_charset(raw)
+        if declared is not None:
+            text = _try_decode(raw, declared)
+            if text is not None:
+                return _checked(Decoded(text, declared, "HTML meta charset"), source_key)
+    detected = _detected(raw)
+    if detected is not None:
+        return _checked(detected, source_key)
+    return _checked(Decoded(_windows_1252(raw), "windows-1252", "default"), source_key)
+
+
+def _utf8_with_stray_bytes(raw: bytes) -> Decoded | None:
+    """UTF-8 text with a few bytes of another encoding (files pasted together, an editor that
+    saved one line in Latin-1): its UTF-8 read as UTF-8, each stray byte as windows-1252.
+    Only when real multi-byte UTF-8 sequences outnumber the stray bytes (or the stray bytes are
+    a handful): legacy text almost never forms such sequences by chance."""
+    escaped = raw.decode("utf-8", errors="surrogateescape")  # stray byte b -> U+DC00 + b
+    stray = len(_ESCAPED_BYTE.findall(escaped))
+    text = _ESCAPED_BYTE.sub(lambda m: _windows_1252(bytes([ord(m.group()) - 0xDC00])), escaped)
+    multibyte_extra = len(raw) - len(text)  # stray bytes map to one character each
+    if multibyte_extra <= 0 or stray > max(_MAX_STRAY_BYTES, multibyte_extra * 2):
+        return None
+    return Decoded(text, "utf-8", f"UTF-8 with {stray} stray byte(s) read as windows-1252")
+
+
+def _declared_charset(raw: bytes) -> str | None:
+    match = _META_CHARSET.search(raw[:1024])
+    if match is None:
+        return None
+    try:
+        name = codecs.lookup(match.group(1).decode("ascii")).name
+    except (LookupError, UnicodeDecodeError):
+        return None
+    # The standard reads a declared UTF-16/32 as UTF-8 (bytes that are not UTF-16 carry it),
+    # and a declared UTF-8 that did not decode is not UTF-8.
+    if name.startswith(("utf-16", "utf-32", "utf-8")):
+        return None
+    return "windows-1252" if name in ("latin-1", "iso8859-1", "ascii", "cp1252") else name
+
+
+def _detected(raw: bytes) -> Decoded | None:
+    """The most plausible reading among charset-normalizer's candidates and windows-1252.
+
+    charset-normalizer alone is unreliable on short text (it took Polish in windows-1250 for
+    windows-1252, and Russian in KOI8-R after an English line for Shift_JIS), so each
+    candidate's reading is scored by what wrong code pages leave in text: symbols glued to
+    letters (``rodz¹``, ``p³atnoœci``), half-width katakana, control characters. The fewest
+    wins; on a tie windows-1252, else charset-normalizer's own chaos and coherence.
+    """
+    from charset_normalizer import from_bytes
+
+    sample = raw[:_DETECTOR_SAMPLE]
+    candidates: dict[str, tuple[float, float, float]] = {}
+    western = from_bytes(sample, cp_isolation=["cp1252"]).best()
+    if western is not None:
+        candidates["windows-1252"] = (
+            _implausible(_windows_1252(sample)),
+            western.chaos,
+            -western.coherence,
+        )
+    for match in list(from_bytes(sample))[:_DETECTOR_CANDIDATES]:
+        name = codecs.lookup(match.encoding).name
+        if name in ("cp1252", "latin-1", "iso8859-1"):
+            continue
+        candidates.setdefault(name, (_implausible(str(match)), match.chaos, -match.coherence))
+    if not candidates:
+        return None
+    order = sorted(
+        candidates,
+        key=lambda n: (candidates[n][0], n != "windows-1252", *candidates[n][1:]),
+    )
+    for name in order:
+        text = _try_decode(raw, name)
+        if text is not None:
+            return Decoded(text, name, "detected (charset-normalizer)")
+    return None
+
+
+def _implausible(text: str) -> float:
+    """Share of characters a wrong code page typically leaves: a symbol or number sign glued to
+    a letter, a letter-glued inverted mark, half-width katakana, C1 control characters."""
+    if not text:
+        return 0.0
+    return len(_IMPLAUSIBLE.findall(text)) / len(text)
+
+
+def _try_decode(raw: bytes, codec: str) -> str | None:
+    if codec in ("windows-1252", "cp1252"):
+        return _windows_1252(raw)
+    try:
+        return raw.decode(codec)
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def _windows_1252(raw: bytes) -> str:
+    """WHATWG windows-1252: Python's cp1252, with its five undefined bytes as Latin-1."""
+    return raw.decode("cp1252", errors="agrag-latin1-fallback")
+
+
+def _latin1_fallback(exc: UnicodeError) -> tuple[str, int]:
+    assert isinstance(exc, UnicodeDecodeError)
+    return exc.object[exc.start : exc.end].decode("latin-1"), exc.end
+
+
+codecs.register_error("agrag-latin1-fallback", _latin1_fallback)
+
+
+def _checked(decoded: Decoded, source_key: str) -> Decoded:
+    """Refuse a legacy reading that is mostly control characters: binary data, not text."""
+    text = decoded.text
+    controls = len(_CONTROL_CHARACTER.findall(text))
+    if text and controls > _MAX_CONTROL_SHARE * len(text):
+        raise EncodingError(
+            source_key,
+            f"binary data, not text: neither UTF-8 nor a legacy encoding ({controls:,} of "
+            f"{len(text):,} characters would be control characters read as {decoded.encoding})",
+        )
+    return decoded
 
 
 #: Share of code units that must have the zero-high-byte shape of UTF-16 Latin text.
@@ -91,34 +271,29 @@ def _decode_bomless_utf16(raw: bytes, codec: str, source_key: str) -> str:
     return text
 
 
-def _decode_utf8(body: bytes, source_key: str, offset_base: int) -> str:
+def _decode_utf8(body: bytes, source_key: str, offset_base: int) -> str | None:
+    """``body`` as UTF-8, or None where it is not UTF-8 (a legacy encoding is tried next)."""
     nul = body.find(b"\x00")
     if nul >= 0:  # checked first: binary data usually is invalid UTF-8 too, but NUL says why
         raise EncodingError(
             source_key, f"binary data, not text: NUL byte at byte offset {nul + offset_base}"
         )
     try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise EncodingError(
-            source_key,
-            f"not valid UTF-8: bad byte 0x{body[exc.start]:02x} at byte offset "
-            f"{exc.start + offset_base} (only UTF-8, or UTF-16 with a byte-order mark, is "
-            "accepted; convert the file to UTF-8)",
-        ) from None
-    return text
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
-def _decode_utf16(raw: bytes, source_key: str) -> str:
-    codec = "utf-16-le" if raw.startswith(codecs.BOM_UTF16_LE) else "utf-16-be"
-    body = raw[2:]
+def _decode_bom(raw: bytes, codec: str, bom_length: int, source_key: str) -> str:
+    """The text behind a byte-order mark, which must honour it."""
     try:
-        text = body.decode(codec)
+        text = raw[bom_length:].decode(codec)
     except UnicodeDecodeError as exc:
+        name = codec.upper().replace("-LE", "").replace("-BE", "")
         raise EncodingError(
             source_key,
-            f"not valid UTF-16 despite its byte-order mark: bad data at byte offset "
-            f"{exc.start + 2}",
+            f"not valid {name} despite its byte-order mark: bad data at byte offset "
+            f"{exc.start + bom_length}",
         ) from None
     nul = text.find("\x00")
     if nul >= 0:

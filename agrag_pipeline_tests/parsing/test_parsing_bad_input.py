@@ -46,12 +46,14 @@ def test_binary_bytes_behind_markdown_extension_are_refused() -> None:
         parse_document(raw, "bin.md")
 
 
-def test_invalid_utf8_names_the_offset_of_the_first_bad_byte() -> None:
-    raw = "# Café\n".encode() + "résumé".encode("latin-1")
+def test_a_byte_order_mark_the_bytes_do_not_honour_names_the_offset() -> None:
+    raw = b"\xef\xbb\xbf# Caf\xc3\xa9\n" + "résumé".encode("latin-1")
     with pytest.raises(EncodingError) as caught:
         parse_document(raw, "latin1.md")
     assert caught.value.source_key == "latin1.md"
-    assert "not valid UTF-8: bad byte 0xe9 at byte offset 9" in str(caught.value)
+    assert "not valid UTF-8 despite its byte-order mark: bad data at byte offset 12" in str(
+        caught.value
+    )
 
 
 def test_unknown_extension_and_media_type_are_unsupported() -> None:

@@ -90,9 +90,9 @@ def test_tsv_is_tab_separated_and_utf8_bom_is_dropped() -> None:
     assert _rows(parsed) == [["Stadt", "Einwohner"], ["München", "1,5 Mio"]]
 
 
-def test_bad_text_and_empty_files_are_clear_errors() -> None:
-    with pytest.raises(EncodingError, match=r"latin\.csv: not valid UTF-8: bad byte 0xe9"):
-        parse_document(b"caf\xe9,1\n", "latin.csv")
+def test_binary_and_empty_files_are_clear_errors() -> None:
+    with pytest.raises(EncodingError, match=r"bin\.csv: binary data, not text: NUL byte"):
+        parse_document(b"caf\xe9,1\n\x00\x01", "bin.csv")
     with pytest.raises(EmptyDocumentError, match=r"blank\.csv: "):
         parse_document(b" , ,\n,,\n", "blank.csv")
 
