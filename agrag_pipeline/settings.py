@@ -120,6 +120,11 @@ class OcrSettings(_Frozen):
     detect_orientation: bool = True
     #: Seconds one page may take (orientation, recognition and retries together).
     page_timeout_s: float = Field(default=60.0, gt=0.0)
+    #: A PDF or image in which OCR found no words at all (a photo, a diagram, a blank page) is a
+    #: failure when true; by default it succeeds with no chunks and a warning saying so, since a
+    #: folder of documents holds pictures. Text that could not be read (OCR off or unavailable)
+    #: is a failure either way.
+    require_text: bool = False
 
     @field_validator("languages")
     @classmethod

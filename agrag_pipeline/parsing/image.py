@@ -4,13 +4,15 @@ the same OCR and layout path as a scanned PDF.
 Why through the PDF path: a scan is a scan whatever its container. Each frame becomes one page
 of an image-only PDF at the image's own resolution (Pillow's PDF writer), which ``pdf.parse``
 reads as it reads any scanned PDF: Tesseract with orientation detection, lines, paragraphs,
-typographic headings, page boxes. Boxes are in PDF points of that page: pixels x 72 / dpi
-(300 dpi assumed when the image does not say, or says something implausible).
+typographic headings, page boxes. Boxes are in PDF points of that page: pixels x 72 / dpi.
+An image that does not state its resolution (or states an implausible one) is taken as a page
+of paper: its long side 11.69 inches, between 72 and 300 dpi (see ``_dpi``).
 
 Budgets: a frame over ``MAX_PIXELS`` (a decompression bomb or a poster) and more frames than
 ``pdf.MAX_PAGES`` are refused before any OCR, naming the figure; an image Pillow cannot decode
-is a ``CorruptDocumentError``; an image without readable text is an ``EmptyDocumentError``
-saying why (OCR off, unavailable, or no text found).
+is a ``CorruptDocumentError``. An image in which OCR found no words (a photo, a diagram) is read
+as a document with no text and a warning saying so, unless ``OcrSettings.require_text``; one
+whose text could not be read (OCR off or unavailable) is an ``EmptyDocumentError`` saying why.
 """
 
 from __future__ import annotations
@@ -40,23 +42,46 @@ MEDIA_TYPES = (PNG, JPEG, TIFF, WEBP, BMP, GIF)
 #: Pixels one frame may have: Pillow's own decompression-bomb limit (about 89 million; an A4
 #: page at 600 dpi is about 35 million).
 MAX_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
-#: The resolution assumed when an image gives none (or an implausible one): a typical scan.
-DEFAULT_DPI = 300.0
 _PLAUSIBLE_DPI = (50.0, 2400.0)
+#: The long side of a page of paper (A4), in inches: what an image that does not say its
+#: resolution is taken to be, so its text reaches OCR at the size it would have on paper.
+PAPER_LONG_SIDE_IN = 11.69
+#: Resolutions an estimate may give: a screenshot is no coarser than 72 dpi, and 300 dpi is the
+#: most a page scan needs (OCR renders at ``OcrSettings.dpi``, 200 by default).
+_ESTIMATED_DPI = (72.0, 300.0)
+#: A page longer than this (inches) at the stated resolution means the tag is wrong (a 300-dpi
+#: scan saved with a 72-dpi default): the resolution is estimated instead.
+_MAX_PAGE_IN = 50.0
 
 
 def _dpi(image: Image.Image) -> float:
+    """The image's resolution: its own tag where plausible, else estimated as a page of paper.
+
+    Assuming a fixed 300 dpi shrank screenshots and exported pages before OCR (OCR renders at
+    200 dpi, so 13-pixel text became 9 pixels: coverage 0.07 on a page Tesseract reads at 0.94
+    from the same pixels); a paper-sized estimate gives 96-dpi exports about 90 dpi, rendered
+    2.2x larger, and leaves real 300-dpi scans as they were.
+    """
+    stated = _stated_dpi(image)
+    long_side = max(image.size)
+    if stated is not None and long_side / stated <= _MAX_PAGE_IN:
+        return stated
+    low, high = _ESTIMATED_DPI
+    return min(max(long_side / PAPER_LONG_SIDE_IN, low), high)
+
+
+def _stated_dpi(image: Image.Image) -> float | None:
     value = image.info.get("dpi")
     if isinstance(value, tuple):
         value = value[0] if value else None
     if value is None:
-        return DEFAULT_DPI
+        return None
     try:
         dpi = float(value)
     except (TypeError, ValueError, IndexError):
-        return DEFAULT_DPI
+        return None
     low, high = _PLAUSIBLE_DPI
-    return dpi if low <= dpi <= high else DEFAULT_DPI
+    return dpi if low <= dpi <= high else None
 
 
 def _page(frame: Image.Image) -> Image.Image:

@@ -220,6 +220,8 @@ def engine_fingerprint(settings: OcrSettings) -> dict[str, str]:
         "min_confidence": f"{settings.min_confidence:g}",
         "detect_orientation": str(settings.detect_orientation).lower(),
     }
+    if settings.require_text:  # only when set, so the default keeps stored parses current
+        base["require_text"] = "true"
     if not settings.enabled:
         return base
     try:

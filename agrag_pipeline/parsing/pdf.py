@@ -156,7 +156,10 @@ def parse(
     if toc_pages:
         warnings.append(f"table of contents on page(s) {', '.join(map(str, toc_pages))}")
     if not text.strip():
-        raise EmptyDocumentError(key, ocr_log.why_empty(count))
+        if not ocr_log.found_nothing(count) or (parsing is not None and parsing.ocr.require_text):
+            raise EmptyDocumentError(key, ocr_log.why_empty(count))
+        warnings.append("no text: OCR found no words (a photo, a drawing or a blank page?)")
+        return ParsedDocument(document=document, text_layer="", warnings=warnings)
     lines = builder.lines
     headings = _outline_headings(outline, lines, warnings) if outline else []
     if not headings:
@@ -196,6 +199,10 @@ class _OcrLog:
                 f"unavailable: {self.reason}"
             )
         return out
+
+    def found_nothing(self, count: int) -> bool:
+        """OCR read every page that had no text and found no words: a picture, not a failure."""
+        return bool(count) and not self.off and not self.unavailable
 
     def why_empty(self, count: int) -> str:
         if not count:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pypdfium2
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from agrag_pipeline.parsing import image, parse_document
 from agrag_pipeline.parsing.detect import detect_media_type
@@ -128,11 +128,91 @@ def test_a_truncated_image_is_corrupt_naming_the_file(scan: Image.Image) -> None
         parse_document(raw[: len(raw) // 2], "cut.png")
 
 
-def test_an_image_without_text_or_with_ocr_off_says_why() -> None:
+def _diagram() -> bytes:
+    """A drawing without a word in it: boxes joined by arrows and a circle, in colour."""
+    picture = Image.new("RGB", (1200, 900), "white")
+    draw = ImageDraw.Draw(picture)
+    for i in range(5):
+        draw.rectangle([80 + i * 220, 150, 220 + i * 220, 300], outline="black", width=4)
+        if i:
+            draw.line([220 + (i - 1) * 220, 225, 80 + i * 220, 225], fill="black", width=3)
+    draw.ellipse([400, 450, 800, 800], outline=(30, 90, 200), width=6)
+    return _encoded(picture, "PNG")
+
+
+def test_a_picture_without_words_is_a_document_with_no_text_and_a_note() -> None:
+    """A folder of documents holds pictures: a diagram or a blank page succeeds with no text,
+    no sections and a warning saying why, unless the settings require text."""
     blank = _encoded(Image.new("L", (850, 1100), 255), "PNG")
+    for name, raw in (("diagram.png", _diagram()), ("blank.png", blank)):
+        parsed = parse_document(raw, name)
+        assert parsed.text_layer == "" and parsed.sections == []
+        assert any(w.startswith("no text: OCR found no words") for w in parsed.warnings)
+    strict = ParsingSettings(ocr=OcrSettings(require_text=True))
     with pytest.raises(EmptyDocumentError, match=r"^blank\.png: an image: .*OCR found no text"):
-        parse_document(blank, "blank.png")
+        parse_document(blank, "blank.png", parsing=strict)
+
+
+def test_an_image_with_ocr_off_says_why() -> None:
+    blank = _encoded(Image.new("L", (850, 1100), 255), "PNG")
     off = ParsingSettings(ocr=OcrSettings(enabled=False))
     with pytest.raises(EmptyDocumentError, match=r"OCR is turned off"):
         parse_document(blank, "blank.png", parsing=off)
     assert image.MAX_PIXELS >= 35_000_000  # an A4 page at 600 dpi fits
+
+
+def test_an_image_that_does_not_state_its_resolution_is_read_at_the_size_of_a_paper_page() -> None:
+    """A page exported at screen resolution (96 dpi) without a resolution tag, as screenshots
+    and exported page images are: its small text must not be shrunk before OCR. The reference is
+    the same page's own text layer (a corpus PDF with real text)."""
+    source = pypdfium2.PdfDocument(CORPUS.parent / "pdf" / "2305.03393v1-pg9.pdf")
+    try:
+        page = source[0]
+        reference = page.get_textpage().get_text_range()
+        screen = page.render(scale=96 / 72, grayscale=True).to_pil()
+    finally:
+        source.close()
+    raw = _encoded(screen, "PNG")  # no dpi: Pillow writes no pHYs chunk
+    assert "dpi" not in Image.open(io.BytesIO(raw)).info
+    parsed = parse_document(raw, "exports/page.png")
+    assert _coverage(parsed.text_layer, reference) >= 0.9
+    # Boxes in points of a page of paper (the long side 11.69 in), not of a 300-dpi page.
+    height_pt = 11.69 * 72
+    boxes = [b for s in parsed.sections for b in s.boxes]
+    assert max(b.y1 for b in boxes) > height_pt / 2
+    assert all(b.y1 <= height_pt + 1 for b in boxes)
+
+
+def test_a_folder_with_a_picture_in_it_succeeds_and_the_picture_has_no_chunks(
+    tmp_path: Path,
+) -> None:
+    """The run's exit status counts only real failures: a diagram among documents is read,
+    found wordless and reported as such, and `agrag core` exits 0."""
+    import subprocess
+    import sys
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "diagram.png").write_bytes(_diagram())
+    (raw / "notes.md").write_text("# Notes\n\nThe diagram shows the pipeline.\n", "utf-8")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agrag_pipeline.cli",
+            "--raw-root",
+            str(raw),
+            "--warehouse",
+            str(tmp_path / "w"),
+            "core",
+            "--no-embed",
+            "--workers",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "diagram.png ok (0 chunks)" in done.stderr  # progress goes to stderr
+    assert "2 succeeded, 0 failed" in done.stdout
