@@ -12,6 +12,9 @@ its flag, else from ``AGRAG_RAW_ROOT``, ``AGRAG_WAREHOUSE_ROOT``, ``AGRAG_SETTIN
 Both commands show progress (one updating line on a terminal, a plain line per document
 otherwise), end with a summary naming every failed, refused, skipped and removed file with its
 reason, and exit 0 only when every document succeeded or was deliberately skipped.
+
+A root or settings file that cannot be used is refused before any work, in one line on stderr
+naming the path and the problem, with its own exit status (listed below).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from agrag_pipeline.batch import Outcome
@@ -40,16 +43,78 @@ if TYPE_CHECKING:
 # -- roots ---------------------------------------------------------------------------------------
 
 
-def resolve_cli_roots(args: argparse.Namespace) -> Roots:
-    """Flag, else environment, else default (``runtime.resolve_roots``)."""
-    from agrag_pipeline.runtime import resolve_roots
+#: Exit statuses of ``agrag`` (also in every ``--help``): one per kind of mistake, so a script
+#: can tell them apart. 1 stays "a document failed" and Python's own status of an unexpected
+#: error (which still prints its traceback); 2 is argparse's for a wrong command line.
+EXIT_STATUS: dict[str, int] = {
+    "raw_root_missing": 3,
+    "raw_root_not_a_folder": 4,
+    "raw_root_unreadable": 5,
+    "output_not_a_folder": 6,
+    "output_unusable": 7,
+    "input_unreadable": 8,
+    "settings_invalid": 9,
+}
+EXIT_STATUS_HELP = """\
+exit status:
+  0  done: every document succeeded or was deliberately skipped
+  1  a document or step failed (the summary names it), the index is empty (search, eval),
+     or an unexpected error (with its traceback)
+  2  the command line is wrong (an unknown option, a bad value)
+  3  the raw root does not exist
+  4  the raw root is not a folder (a file, a pipe)
+  5  the raw root cannot be listed (permission denied)
+  6  the warehouse, embedding cache or DAGSTER_HOME is a file, or a file is in its path
+  7  the warehouse, embedding cache or DAGSTER_HOME cannot be created, listed or written
+  8  the settings file (or eval's questions file) cannot be read (missing, a folder, denied)
+  9  the settings file is invalid (not YAML, a wrong key, type or value)
+each of 3-9 is one line on stderr naming the path and the problem, before any work starts.
+"""
 
-    return resolve_roots(
+
+class InputFileError(Exception):
+    """A file named on the command line (eval's questions) that cannot be read."""
+
+
+def resolve_cli_roots(
+    args: argparse.Namespace,
+    *,
+    raw_root: bool = True,
+    warehouse: Literal["read", "write"] | None = "write",
+    cache: bool = True,
+) -> Roots:
+    """Flag, else environment, else default (``runtime.resolve_roots``), each checked before
+    any work: the roots the command uses (``runtime.check_roots``: ``RootError``) and the
+    settings file (``SettingsError``). ``main`` turns either into one line and its status."""
+    from agrag_pipeline.runtime import check_roots, resolve_roots
+    from agrag_pipeline.settings import load_settings
+
+    roots = resolve_roots(
         getattr(args, "raw_root", None),
         getattr(args, "warehouse", None),
         getattr(args, "settings", None),
         getattr(args, "cache_dir", None),
     )
+    load_settings(roots.settings_path)
+    # Last: it creates a missing output folder, which the run would do next anyway.
+    check_roots(roots, raw_root=raw_root, warehouse=warehouse, cache=cache)
+    return roots
+
+
+def _refusal(exc: BaseException) -> tuple[int, str] | None:
+    """The exit status and line of a user's mistake (``EXIT_STATUS``), or None for a bug."""
+    from agrag_pipeline.runtime import RootError
+    from agrag_pipeline.settings import SettingsError, SettingsFileError
+
+    if isinstance(exc, RootError):
+        return EXIT_STATUS[exc.problem], str(exc)
+    if isinstance(exc, SettingsFileError):
+        return EXIT_STATUS["input_unreadable"], f"settings {exc}"
+    if isinstance(exc, SettingsError):  # InvalidSettingsError and any other
+        return EXIT_STATUS["settings_invalid"], f"settings {exc}"
+    if isinstance(exc, InputFileError):
+        return EXIT_STATUS["input_unreadable"], str(exc)
+    return None
 
 
 def _announce(command: str, roots: Roots, extra: list[str] | None = None) -> None:
@@ -67,10 +132,12 @@ def _export_roots(roots: Roots) -> None:
 
 
 def _prepare_environment() -> Path:
-    from agrag_pipeline.runtime import PROJECT_ROOT
+    from agrag_pipeline.runtime import PROJECT_ROOT, check_output_folder
 
+    origin = "given by DAGSTER_HOME" if os.environ.get("DAGSTER_HOME") else "the default"
     os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster_home"))
     home = Path(os.environ["DAGSTER_HOME"])
+    check_output_folder("Dagster instance", home, origin)
     home.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -424,20 +491,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     The root options are accepted before or after the subcommand (after wins)."""
     parser = argparse.ArgumentParser(
-        prog="agrag", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="agrag",
+        description=__doc__,
+        epilog=EXIT_STATUS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_root_options(parser, None)
     roots = argparse.ArgumentParser(add_help=False)
     _add_root_options(roots, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
+    # Every subcommand's --help ends with the exit statuses too.
+    sub_options: dict[str, Any] = {
+        "epilog": EXIT_STATUS_HELP,
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
     mat_parser = sub.add_parser(
         "materialize",
         parents=[roots],
         help="materialise the whole asset graph into the Dagster instance",
+        **sub_options,
     )
     mat_parser.add_argument("--verbose", action="store_true", help="print Dagster's event log")
     mat_parser.set_defaults(func=materialize)
-    core_parser = sub.add_parser("core", parents=[roots], help="run the steps without Dagster")
+    core_parser = sub.add_parser(
+        "core", parents=[roots], help="run the steps without Dagster", **sub_options
+    )
     core_parser.add_argument("--force", action="store_true", help="recompute current outputs")
     core_parser.add_argument("--no-embed", action="store_true", help="stop after chunking")
     core_parser.add_argument(
@@ -448,10 +526,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     core_parser.set_defaults(func=core)
     index_parser = sub.add_parser(
-        "index", parents=[roots], help="update the search index from the stored embeddings"
+        "index",
+        parents=[roots],
+        help="update the search index from the stored embeddings",
+        **sub_options,
     )
     index_parser.set_defaults(func=retrieval)
-    search_parser = sub.add_parser("search", parents=[roots], help="ask the search index")
+    search_parser = sub.add_parser(
+        "search", parents=[roots], help="ask the search index", **sub_options
+    )
     search_parser.add_argument("question", help="what to search for")
     search_parser.add_argument("-k", type=_positive, default=5, help="results (default 5)")
     search_parser.add_argument(
@@ -459,7 +542,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search_parser.set_defaults(func=retrieval)
     eval_parser = sub.add_parser(
-        "eval", parents=[roots], help="recall@1/5/10 and MRR@10 on labelled questions"
+        "eval",
+        parents=[roots],
+        help="recall@1/5/10 and MRR@10 on labelled questions",
+        **sub_options,
     )
     eval_parser.add_argument(
         "questions", help="TSV: query, source_key, heading of the answer (or span start:end)"
@@ -469,6 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
         "serve-embeddings",
         parents=[roots],
         help="serve the local embedding model over an OpenAI-compatible HTTP API",
+        **sub_options,
     )
     serve_parser.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
     serve_parser.add_argument("--port", type=_positive, default=8000, help="default 8000")
@@ -490,13 +577,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def serve_embeddings(args: argparse.Namespace) -> int:
     """``agrag serve-embeddings``: the settings' model behind ``/v1/embeddings`` (server.py)."""
+    roots = resolve_cli_roots(args, raw_root=False, warehouse=None)
     from agrag_pipeline.embedding.server import ServerLimits, serve
     from agrag_pipeline.runtime import Runtime
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    roots = resolve_cli_roots(args)
     _announce("serve-embeddings", roots)
     runtime = Runtime.from_files(
         roots.settings_path, roots.raw_root, roots.warehouse_root, roots.cache_dir
@@ -519,13 +606,16 @@ def serve_embeddings(args: argparse.Namespace) -> int:
 
 def retrieval(args: argparse.Namespace) -> int:
     """``agrag index`` / ``search`` / ``eval`` (the logic is in ``retrieval.commands``)."""
+    writes = args.command == "index"
+    roots = resolve_cli_roots(args, raw_root=False, warehouse="write" if writes else "read")
+    if args.command == "eval":
+        _check_readable_file("questions", args.questions)
     from agrag_pipeline.retrieval import commands
     from agrag_pipeline.runtime import Runtime
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    roots = resolve_cli_roots(args)
     runtime = Runtime.from_files(
         roots.settings_path, roots.raw_root, roots.warehouse_root, roots.cache_dir
     )
@@ -536,9 +626,27 @@ def retrieval(args: argparse.Namespace) -> int:
     return commands.eval_command(runtime, args.questions)
 
 
+def _check_readable_file(label: str, path: str) -> None:
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise InputFileError(f"{label} {path}: cannot be read: {exc.strerror or exc}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. A user's mistake (a root, settings or input file that cannot be used)
+    ends in one line on stderr and its ``EXIT_STATUS``; anything else keeps its traceback."""
     args = build_parser().parse_args(argv)
-    status: int = args.func(args)
+    try:
+        status: int = args.func(args)
+    except Exception as exc:
+        refusal = _refusal(exc)
+        if refusal is None:
+            raise
+        code, line = refusal
+        print(f"agrag {args.command}: {line}", file=sys.stderr, flush=True)
+        return code
     return status
 
 

@@ -9,11 +9,12 @@ stay cheap.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from agrag_pipeline.fingerprints import fingerprint, short
 from agrag_pipeline.settings import PipelineSettings, load_settings
@@ -114,6 +115,165 @@ def resolve_roots(
         cache_dir=values["cache_dir"],
         sources=sources,
     )
+
+
+#: What is wrong with a root (``RootError.problem``); the CLI gives each its own exit status.
+RootProblem = Literal[
+    "raw_root_missing",
+    "raw_root_not_a_folder",
+    "raw_root_unreadable",
+    "output_not_a_folder",
+    "output_unusable",
+]
+
+#: The command-line flag of each root, to say where a path came from.
+ROOT_FLAGS = {
+    "raw_root": "--raw-root",
+    "warehouse_root": "--warehouse",
+    "settings_path": "--settings",
+    "cache_dir": "--cache-dir",
+}
+
+
+class RootError(ValueError):
+    """A root that cannot be used as it is given. ``str()`` is one line naming the root, its
+    path, where the path came from and what is wrong; ``problem`` says which kind it is."""
+
+    def __init__(self, problem: RootProblem, message: str) -> None:
+        super().__init__(message)
+        self.problem: RootProblem = problem
+
+
+def check_roots(
+    roots: Roots,
+    *,
+    raw_root: bool,
+    warehouse: Literal["read", "write"] | None,
+    cache: bool,
+) -> None:
+    """Refuse, before any work starts, a local root the command cannot use (``RootError``).
+
+    ``raw_root``: the raw root must be a folder that can be listed. ``warehouse``: "read", it
+    must be a folder that can be listed where it exists; "write", it must also be writable, or
+    creatable where it does not exist yet. ``cache`` (the embedding cache is written): the
+    cache folder must be writable or creatable, and so must the warehouse when the cache lives
+    in it (no ``cache_dir``). URIs (``s3://...``) are left to the run: checking them means
+    reaching the store.
+    """
+    if raw_root and not _is_uri(roots.raw_root):
+        _check_raw_root(roots)
+    if cache and roots.cache_dir is None:
+        warehouse = "write"
+    if warehouse is not None and not _is_uri(roots.warehouse_root):
+        check_output_folder(
+            "warehouse", Path(roots.warehouse_root), _origin(roots, "warehouse_root"), warehouse
+        )
+    if cache and roots.cache_dir is not None and not _is_uri(roots.cache_dir):
+        check_output_folder(
+            "embedding cache", Path(roots.cache_dir), _origin(roots, "cache_dir"), "write"
+        )
+
+
+def _is_uri(value: str) -> bool:
+    return "://" in value  # as ``resolve_roots`` tells them from paths
+
+
+def _origin(roots: Roots, attr: str) -> str:
+    source = roots.sources.get(attr, "default")
+    if source == "flag":
+        return f"given by {ROOT_FLAGS[attr]}"
+    if source == "default":
+        return "the default"
+    return f"given by {source}"
+
+
+def _check_raw_root(roots: Roots) -> None:
+    path = Path(roots.raw_root)
+    said = f"raw root {path} ({_origin(roots, 'raw_root')})"
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise RootError("raw_root_missing", f"{said}: does not exist") from None
+    except NotADirectoryError:
+        ancestor, _ = _existing_ancestor(path)
+        raise RootError(
+            "raw_root_missing", f"{said}: does not exist ({ancestor} is not a folder)"
+        ) from None
+    except OSError as exc:
+        raise RootError("raw_root_unreadable", f"{said}: cannot be read: {_why(exc)}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise RootError("raw_root_not_a_folder", f"{said}: is {_kind(info)}, not a folder")
+    try:
+        with os.scandir(path) as listing:
+            next(listing, None)
+    except OSError as exc:
+        raise RootError("raw_root_unreadable", f"{said}: cannot be listed: {_why(exc)}") from None
+
+
+def check_output_folder(
+    label: str, path: Path, origin: str, mode: Literal["read", "write"] = "write"
+) -> None:
+    """``path`` is a folder this process can use (``mode``: list it, and write in it); a
+    missing one is created for writing (a missing folder is fine to read: nothing is stored
+    yet). Else ``RootError`` naming ``label``, ``path`` and the problem."""
+    said = f"{label} {path} ({origin})"
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        ancestor, found = _existing_ancestor(path)
+        if not stat.S_ISDIR(found.st_mode):
+            raise RootError(
+                "output_not_a_folder",
+                f"{said}: cannot be created: {ancestor} is {_kind(found)}, not a folder",
+            ) from None
+        if mode == "read":
+            return  # nothing stored yet
+        try:  # the run would create it next: the one honest test that it can
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RootError("output_unusable", f"{said}: cannot be created: {_why(exc)}") from None
+        return
+    except OSError as exc:
+        raise RootError("output_unusable", f"{said}: cannot be used: {_why(exc)}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise RootError("output_not_a_folder", f"{said}: is {_kind(info)}, not a folder")
+    try:
+        with os.scandir(path) as listing:
+            next(listing, None)
+    except OSError as exc:
+        raise RootError("output_unusable", f"{said}: cannot be listed: {_why(exc)}") from None
+    if mode == "write" and not os.access(path, os.W_OK | os.X_OK):
+        raise RootError("output_unusable", f"{said}: cannot be written: permission denied")
+
+
+def _existing_ancestor(path: Path) -> tuple[Path, os.stat_result]:
+    """The nearest ancestor of the missing ``path`` that exists (a folder, or the file in the
+    way), and its stat. The root folder always exists."""
+    ancestor = path.parent
+    while True:
+        try:
+            return ancestor, ancestor.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            if ancestor == ancestor.parent:
+                raise
+            ancestor = ancestor.parent
+
+
+def _kind(info: os.stat_result) -> str:
+    mode = info.st_mode
+    if stat.S_ISREG(mode):
+        return "a file"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a folder"  # pragma: no cover - every other kind is named above
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
 
 
 def _default_settings_path() -> Path:

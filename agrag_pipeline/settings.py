@@ -32,7 +32,16 @@ PropertyType = Literal["string", "integer", "float", "boolean", "date", "datetim
 
 
 class SettingsError(ValueError):
-    """A settings file that cannot be read or does not validate."""
+    """A settings file that cannot be read or does not validate; ``str()`` is one line."""
+
+
+class SettingsFileError(SettingsError):
+    """The settings file cannot be read at all (missing, a folder, no permission)."""
+
+
+class InvalidSettingsError(SettingsError):
+    """The settings file was read but is not valid: not UTF-8, not YAML, not a mapping, or a
+    wrong key, type or value."""
 
 
 class _Frozen(BaseModel):
@@ -296,25 +305,43 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def load_settings(path: str | Path = DEFAULT_SETTINGS_PATH) -> PipelineSettings:
-    """Read and validate a settings file; every problem names the file and the field."""
+    """Read and validate a settings file; every problem names the file and the field, in one
+    line (``SettingsFileError`` when it cannot be read, else ``InvalidSettingsError``)."""
     path = Path(path)
     try:
         # Read from the open file, so the marks in a YAML error name it ("in <path>, line 8").
         with path.open(encoding="utf-8") as stream:
             raw = yaml.load(stream, Loader=_UniqueKeyLoader)
     except OSError as exc:
-        raise SettingsError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
+        raise SettingsFileError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
-        raise SettingsError(f"{path}: is not valid YAML: {exc}") from exc
+        raise InvalidSettingsError(f"{path}: is not valid YAML: {_yaml_problem(exc)}") from exc
     except UnicodeDecodeError as exc:
-        raise SettingsError(f"{path}: is not UTF-8 text: {exc}") from exc
+        raise InvalidSettingsError(f"{path}: is not UTF-8 text: {exc}") from exc
+    if raw is None:
+        raise InvalidSettingsError(f"{path}: is empty (it must be a mapping of sections)")
     if not isinstance(raw, dict):
-        raise SettingsError(f"{path}: must be a mapping of sections, got {type(raw).__name__}")
+        raise InvalidSettingsError(
+            f"{path}: must be a mapping of sections, got {type(raw).__name__}"
+        )
     try:
         return PipelineSettings.model_validate(raw)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {_one_line(err['msg'])}"
             for err in exc.errors()
         )
-        raise SettingsError(f"{path}: {problems}") from exc
+        raise InvalidSettingsError(f"{path}: {problems}") from exc
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """Where and what, in one line ("line 2, column 1: expected the node content, ...")."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        return where + _one_line(exc.problem)
+    return _one_line(str(exc))

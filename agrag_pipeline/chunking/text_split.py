@@ -173,23 +173,51 @@ def _cut(text: str, start: int, end: int, level: Level) -> list[tuple[int, int]]
     return [(s, e) for s, e in (strip_span(text, s, e) for s, e in pieces) if s < e]
 
 
+#: Over-long words up to this many characters are cut by the plain binary search over their
+#: whole rest (every word on the reference corpus is far shorter: the longest is 147). Longer
+#: ones count no prefix longer than one already found over the budget (``_over_budget_length``).
+EXACT_SEARCH_CHARS = 1024
+
+
 def split_by_characters(
     text: str, start: int, end: int, budget: int, counter: TokenCounter
 ) -> list[Piece]:
-    """Cut one over-long word into the longest prefixes that fit (binary search on length)."""
+    """Cut one over-long word into the longest prefixes that fit (binary search on length).
+
+    The search runs over the whole rest of the word, but in a word over ``EXACT_SEARCH_CHARS``
+    it does not count a prefix longer than one found over the budget: it is over too (a longer
+    text has no fewer tokens, up to the last word piece). So each piece costs counting about
+    ``EXACT_SEARCH_CHARS`` plus its own length in characters, not the rest of the word: a
+    megabyte without a space (deeply nested JSON, ``[[[[...``) is cut in linear time where the
+    plain search was quadratic, and a word up to ``EXACT_SEARCH_CHARS`` is cut as it always was.
+    """
     pieces: list[Piece] = []
     while start < end:
+        over = _over_budget_length(text, start, end, budget, counter)
         lo, hi = 1, end - start
         best = 1
         while lo <= hi:
             mid = (lo + hi) // 2
-            if counter.count(text[start : start + mid]) <= budget:
+            if mid < over and counter.count(text[start : start + mid]) <= budget:
                 best, lo = mid, mid + 1
             else:
                 hi = mid - 1
         pieces.append((start, start + best, counter.count(text[start : start + best])))
         start += best
     return pieces
+
+
+def _over_budget_length(text: str, start: int, end: int, budget: int, counter: TokenCounter) -> int:
+    """A prefix length of ``text[start:end]``, at least ``EXACT_SEARCH_CHARS``, whose prefix is
+    over ``budget`` tokens (probing that many characters, twice that, ...), or one past the
+    rest when none is (then every prefix is counted)."""
+    rest = end - start
+    length = EXACT_SEARCH_CHARS
+    while length < rest:
+        if counter.count(text[start : start + length]) > budget:
+            return length
+        length *= 2
+    return rest + 1
 
 
 def fit_pieces(

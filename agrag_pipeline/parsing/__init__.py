@@ -6,7 +6,8 @@ One entry point, ``parse_document``; one module per format (``markdown``, ``plai
 Documented results for bad input (every error is a ``DocumentError`` naming the source key):
 - no parser for the media type / extension: ``UnsupportedFormatError``;
 - more than ``max_bytes``: ``DocumentTooLargeError``, before any parsing;
-- 0 bytes, or a text format whose text is whitespace only: ``EmptyDocumentError``;
+- 0 bytes (any format, said before a parser runs), or a text format whose text is whitespace
+  only: ``EmptyDocumentError``;
 - text is decoded by ``encoding.decode`` (byte-order marks, UTF-8, an HTML meta charset, a
   detected legacy encoding, else windows-1252; recorded as ``text_encoding`` in the document's
   metadata); binary data behind a text extension: ``EncodingError`` saying why;
@@ -194,6 +195,9 @@ def parse_document(
         raise DocumentTooLargeError(
             source_key, f"{len(raw):,} bytes is over the limit of {max_bytes:,} bytes"
         )
+    if not raw:
+        # Said here once for every format: a binary parser would call it corrupt.
+        raise EmptyDocumentError(source_key, "the file is empty (0 bytes)")
     document = Document(
         source_key=source_key,
         media_type=media_type,

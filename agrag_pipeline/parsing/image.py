@@ -10,14 +10,16 @@ of paper: its long side 11.69 inches, between 72 and 300 dpi (see ``_dpi``).
 
 Budgets: a frame over ``MAX_PIXELS`` (a decompression bomb or a poster) and more frames than
 ``pdf.MAX_PAGES`` are refused before any OCR, naming the figure; an image Pillow cannot decode
-is a ``CorruptDocumentError``. An image in which OCR found no words (a photo, a diagram) is read
-as a document with no text and a warning saying so, unless ``OcrSettings.require_text``; one
-whose text could not be read (OCR off or unavailable) is an ``EmptyDocumentError`` saying why.
+is a ``CorruptDocumentError`` saying what is wrong (never naming an in-memory object). An
+image in which OCR found no words (a photo, a diagram) is read as a document with no text and a
+warning saying so, unless ``OcrSettings.require_text``; one whose text could not be read (OCR
+off or unavailable) is an ``EmptyDocumentError`` saying why.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from typing import TYPE_CHECKING
 
@@ -96,6 +98,16 @@ def _page(frame: Image.Image) -> Image.Image:
     return frame.convert("RGB")
 
 
+#: An object's default repr ("<_io.BytesIO object at 0x7f...>"): an address, never a message.
+_OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
+
+
+def _plain(exc: BaseException) -> str:
+    """Pillow's message without object reprs in it, or the error's kind when it has none."""
+    text = _OBJECT_REPR.sub("the image", str(exc)).strip()
+    return text or type(exc).__name__
+
+
 def to_pdf(raw: bytes, source_key: str) -> bytes:
     """The image's frames as an image-only PDF, one page per frame, at the image's resolution."""
     deadline = current_deadline(source_key)
@@ -124,9 +136,16 @@ def to_pdf(raw: bytes, source_key: str) -> bytes:
         raise DocumentTooLargeError(
             source_key, f"the image is over the limit of {MAX_PIXELS:,} pixels a frame"
         ) from None
-    except (UnidentifiedImageError, OSError, ValueError, EOFError, SyntaxError) as exc:
+    except UnidentifiedImageError:
+        # Pillow's own message names the in-memory buffer ("<_io.BytesIO object at 0x...>").
         raise CorruptDocumentError(
-            source_key, f"not a readable image (truncated or corrupt?): {exc}"
+            source_key,
+            "not a readable image (truncated or corrupt?): no image format can read its "
+            f"header (it starts with {raw[:8]!r})",
+        ) from None
+    except (OSError, ValueError, EOFError, SyntaxError) as exc:
+        raise CorruptDocumentError(
+            source_key, f"not a readable image (truncated or corrupt?): {_plain(exc)}"
         ) from None
     if not pages:
         raise EmptyDocumentError(source_key, "the image has no frames")

@@ -4,6 +4,7 @@ documented empty result, in bounded time."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import pypdf
@@ -26,6 +27,73 @@ from agrag_pipeline.parsing.pdf import parse as parse_pdf
 def test_empty_file_is_an_empty_document_error() -> None:
     with pytest.raises(EmptyDocumentError, match=r"^notes/empty\.md: the file is empty"):
         parse_document(b"", "notes/empty.md")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "scan.pdf",
+        "scan.png",
+        "photo.jpg",
+        "photo.jpeg",
+        "fax.tif",
+        "fax.tiff",
+        "scan.webp",
+        "scan.bmp",
+        "scan.gif",
+        "report.docx",
+        "report.docm",
+        "slides.pptx",
+        "slides.pptm",
+        "sheet.xlsx",
+        "sheet.xlsm",
+        "table.csv",
+        "table.tsv",
+        "article.nxml",
+        "page.html",
+        "notes.txt",
+    ],
+)
+def test_a_zero_byte_file_of_any_format_is_called_empty(name: str) -> None:
+    key = f"empty/{name}"
+    with pytest.raises(EmptyDocumentError) as caught:
+        parse_document(b"", key)
+    assert str(caught.value) == f"{key}: the file is empty (0 bytes)"
+
+
+def _image_bytes(fmt: str) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (64, 32), "white").save(out, fmt)
+    return out.getvalue()
+
+
+_DAMAGED_IMAGES: list[tuple[str, Callable[[bytes], bytes]]] = [
+    ("text.png", lambda raw: b"hello, not an image at all"),
+    ("flipped-header.png", lambda raw: raw[:16] + bytes(b ^ 0xFF for b in raw[16:32])),
+    ("sixteen-bytes.tif", lambda raw: raw[:16]),
+    ("sixteen-bytes.gif", lambda raw: raw[:16]),
+    ("garbage.webp", lambda raw: b"RIFF\x00\x00\x00\x00WEBPjunk"),
+    ("garbage.bmp", lambda raw: b"BM" + b"\x00" * 10),
+    ("half.png", lambda raw: raw[: len(raw) // 2]),
+    ("half.jpg", lambda raw: raw[: len(raw) // 2]),
+]
+
+
+@pytest.mark.parametrize(("name", "damage"), _DAMAGED_IMAGES, ids=[n for n, _ in _DAMAGED_IMAGES])
+def test_a_corrupt_image_is_named_with_what_is_wrong_and_no_object_address(
+    name: str, damage: Callable[[bytes], bytes]
+) -> None:
+    fmt = {"png": "PNG", "tif": "TIFF", "gif": "GIF", "webp": "WEBP", "bmp": "BMP", "jpg": "JPEG"}
+    raw = damage(_image_bytes(fmt[name.rsplit(".", 1)[1]]))
+    key = f"scans/{name}"
+    with pytest.raises(CorruptDocumentError) as caught:
+        parse_document(raw, key)
+    message = str(caught.value)
+    assert message.startswith(f"{key}: not a readable image (truncated or corrupt?): ")
+    assert " object at 0x" not in message and "<_io." not in message, message
+    assert len(message) > len(f"{key}: not a readable image (truncated or corrupt?): ") + 10
 
 
 def test_whitespace_only_text_is_an_empty_document_error() -> None:
