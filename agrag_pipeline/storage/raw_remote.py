@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 import fsspec
 
-from agrag_pipeline.sources import (
+from agrag_pipeline.source_keys import (
     HEAD_BYTES,
     FileTooLargeError,
     ScanProblem,
     ScanResult,
     SourceFile,
-    _default_detect,
+    default_detect,
     display_name,
     source_key_problem,
     validate_source_key,
@@ -87,7 +87,7 @@ def scan_object_root(
         base = fs._strip_protocol(root_uri)
     base = base.rstrip("/")
     if detect is None:
-        detect = _default_detect()
+        detect = default_detect()
     try:
         listing: dict[str, dict[str, Any]] = fs.find(base, detail=True)
     except FileNotFoundError:

@@ -1,0 +1,237 @@
+"""Reads of a document's bytes never leave the raw root, even while the raw root changes under
+them.
+
+The fault is real: a second process renames a symlink to a file outside the raw root over a
+regular document, and a regular file back over it, as fast as it can, while the scan, the
+snapshot and the sensor's hash read the document again and again. Each test asserts that the
+outside file's marker reached no result, and that the race was really run: some reads found
+the symlink only at the open, after the path had been checked (a "late" refusal), which is the
+window the old check-then-open code read the outside file through.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agrag_pipeline.fingerprints import content_hash
+from agrag_pipeline.freshness import plan_changes
+from agrag_pipeline.parsing.errors import DocumentError
+from agrag_pipeline.pipeline import snapshot_document
+from agrag_pipeline.sources import OutsideRootError, read_head, scan_raw_root
+from agrag_pipeline.storage import Warehouse
+
+MARKER = b"OUTSIDE-THE-ROOT-race-5d1e0b"
+SECRET = b"# Secret\n\n" + MARKER + b"\n"
+INSIDE = b"# Inside\n\nThe document the race swaps away and back.\n"
+#: Reads per test at most; the loop stops early once enough late refusals were seen.
+MAX_READS = 20000
+#: Late refusals that prove the race was run (the old code leaked within a few of these).
+ENOUGH_LATE = 10
+
+#: Swaps ``doc.md`` between a symlink to the secret and a regular file until killed. The
+#: temporaries are hidden names, which the scan skips.
+SWAPPER = """
+import os, sys
+raw, secret = sys.argv[1], sys.argv[2]
+doc, link, regular = raw + "/doc.md", raw + "/.swap-link", raw + "/.swap-file"
+body = open(doc, "rb").read()
+print("swapping", flush=True)
+while True:
+    os.symlink(secret, link)
+    os.rename(link, doc)
+    with open(regular, "wb") as f:
+        f.write(body)
+    os.rename(regular, doc)
+"""
+
+
+@dataclass
+class Race:
+    raw: Path
+    outside: Path
+    warehouse: Path
+
+
+@pytest.fixture
+def race(tmp_path: Path) -> Iterator[Race]:
+    raw, outside = tmp_path / "raw", tmp_path / "outside"
+    raw.mkdir()
+    outside.mkdir()
+    (raw / "doc.md").write_bytes(INSIDE)
+    (outside / "secret.md").write_bytes(SECRET)
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", SWAPPER, str(raw), str(outside / "secret.md")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert swapper.stdout is not None and swapper.stdout.readline() == "swapping\n"
+        yield Race(raw, outside, tmp_path / "warehouse")
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert (outside / "secret.md").read_bytes() == SECRET
+
+
+def _hold_the_race(read_once: Callable[[], int]) -> tuple[int, int]:
+    """Read until ``ENOUGH_LATE`` late refusals or ``MAX_READS`` reads: (reads, late)."""
+    late = reads = 0
+    while reads < MAX_READS and late < ENOUGH_LATE:
+        late += read_once()
+        reads += 1
+    return reads, late
+
+
+def _holds_marker(folder: Path) -> bool:
+    return any(p.is_file() and MARKER in p.read_bytes() for p in folder.rglob("*"))
+
+
+def test_a_snapshot_never_stores_a_file_swapped_in_by_a_symlink_out_of_the_raw_root(
+    race: Race,
+) -> None:
+    warehouse = Warehouse(str(race.warehouse))
+    stored = 0
+
+    def snapshot_once() -> int:
+        nonlocal stored
+        try:
+            snapshot_document(warehouse, race.raw, "doc.md")
+        except DocumentError as exc:
+            # Refused by the path check ("resolves to …") or, late, by the open itself.
+            assert "outside the raw root" in exc.problem, exc
+            return int("a symlink to" in exc.problem)
+        stored += 1
+        return 0
+
+    reads, late = _hold_the_race(snapshot_once)
+    assert not _holds_marker(race.warehouse), "a snapshot stored the file outside the raw root"
+    assert stored > 0, "no snapshot of the inside document was stored"
+    assert late > 0, f"the race was never hit in {reads} snapshots; nothing was proven"
+
+
+def test_the_scan_never_reads_the_head_of_a_file_swapped_in_by_a_symlink_out(
+    race: Race,
+) -> None:
+    heads: list[bytes] = []
+
+    def detect(key: str, head: bytes) -> tuple[str | None, str | None]:
+        heads.append(head)
+        return "text/markdown", None
+
+    def scan_once() -> int:
+        scan = scan_raw_root(race.raw, detect=detect)
+        assert [str(p) for p in scan.skipped] == []
+        late = [p for p in scan.refused if "replaced while the scan read it" in p.reason]
+        for problem in late:
+            assert problem.name == "doc.md" and "outside the raw root" in problem.reason
+        return len(late)
+
+    reads, late = _hold_the_race(scan_once)
+    assert heads and not any(MARKER in head for head in heads)
+    assert late > 0, f"the race was never hit in {reads} scans; nothing was proven"
+
+
+def test_the_sensor_never_hashes_a_file_swapped_in_by_a_symlink_out(race: Race) -> None:
+    secret_hash = content_hash(SECRET)
+    hashes: set[str] = set()
+
+    def plan_once() -> int:
+        plan = plan_changes(race.raw, None, [])
+        hashes.update(seen.content_hash for seen in plan.seen.values())
+        # Late in the scan's head read, or in the sensor's own hash read after the scan.
+        late = [
+            p
+            for p in plan.refused
+            if "replaced while" in p.reason or "cannot be read: a symlink" in p.reason
+        ]
+        return len(late)
+
+    reads, late = _hold_the_race(plan_once)
+    assert secret_hash not in hashes
+    assert content_hash(INSIDE) in hashes
+    assert late > 0, f"the race was never hit in {reads} scans; nothing was proven"
+
+
+# -- symlinks that stay inside the raw root are still followed --------------------------------
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """raw/real/doc.md and symlinks to it of every shape; outside/secret.md beside raw."""
+    raw = tmp_path / "raw"
+    (raw / "real" / "deeper").mkdir(parents=True)
+    (raw / "real" / "doc.md").write_bytes(INSIDE)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.md").write_bytes(SECRET)
+    os.symlink("real/doc.md", raw / "relative.md")
+    os.symlink(raw / "real" / "doc.md", raw / "absolute.md")
+    os.symlink("real", raw / "folder")  # a symlinked folder
+    os.symlink("../doc.md", raw / "real" / "deeper" / "up.md")  # '..' that stays inside
+    os.symlink("relative.md", raw / "chain.md")  # a symlink to a symlink
+    os.symlink("../outside/secret.md", raw / "out.md")
+    os.symlink(tmp_path / "outside", raw / "out-folder")
+    os.symlink("real/../../outside/secret.md", raw / "dotdot-out.md")
+    os.symlink("loop-b.md", raw / "loop-a.md")
+    os.symlink("loop-a.md", raw / "loop-b.md")
+    return raw
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["real/doc.md", "relative.md", "absolute.md", "folder/doc.md", "real/deeper/up.md",
+     "folder/deeper/up.md", "chain.md"],
+)  # fmt: skip
+def test_a_symlink_that_resolves_inside_the_raw_root_is_read_through(tree: Path, key: str) -> None:
+    data, _ = read_head(tree / key, 1 << 20, root=tree)
+    assert data == INSIDE
+
+
+@pytest.mark.parametrize(
+    ("key", "link"),
+    [("out.md", "out.md"), ("out-folder/secret.md", "out-folder"),
+     ("dotdot-out.md", "dotdot-out.md")],
+)  # fmt: skip
+def test_a_symlink_that_leads_out_of_the_raw_root_is_never_opened(
+    tree: Path, key: str, link: str
+) -> None:
+    with pytest.raises(OutsideRootError, match="outside the raw root") as caught:
+        read_head(tree / key, 1 << 20, root=tree)
+    assert caught.value.link == link
+
+
+def test_a_symlink_loop_is_an_error_not_a_hang(tree: Path) -> None:
+    with pytest.raises(OSError, match="symlinks"):
+        read_head(tree / "loop-a.md", 1 << 20, root=tree)
+
+
+# -- layering ---------------------------------------------------------------------------------
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):  # module level and inside functions alike
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_the_object_store_scan_and_the_local_scan_do_not_import_each_other() -> None:
+    """``sources`` dispatches an ``s3://`` root to ``storage.raw_remote``; both take the scan's
+    vocabulary from ``source_keys``, which imports neither (they used to import each other)."""
+    package = Path(__file__).resolve().parents[2] / "agrag_pipeline"
+    raw_remote = _imported_modules(package / "storage" / "raw_remote.py")
+    source_keys = _imported_modules(package / "source_keys.py")
+    assert "agrag_pipeline.sources" not in raw_remote
+    assert not {"agrag_pipeline.sources", "agrag_pipeline.storage.raw_remote"} & source_keys
+    assert "agrag_pipeline.source_keys" in raw_remote
