@@ -90,7 +90,7 @@ def validate_source_key(source_key: str) -> str:
     """Return ``source_key`` if Dagster can hold it as a partition key, else raise."""
     problem = source_key_problem(source_key)
     if problem:
-        raise SourceKeyError(f"{display_name(source_key)!r}: {problem}")
+        raise SourceKeyError(f"{display_name(source_key)}: {problem}")
     return source_key
 
 
@@ -109,7 +109,12 @@ def source_key_problem(source_key: str) -> str | None:
     for bad in _FORBIDDEN_SUBSTRINGS:
         if bad in source_key:
             return f"the path contains {bad!r}, which a Dagster partition key cannot hold"
-    if source_key.startswith("/") or "\\" in source_key:
+    if "\\" in source_key:
+        return (
+            "the path contains a backslash, which a source key cannot hold (it reads as a "
+            "Windows folder separator); rename the file"
+        )
+    if source_key.startswith("/"):
         return "a source key is a relative POSIX path"
     if any(part in ("", ".", "..") for part in source_key.split("/")):
         return "a source key has no empty, '.' or '..' components"
@@ -117,8 +122,14 @@ def source_key_problem(source_key: str) -> str | None:
 
 
 def display_name(name: str) -> str:
-    """``name`` as printable text: bytes that are not UTF-8 as ``\\xff``, controls escaped."""
-    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """``name`` as printable text that names one file only.
+
+    Bytes that are not UTF-8 show as ``\\xff`` and control characters as ``\\n``, ``\\x1b``…;
+    a backslash of the name itself shows doubled (``a\\\\b.md``, as ``ls -b`` shows it), so a
+    file literally named ``bad\\xffname.md`` is never shown as the one with the byte 0xff.
+    """
+    doubled = name.replace("\\", "\\\\")  # before any escape is added
+    text = doubled.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return "".join(
         ch if unicodedata.category(ch) != "Cc" else ch.encode("unicode_escape").decode("ascii")
         for ch in text

@@ -1,5 +1,5 @@
 """Reads of a document's bytes never leave the raw root, even while the raw root changes under
-them.
+them, and every entry of the raw root is named unmistakably in the run's summary.
 
 The fault is real: a second process renames a symlink to a file outside the raw root over a
 regular document, and a regular file back over it, as fast as it can, while the scan, the
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from agrag_pipeline.cli import main
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.freshness import plan_changes
 from agrag_pipeline.parsing.errors import DocumentError
@@ -210,6 +211,38 @@ def test_a_symlink_that_leads_out_of_the_raw_root_is_never_opened(
 def test_a_symlink_loop_is_an_error_not_a_hang(tree: Path) -> None:
     with pytest.raises(OSError, match="symlinks"):
         read_head(tree / "loop-a.md", 1 << 20, root=tree)
+
+
+# -- names in the run's summary ---------------------------------------------------------------
+
+
+def test_a_file_name_with_a_backslash_is_named_unmistakably_in_the_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lit\\xffname.md`` (a backslash, then the letters x f f) and ``bad<0xff>name.md`` were
+    both shown as ``…\\xffname.md``: the summary did not say which file it meant."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "good.md").write_text("# Good\n\nbody\n", encoding="utf-8")
+    (raw / "lit\\xffname.md").write_text("# literal backslash\n", encoding="utf-8")
+    (raw / "back\\slash.md").write_text("# backslash\n", encoding="utf-8")
+    (raw / os.fsdecode(b"bad\xffname.md")).write_text("# not UTF-8\n", encoding="utf-8")
+    status = main(
+        ["core", "--raw-root", str(raw), "--warehouse", str(tmp_path / "w"),
+         "--cache-dir", str(tmp_path / "cache"), "--no-embed", "--workers", "1"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert status == 1
+    refused = sorted(line for line in out.splitlines() if line.startswith("REFUSED "))
+    assert refused == [
+        "REFUSED back\\\\slash.md: the path contains a backslash, which a source key cannot "
+        "hold (it reads as a Windows folder separator); rename the file",
+        "REFUSED bad\\xffname.md: the file name is not valid UTF-8, which a source key "
+        "(a Dagster partition key) must be; rename the file",
+        "REFUSED lit\\\\xffname.md: the path contains a backslash, which a source key cannot "
+        "hold (it reads as a Windows folder separator); rename the file",
+    ]
+    assert "1 succeeded" in out
 
 
 # -- layering ---------------------------------------------------------------------------------
