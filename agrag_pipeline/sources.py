@@ -59,6 +59,7 @@ __all__ = [
     "MAX_SOURCE_KEY_LENGTH",
     "FileTooLargeError",
     "OutsideRootError",
+    "RawRootReader",
     "ScanProblem",
     "ScanResult",
     "SourceFile",
@@ -89,6 +90,8 @@ MAX_SYMLINKS = 40
 #: What ``open`` with ``O_NOFOLLOW`` says of a symlink: ELOOP (Linux, macOS), EMLINK (FreeBSD),
 #: ENOTDIR (a symlink where a folder is expected, with ``O_DIRECTORY``).
 _SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR})
+#: Components a source key never has.
+_NOT_NAMES = frozenset({"", ".", ".."})
 
 
 class OutsideRootError(OSError):
@@ -172,43 +175,46 @@ def scan_raw_root(
         detect = default_detect()
     real_root = os.path.realpath(raw_root)
     result = ScanResult()
-    # (folder path as given, key prefix, the real paths of the folder and its ancestors)
-    pending: list[tuple[str, str, tuple[str, ...]]] = [(str(raw_root), "", (real_root,))]
-    while pending:
-        folder, prefix, chain = pending.pop()
-        try:
-            with os.scandir(folder) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
-        except OSError as exc:
-            if not prefix:
-                raise OSError(exc.errno, f"the raw root {raw_root} cannot be listed") from exc
-            if exc.errno == errno.ENOENT:
-                _add(result.skipped, prefix, "the folder vanished during the scan")
-                continue
-            result.unreadable_folders.append(prefix)
-            _add(result.refused, prefix, f"the folder cannot be listed: {_why(exc)}")
-            continue
-        subfolders: list[tuple[str, str, tuple[str, ...]]] = []
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            key = prefix + entry.name
+    with RawRootReader(raw_root) as reader:  # every folder listed, every head read, through it
+        # (folder path as given, key prefix, the real paths of the folder and its ancestors)
+        pending: list[tuple[str, str, tuple[str, ...]]] = [(str(raw_root), "", (real_root,))]
+        while pending:
+            folder, prefix, chain = pending.pop()
             try:
-                st, real = _stat_entry(entry, real_root, chain)
-            except _Refused as refusal:
-                _add(result.refused, key, str(refusal), key)
-                continue
-            except FileNotFoundError:
-                _add(result.skipped, key, "it vanished during the scan")
+                entries = _list_folder(reader, folder, prefix)
+            except OutsideRootError as exc:  # swapped for a symlink out since it was listed
+                result.unreadable_folders.append(prefix)
+                _add(result.refused, prefix, f"{exc}; it was replaced while the scan read it")
                 continue
             except OSError as exc:
-                _add(result.refused, key, f"cannot be examined: {_why(exc)}", key)
+                if not prefix:
+                    raise OSError(exc.errno, f"the raw root {raw_root} cannot be listed") from exc
+                if exc.errno == errno.ENOENT:
+                    _add(result.skipped, prefix, "the folder vanished during the scan")
+                    continue
+                result.unreadable_folders.append(prefix)
+                _add(result.refused, prefix, f"the folder cannot be listed: {_why(exc)}")
                 continue
-            if stat.S_ISDIR(st.st_mode):
-                subfolders.append((entry.path, key + "/", (*chain, real)))
-                continue
-            _classify_file(result, raw_root, key, Path(entry.path), st, documents, detect, known)
-        pending.extend(reversed(subfolders))
+            subfolders: list[tuple[str, str, tuple[str, ...]]] = []
+            for name, lstat in entries:
+                key = prefix + name
+                path = os.path.join(folder, name)
+                try:
+                    st, real = _stat_entry(name, lstat, path, real_root, chain)
+                except _Refused as refusal:
+                    _add(result.refused, key, str(refusal), key)
+                    continue
+                except FileNotFoundError:
+                    _add(result.skipped, key, "it vanished during the scan")
+                    continue
+                except OSError as exc:
+                    _add(result.refused, key, f"cannot be examined: {_why(exc)}", key)
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    subfolders.append((path, key + "/", (*chain, real)))
+                    continue
+                _classify_file(result, reader, key, Path(path), st, documents, detect, known)
+            pending.extend(reversed(subfolders))
     result.files.sort(key=lambda f: f.source_key)
     return result
 
@@ -217,25 +223,56 @@ class _Refused(Exception):
     pass
 
 
+def _list_folder(
+    reader: RawRootReader, folder: str, prefix: str
+) -> list[tuple[str, os.stat_result | OSError]]:
+    """The folder's entries that are not hidden, sorted by name, each with its ``lstat`` (or
+    why it failed). A folder below the root is opened through ``reader``, never through a
+    symlink swapped in (which would list a folder outside), and its entries are examined while
+    it is open, relative to it."""
+    fd = reader.open_folder(prefix.rstrip("/")) if prefix else None
+    try:
+        with os.scandir(folder if fd is None else fd) as listing:
+            entries = sorted((e for e in listing if not e.name.startswith(".")), key=_name)
+            return [(e.name, _lstat(e)) for e in entries]
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _lstat(entry: os.DirEntry[str]) -> os.stat_result | OSError:
+    try:
+        return entry.stat(follow_symlinks=False)
+    except OSError as exc:
+        return exc
+
+
 def _stat_entry(
-    entry: os.DirEntry[str], real_root: str, chain: tuple[str, ...]
+    name: str, lstat: os.stat_result | OSError, path: str, real_root: str, chain: tuple[str, ...]
 ) -> tuple[os.stat_result, str]:
-    """The entry's stat (through a symlink when the rule allows it) and its real path.
+    """The entry's stat (through a symlink when the rule allows it) and its real path
+    (``lstat`` as listed, ``path`` the entry's path under the raw root as given).
 
     ``chain`` holds the real paths of the folder being listed and of its ancestors, as the
     scan reached them: a symlinked folder already in it is a loop."""
-    st = entry.stat(follow_symlinks=False)  # not ``is_symlink()``: listed a file, a link now?
+    if isinstance(lstat, OSError):
+        raise lstat
+    st = lstat
     if not stat.S_ISLNK(st.st_mode):
-        return st, os.path.join(chain[-1], entry.name)
+        return st, os.path.join(chain[-1], name)
     try:
-        target = os.readlink(entry.path)
+        target = os.readlink(path)
     except OSError as exc:
-        st = os.lstat(entry.path)
+        st = os.lstat(path)
         if exc.errno != errno.EINVAL or stat.S_ISLNK(st.st_mode):
             raise
-        return st, os.path.join(chain[-1], entry.name)  # a link no more
+        return st, os.path.join(chain[-1], name)  # a link no more
     try:
-        st = os.stat(entry.path)
+        st = os.stat(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _Refused(f"a symlink loop (-> {display_name(target)})") from None
@@ -244,7 +281,7 @@ def _stat_entry(
                 f"a dangling symlink: its target {display_name(target)} does not exist"
             ) from None
         raise
-    real = _realpath(entry.path)
+    real = _realpath(path)
     if not _inside(real, real_root):
         raise _Refused(
             f"a symlink to {display_name(real)}, outside the raw root (only symlinks within the "
@@ -259,7 +296,7 @@ def _stat_entry(
 
 def _classify_file(
     result: ScanResult,
-    raw_root: Path,
+    reader: RawRootReader,
     key: str,
     path: Path,
     st: os.stat_result,
@@ -282,7 +319,7 @@ def _classify_file(
         result.files.append(SourceFile(key, path, st.st_size, st.st_mtime_ns))
         return
     try:
-        head, st = read_head(path, HEAD_BYTES, root=raw_root)
+        head, st = read_head(path, HEAD_BYTES, root=reader)
     except OutsideRootError as exc:  # swapped for a symlink out since the check above
         _add(result.refused, key, f"{exc}; it was replaced while the scan read it", key)
         return
@@ -308,56 +345,111 @@ class _NotRegular(OSError):
 
 def open_in_root(raw_root: Path | str, source_key: str) -> int:
     """A descriptor of ``source_key``'s file, opened for reading without blocking, that is
-    certainly inside ``raw_root``: the one way the pipeline opens a document.
+    certainly inside ``raw_root`` (see ``RawRootReader.open``)."""
+    with RawRootReader(raw_root) as reader:
+        return reader.open(source_key)
+
+
+class RawRootReader:
+    """Opens documents under one raw root, each certainly inside it: the one way the pipeline
+    opens a document's bytes.
 
     Each component is opened relative to the folder before it with ``O_NOFOLLOW``, so what is
     opened is what was checked; a symlink met on the way is resolved, and followed (the walk
     starts again from the root along its real path) only when it resolves inside the raw root.
-
-    Raises:
-        OutsideRootError: a symlink on the way leads outside the raw root.
-        OSError: as ``open`` does (``ELOOP`` after ``MAX_SYMLINKS`` symlinks).
+    The last folder opened stays open for the next file in it: a scan reads folder by folder,
+    and so costs one ``open`` per file, as a plain ``open`` of the path did.
     """
-    parts = source_key.split("/")
-    if any(part in ("", ".", "..") for part in parts):
-        raise SourceKeyError(
-            f"{display_name(source_key)}: a source key has no empty, '.' or '..' components"
-        )
-    real_root = os.path.realpath(raw_root)
-    root_fd = os.open(raw_root, _FOLDER_FLAGS & ~os.O_NOFOLLOW)
-    try:
+
+    def __init__(self, raw_root: Path | str) -> None:
+        self.raw_root = raw_root
+        self._root: tuple[int, str] | None = None  # its descriptor and real path, once opened
+        self._folder: tuple[str, int] | None = None  # the last folder opened: key prefix, fd
+
+    def __enter__(self) -> RawRootReader:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._folder is not None:
+            os.close(self._folder[1])
+            self._folder = None
+        if self._root is not None:
+            os.close(self._root[0])
+            self._root = None
+
+    def open(self, source_key: str) -> int:
+        """``source_key``'s file, opened read-only, non-blocking, and never outside the root.
+
+        Raises:
+            OutsideRootError: a symlink on the way leads outside the raw root.
+            OSError: as ``open`` does (``ELOOP`` after ``MAX_SYMLINKS`` symlinks).
+        """
+        parts = source_key.split("/")
+        if not _NOT_NAMES.isdisjoint(parts):
+            raise SourceKeyError(
+                f"{display_name(source_key)}: a source key has no empty, '.' or '..' components"
+            )
+        folder_key = "/".join(parts[:-1])
+        if self._folder is not None and self._folder[0] == folder_key:
+            folder_fd = self._folder[1]
+        elif folder_key:
+            folder_fd = self._walk(parts[:-1], _FOLDER_FLAGS, source_key)
+            if self._folder is not None:
+                os.close(self._folder[1])
+            self._folder = (folder_key, folder_fd)
+        else:
+            folder_fd = self._root_fd()[0]
+        try:
+            return os.open(parts[-1], OPEN_FLAGS, dir_fd=folder_fd)
+        except OSError as exc:
+            if exc.errno not in _SYMLINK_ERRNOS:
+                raise
+        return self._walk(parts, OPEN_FLAGS, source_key)  # a symlink: resolved from the root
+
+    def open_folder(self, folder_key: str) -> int:
+        """The folder ``folder_key`` (a key prefix without its ``/``), opened for listing and
+        never outside the root; the caller closes it."""
+        return self._walk(folder_key.split("/"), _FOLDER_FLAGS, folder_key)
+
+    def _root_fd(self) -> tuple[int, str]:
+        if self._root is None:
+            real_root = os.path.realpath(self.raw_root)
+            self._root = (os.open(self.raw_root, _FOLDER_FLAGS & ~os.O_NOFOLLOW), real_root)
+        return self._root
+
+    def _walk(self, parts: list[str], flags: int, source_key: str) -> int:
+        root_fd, real_root = self._root_fd()
         for _ in range(MAX_SYMLINKS + 1):
-            opened = _open_beneath(root_fd, real_root, parts, source_key)
+            opened = _open_beneath(root_fd, real_root, parts, flags, source_key)
             if isinstance(opened, int):
                 return opened
             parts = opened
         raise OSError(errno.ELOOP, f"{display_name(source_key)}: too many levels of symlinks")
-    finally:
-        os.close(root_fd)
 
 
 def _open_beneath(
-    root_fd: int, real_root: str, parts: list[str], source_key: str
+    root_fd: int, real_root: str, parts: list[str], flags: int, source_key: str
 ) -> int | list[str]:
-    """The file at ``parts`` under ``root_fd``, opened without following a symlink; or, when
-    one is met, the real path (components under the root) to walk instead."""
+    """The file or folder at ``parts`` under ``root_fd``, opened with ``flags`` and without
+    following a symlink; or, when one is met, the real path (components under the root) to
+    walk instead."""
     folders: list[int] = []
     try:
         for i, name in enumerate(parts):
+            folder_fd = folders[-1] if folders else root_fd
             last = i == len(parts) - 1
             try:
-                fd = os.open(
-                    name,
-                    OPEN_FLAGS if last else _FOLDER_FLAGS,
-                    dir_fd=folders[-1] if folders else root_fd,
-                )
+                fd = os.open(name, flags if last else _FOLDER_FLAGS, dir_fd=folder_fd)
             except OSError as exc:
                 if exc.errno not in _SYMLINK_ERRNOS:
                     raise
                 try:
-                    target = os.readlink(name, dir_fd=folders[-1] if folders else root_fd)
-                except OSError as not_link:
-                    if exc.errno == errno.ENOTDIR and not_link.errno == errno.EINVAL:
+                    target = os.readlink(name, dir_fd=folder_fd)
+                except OSError:
+                    if exc.errno == errno.ENOTDIR and _is_file(name, folder_fd):
                         raise exc from None  # a file where a folder is expected
                     return parts  # a symlink no more (or gone): walk again
                 folder = os.path.join(real_root, *parts[:i])  # the folder the link is in
@@ -367,27 +459,43 @@ def _open_beneath(
                     return parts  # changing under us: walk again
                 if not _inside(real, real_root):
                     raise OutsideRootError("/".join(parts[: i + 1]), source_key, real) from None
-                return [] if real == real_root else os.path.relpath(real, real_root).split(os.sep)
+                return os.path.relpath(real, real_root).split(os.sep)  # ['.']: the root
             if last:
                 return fd
             folders.append(fd)
-        raise IsADirectoryError(errno.EISDIR, f"{display_name(source_key)} is the raw root")
+        raise AssertionError("a walk has at least one component")
     finally:
         for fd in folders:
             os.close(fd)
 
 
+def _is_file(name: str, folder_fd: int) -> bool:
+    try:
+        mode = os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+
+
 def read_head(
-    path: Path | str, limit: int, *, root: Path | str, max_size: int | None = None
+    path: Path | str,
+    limit: int,
+    *,
+    root: Path | str | RawRootReader,
+    max_size: int | None = None,
 ) -> tuple[bytes, os.stat_result]:
     """At most ``limit`` bytes from the start of the regular file ``path`` under the raw root
-    ``root``, and its stat; never blocks, never reads outside ``root`` (``open_in_root``).
+    ``root`` (or the root a ``RawRootReader`` reads), and its stat; never blocks, never reads
+    outside the root.
 
     Raises ``OSError`` (a subclass saying so when the path is no longer a regular file,
     ``OutsideRootError`` when it leads out of the root, or, before anything is read, when it is
     larger than ``max_size``).
     """
-    fd = open_in_root(root, _key_under(root, path))
+    if isinstance(root, RawRootReader):
+        fd = root.open(_key_under(root.raw_root, path))
+    else:
+        fd = open_in_root(root, _key_under(root, path))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -424,6 +532,9 @@ def read_regular_file(path: Path | str, max_bytes: int, *, root: Path | str) -> 
 
 def _key_under(root: Path | str, path: Path | str) -> str:
     """``path``'s components under ``root``, as written (no symlink is resolved here)."""
+    root_text, path_text = os.fspath(root).rstrip("/"), os.fspath(path)
+    if path_text.startswith(root_text + "/"):  # the usual case, without pathlib's cost
+        return path_text[len(root_text) + 1 :]
     try:
         return Path(path).relative_to(root).as_posix()
     except ValueError:

@@ -1,12 +1,12 @@
 """Reads of a document's bytes never leave the raw root, even while the raw root changes under
 them, and every entry of the raw root is named unmistakably in the run's summary.
 
-The fault is real: a second process renames a symlink to a file outside the raw root over a
-regular document, and a regular file back over it, as fast as it can, while the scan, the
-snapshot and the sensor's hash read the document again and again. Each test asserts that the
-outside file's marker reached no result, and that the race was really run: some reads found
-the symlink only at the open, after the path had been checked (a "late" refusal), which is the
-window the old check-then-open code read the outside file through.
+The fault is real: a second process renames a symlink to a file (or folder) outside the raw
+root over a regular document (or its folder), and the real one back, as fast as it can, while
+the scan, the snapshot and the sensor's hash read the document again and again. Each test
+asserts that the outside file's marker reached no result, and that the race was really run:
+some reads found the symlink only at the open, after the path had been checked (a "late"
+refusal), which is the window the old check-then-open code read the outside file through.
 """
 
 from __future__ import annotations
@@ -37,21 +37,34 @@ MAX_READS = 20000
 #: Late refusals that prove the race was run (the old code leaked within a few of these).
 ENOUGH_LATE = 10
 
-#: Swaps ``doc.md`` between a symlink to the secret and a regular file until killed. The
+#: Swaps the raw root's ``doc.md`` (mode ``file``) or its folder ``sub`` (mode ``folder``, with
+#: ``sub/doc.md``) for a symlink to its twin outside, and back, atomically, until killed. The
 #: temporaries are hidden names, which the scan skips.
 SWAPPER = """
 import os, sys
-raw, secret = sys.argv[1], sys.argv[2]
-doc, link, regular = raw + "/doc.md", raw + "/.swap-link", raw + "/.swap-file"
-body = open(doc, "rb").read()
-print("swapping", flush=True)
-while True:
-    os.symlink(secret, link)
-    os.rename(link, doc)
-    with open(regular, "wb") as f:
-        f.write(body)
-    os.rename(regular, doc)
+mode, raw, outside = sys.argv[1:]
+if mode == "file":
+    doc, link, regular = raw + "/doc.md", raw + "/.swap-link", raw + "/.swap-file"
+    body = open(doc, "rb").read()
+    print("swapping", flush=True)
+    while True:
+        os.symlink(outside + "/doc.md", link)
+        os.rename(link, doc)
+        with open(regular, "wb") as f:
+            f.write(body)
+        os.rename(regular, doc)
+else:  # a folder cannot be renamed over: exchange it with the symlink (renameat2)
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    sub, link = (raw + "/sub").encode(), (raw + "/.swap-link").encode()
+    os.symlink(outside + "/sub", link)
+    print("swapping", flush=True)
+    while True:
+        if libc.renameat2(-100, link, -100, sub, 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
+            raise OSError(ctypes.get_errno(), "renameat2")
 """
+#: A file only the outside folder holds: its name must never reach a scan either.
+ONLY_OUTSIDE = "only-outside.md"
 
 
 @dataclass
@@ -59,27 +72,35 @@ class Race:
     raw: Path
     outside: Path
     warehouse: Path
+    key: str
 
 
-@pytest.fixture
-def race(tmp_path: Path) -> Iterator[Race]:
+@pytest.fixture(params=["file", "folder"])
+def race(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Race]:
+    """A raw root whose ``doc.md`` (or folder ``sub``) a second process keeps swapping for a
+    symlink to a twin outside the raw root, which holds the marker."""
+    mode: str = request.param
     raw, outside = tmp_path / "raw", tmp_path / "outside"
-    raw.mkdir()
-    outside.mkdir()
-    (raw / "doc.md").write_bytes(INSIDE)
-    (outside / "secret.md").write_bytes(SECRET)
+    key = "doc.md" if mode == "file" else "sub/doc.md"
+    (raw / key).parent.mkdir(parents=True, exist_ok=True)
+    (outside / key).parent.mkdir(parents=True)
+    (raw / key).write_bytes(INSIDE)
+    (outside / key).write_bytes(SECRET)
+    (outside / key).with_name(ONLY_OUTSIDE).write_bytes(SECRET)
+    before = sorted(p.relative_to(outside) for p in outside.rglob("*"))
     swapper = subprocess.Popen(
-        [sys.executable, "-c", SWAPPER, str(raw), str(outside / "secret.md")],
+        [sys.executable, "-c", SWAPPER, mode, str(raw), str(outside)],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert swapper.stdout is not None and swapper.stdout.readline() == "swapping\n"
-        yield Race(raw, outside, tmp_path / "warehouse")
+        yield Race(raw, outside, tmp_path / "warehouse", key)
     finally:
         swapper.kill()
         swapper.wait()
-    assert (outside / "secret.md").read_bytes() == SECRET
+    assert sorted(p.relative_to(outside) for p in outside.rglob("*")) == before
+    assert (outside / key).read_bytes() == SECRET
 
 
 def _hold_the_race(read_once: Callable[[], int]) -> tuple[int, int]:
@@ -104,10 +125,11 @@ def test_a_snapshot_never_stores_a_file_swapped_in_by_a_symlink_out_of_the_raw_r
     def snapshot_once() -> int:
         nonlocal stored
         try:
-            snapshot_document(warehouse, race.raw, "doc.md")
+            snapshot_document(warehouse, race.raw, race.key)
         except DocumentError as exc:
-            # Refused by the path check ("resolves to …") or, late, by the open itself.
-            assert "outside the raw root" in exc.problem, exc
+            # Refused by the path check ("resolves to …") or, late, by the open itself
+            # ("a symlink to …"); or the folder was away at that instant.
+            assert "outside the raw root" in exc.problem or "no longer exists" in exc.problem
             return int("a symlink to" in exc.problem)
         stored += 1
         return 0
@@ -118,10 +140,11 @@ def test_a_snapshot_never_stores_a_file_swapped_in_by_a_symlink_out_of_the_raw_r
     assert late > 0, f"the race was never hit in {reads} snapshots; nothing was proven"
 
 
-def test_the_scan_never_reads_the_head_of_a_file_swapped_in_by_a_symlink_out(
+def test_the_scan_never_reads_or_lists_what_a_symlink_out_swapped_in_points_to(
     race: Race,
 ) -> None:
     heads: list[bytes] = []
+    names: set[str] = set()
 
     def detect(key: str, head: bytes) -> tuple[str | None, str | None]:
         heads.append(head)
@@ -129,14 +152,17 @@ def test_the_scan_never_reads_the_head_of_a_file_swapped_in_by_a_symlink_out(
 
     def scan_once() -> int:
         scan = scan_raw_root(race.raw, detect=detect)
-        assert [str(p) for p in scan.skipped] == []
+        names.update(scan.keys)
+        names.update(p.name for p in scan.refused + scan.skipped)
+        assert all("vanished" in p.reason for p in scan.skipped), scan.skipped
         late = [p for p in scan.refused if "replaced while the scan read it" in p.reason]
-        for problem in late:
-            assert problem.name == "doc.md" and "outside the raw root" in problem.reason
+        assert all("outside the raw root" in p.reason for p in late)
         return len(late)
 
     reads, late = _hold_the_race(scan_once)
     assert heads and not any(MARKER in head for head in heads)
+    assert not any(ONLY_OUTSIDE in name for name in names), "a folder outside was listed"
+    assert race.key in names
     assert late > 0, f"the race was never hit in {reads} scans; nothing was proven"
 
 
