@@ -104,7 +104,7 @@ def plan_changes(
     for f in scan.files:
         seen = previous.get(f.source_key)
         try:
-            current = _seen(f, seen)
+            current = _seen(f, seen, raw_root)
         except OSError as exc:
             plan.refused.append(
                 ScanProblem(display_name(f.source_key), f"cannot be read: {exc}", f.source_key)
@@ -135,26 +135,31 @@ def _stored(stored_hash: Callable[[str], str | None], f: SourceFile) -> str | No
         return None
 
 
-def _seen(f: SourceFile, previous: SeenFile | None) -> SeenFile:
+def _seen(f: SourceFile, previous: SeenFile | None, raw_root: Path) -> SeenFile:
     if previous is not None and (previous.size, previous.mtime_ns) == (f.size, f.mtime_ns):
         return previous
     from agrag_pipeline.storage.raw_remote import ObjectSourceFile
 
     if isinstance(f, ObjectSourceFile):  # a new or changed object: downloaded once, to hash
         return SeenFile(f.size, f.mtime_ns, content_hash(f.read()))
-    return SeenFile(f.size, f.mtime_ns, hash_file(f.path))
+    return SeenFile(f.size, f.mtime_ns, hash_file(f.path, raw_root))
 
 
 def _hash_source(raw_root: Path, key: str, path: Path) -> str:
     from agrag_pipeline.storage.raw_remote import object_root_uri, object_uri, read_object
 
     remote = object_root_uri(raw_root)
-    return hash_file(path) if remote is None else content_hash(read_object(object_uri(remote, key)))
+    return (
+        hash_file(path, raw_root)
+        if remote is None
+        else content_hash(read_object(object_uri(remote, key)))
+    )
 
 
-def hash_file(path: Path) -> str:
-    """The content hash of a regular file, read without blocking (streamed, whole file)."""
-    data, _ = read_head(path, 1 << 62)
+def hash_file(path: Path, raw_root: Path) -> str:
+    """The content hash of a regular file under ``raw_root``, read without blocking (streamed,
+    whole file) and never from outside the root (``sources.open_in_root``)."""
+    data, _ = read_head(path, 1 << 62, root=raw_root)
     return content_hash(data)
 
 

@@ -108,6 +108,7 @@ def snapshot_document(warehouse: Warehouse, raw_root: Path, source_key: str) -> 
     from agrag_pipeline.parsing.errors import DocumentTooLargeError
     from agrag_pipeline.sources import (
         FileTooLargeError,
+        OutsideRootError,
         SourceKeyError,
         read_regular_file,
         resolve_in_root,
@@ -122,10 +123,12 @@ def snapshot_document(warehouse: Warehouse, raw_root: Path, source_key: str) -> 
         raise DocumentError(source_key, f"refused: {exc}") from None
     try:
         raw = (
-            read_regular_file(path, DEFAULT_MAX_BYTES)
+            read_regular_file(path, DEFAULT_MAX_BYTES, root=raw_root)
             if path is not None
             else read_object(uri, DEFAULT_MAX_BYTES)
         )
+    except OutsideRootError as exc:  # a symlink out swapped in since the check above
+        raise DocumentError(source_key, f"refused: {exc}") from None
     except FileTooLargeError as exc:
         raise DocumentTooLargeError(source_key, f"{exc}; nothing was stored") from None
     except FileNotFoundError:

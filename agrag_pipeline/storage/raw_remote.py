@@ -11,6 +11,12 @@ The rules of the local scan hold: a source key is the object's path under the pr
 cannot be Dagster partition keys are refused naming the object, hidden names (a component
 starting with ``.``) are skipped, and the ``documents:`` include/exclude globs apply.
 
+Reads never leave the root, as on a local disk: an object store has no symlinks, so the
+guarantee is that a key names exactly one object under the root's prefix. A key is validated
+before it is joined to the root (``object_uri``: no ``..``, ``.`` or empty component, no leading
+``/``, no backslash), and the joined URI is read as a literal path (``_object_path``), never
+re-parsed as an fsspec chain (``a::file:/etc/passwd`` is one object's key, not two URLs).
+
 A ``Path`` made from a URI loses a slash (``s3:/bucket/raw``); ``object_root_uri`` reads both
 forms, so callers that hold the raw root as a ``Path`` pass it unchanged. Credentials and the
 endpoint come from the environment (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
@@ -30,13 +36,13 @@ from typing import TYPE_CHECKING, Any
 
 import fsspec
 
-from agrag_pipeline.sources import (
+from agrag_pipeline.source_keys import (
     HEAD_BYTES,
     FileTooLargeError,
     ScanProblem,
     ScanResult,
     SourceFile,
-    _default_detect,
+    default_detect,
     display_name,
     source_key_problem,
     validate_source_key,
@@ -87,7 +93,7 @@ def scan_object_root(
         base = fs._strip_protocol(root_uri)
     base = base.rstrip("/")
     if detect is None:
-        detect = _default_detect()
+        detect = default_detect()
     try:
         listing: dict[str, dict[str, Any]] = fs.find(base, detail=True)
     except FileNotFoundError:
@@ -148,7 +154,7 @@ def read_object(uri: str, max_bytes: int | None = None) -> bytes:
         FileTooLargeError: over ``max_bytes`` (by its listed size, or by what arrived).
         FileNotFoundError: no such object.
     """
-    fs, path = fsspec.core.url_to_fs(uri)
+    fs, path = _object_path(uri)
     if max_bytes is not None:
         size = int(fs.info(path).get("size") or 0)
         if size > max_bytes:
@@ -157,6 +163,19 @@ def read_object(uri: str, max_bytes: int | None = None) -> bytes:
     if max_bytes is not None and len(data) > max_bytes:  # replaced by a larger one meanwhile
         raise FileTooLargeError(len(data), max_bytes)
     return data
+
+
+def _object_path(uri: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    """The store and the object path ``uri`` names, read literally, as ``url_to_fs`` does but
+    for chains: it reads a key holding ``::`` as a chain of file systems, and then fetches
+    another object (``<root>/x`` for the key ``x::file:/etc/passwd``) or fails."""
+    match = _URI.match(uri)
+    if match is None:
+        raise ValueError(f"{uri} is not an object-store URI")
+    protocol = match["protocol"].lower()
+    options = fsspec.get_filesystem_class(protocol)._get_kwargs_from_urls(uri)
+    fs = fsspec.filesystem(protocol, **options)
+    return fs, fs._strip_protocol(uri)
 
 
 def _remember(key: tuple[str, str, int], detected: tuple[str | None, str | None]) -> None:

@@ -83,9 +83,9 @@ def test_unchanged_stat_means_the_file_is_not_hashed_again(
     hashed: list[Path] = []
     real_hash_file = freshness.hash_file
 
-    def recording_hash_file(p: Path) -> str:
+    def recording_hash_file(p: Path, raw_root: Path) -> str:
         hashed.append(p)
-        return real_hash_file(p)
+        return real_hash_file(p, raw_root)
 
     monkeypatch.setattr(freshness, "hash_file", recording_hash_file)
     second = plan_changes(tmp_path, first.cursor(), ["doc.md"])

@@ -1,0 +1,153 @@
+"""What a scan of a raw root yields, and the rules a source key follows.
+
+Shared by the local scan (``sources``) and the object-store scan (``storage.raw_remote``), so
+neither imports the other's module for its vocabulary: ``raw_remote`` depends on this module,
+``sources`` on both, and nothing here imports either.
+
+A source key is the document's path relative to the raw root in POSIX form. It is the Dagster
+partition key, so keys Dagster cannot hold (control characters, ``...``, a name that is not
+valid UTF-8) are refused with a message naming the file; nothing is silently renamed.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Substrings Dagster refuses in partition keys (besides control characters).
+_FORBIDDEN_SUBSTRINGS = ("...",)
+#: Dagster's partition key length limit is generous, but a path this long is a mistake.
+MAX_SOURCE_KEY_LENGTH = 1024
+#: How much of each regular file the scan reads to detect its media type.
+HEAD_BYTES = 8192
+
+
+class SourceKeyError(ValueError):
+    """A file whose path cannot be a source key."""
+
+
+class FileTooLargeError(OSError):
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{size:,} bytes is over the limit of {limit:,} bytes")
+        self.size = size
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file under the raw root and the cheap facts used to notice it changed."""
+
+    source_key: str
+    path: Path
+    size: int
+    mtime_ns: int
+    #: Detected from the file's first bytes (None when the scan did not detect).
+    media_type: str | None = None
+
+
+@dataclass(frozen=True)
+class ScanProblem:
+    """A raw-root entry that is not a document, and why (``name`` is printable as-is)."""
+
+    name: str
+    reason: str
+    #: The source key, when the entry's path can be one (for keeping or deleting outputs).
+    source_key: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.reason}"
+
+
+@dataclass
+class ScanResult:
+    """The documents under the raw root (sorted by key) and every entry that is not one."""
+
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[ScanProblem] = field(default_factory=list)
+    refused: list[ScanProblem] = field(default_factory=list)
+    #: Folders (source-key prefixes ending in ``/``) that could not be listed.
+    unreadable_folders: list[str] = field(default_factory=list)
+
+    @property
+    def keys(self) -> list[str]:
+        return [f.source_key for f in self.files]
+
+    def is_unknown(self, source_key: str) -> bool:
+        """True when the scan could not tell whether ``source_key`` still exists."""
+        if any(p.source_key == source_key for p in self.refused):
+            return True
+        return any(source_key.startswith(prefix) for prefix in self.unreadable_folders)
+
+    def absent(self, known_keys: set[str] | list[str]) -> list[str]:
+        """Of ``known_keys``, those that are no longer documents (deleted, renamed, excluded)."""
+        present = set(self.keys)
+        return sorted(k for k in known_keys if k not in present and not self.is_unknown(k))
+
+
+def validate_source_key(source_key: str) -> str:
+    """Return ``source_key`` if Dagster can hold it as a partition key, else raise."""
+    problem = source_key_problem(source_key)
+    if problem:
+        raise SourceKeyError(f"{display_name(source_key)}: {problem}")
+    return source_key
+
+
+def source_key_problem(source_key: str) -> str | None:
+    if not source_key:
+        return "an empty path cannot be a source key"
+    if len(source_key) > MAX_SOURCE_KEY_LENGTH:
+        return f"the path is longer than {MAX_SOURCE_KEY_LENGTH} characters"
+    if _has_surrogates(source_key):
+        return (
+            "the file name is not valid UTF-8, which a source key (a Dagster partition key) "
+            "must be; rename the file"
+        )
+    if any(unicodedata.category(ch) == "Cc" for ch in source_key):
+        return "the path contains a control character, which a Dagster partition key cannot hold"
+    for bad in _FORBIDDEN_SUBSTRINGS:
+        if bad in source_key:
+            return f"the path contains {bad!r}, which a Dagster partition key cannot hold"
+    if "\\" in source_key:
+        return (
+            "the path contains a backslash, which a source key cannot hold (it reads as a "
+            "Windows folder separator); rename the file"
+        )
+    if source_key.startswith("/"):
+        return "a source key is a relative POSIX path"
+    if any(part in ("", ".", "..") for part in source_key.split("/")):
+        return "a source key has no empty, '.' or '..' components"
+    return None
+
+
+def display_name(name: str) -> str:
+    """``name`` as printable text that names one file only.
+
+    Bytes that are not UTF-8 show as ``\\xff`` and control characters as ``\\n``, ``\\x1b``…;
+    a backslash of the name itself shows doubled (``a\\\\b.md``, as ``ls -b`` shows it), so a
+    file literally named ``bad\\xffname.md`` is never shown as the one with the byte 0xff.
+    """
+    doubled = name.replace("\\", "\\\\")  # before any escape is added
+    text = doubled.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(
+        ch if unicodedata.category(ch) != "Cc" else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
+
+
+def default_detect() -> Callable[[str, bytes], tuple[str | None, str | None]]:
+    """(key, first bytes) -> (media type, reason when None), by ``parsing.detect``."""
+    from agrag_pipeline.parsing import detect as detect_module
+
+    def detect(key: str, head: bytes) -> tuple[str | None, str | None]:
+        media_type = detect_module.detect_media_type(key, head)
+        if media_type is not None:
+            return media_type, None
+        return None, detect_module.undetected_reason(key, head)
+
+    return detect
+
+
+def _has_surrogates(text: str) -> bool:
+    return any("\udc80" <= ch <= "\udcff" for ch in text)
