@@ -20,7 +20,6 @@ from agrag_pipeline.models import Chunk, Document
 from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.parsing.errors import DocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
-from agrag_pipeline.runtime import PARSE_VERSION
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.tables import (
     chunks_from_table,
@@ -33,6 +32,7 @@ from agrag_pipeline.storage.tables import (
     with_metadata,
 )
 from agrag_pipeline.storage.warehouse import DOCUMENT, DamagedFileError, InputChangedError
+from agrag_pipeline.versions import PARSE_VERSION
 
 if TYPE_CHECKING:
     from agrag_pipeline.chunking.chunker import StructureChunker
