@@ -19,7 +19,7 @@ from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Chunk, Document
 from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.parsing.errors import DocumentError
-from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.parsed import LayoutSpan, ParsedDocument
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.tables import (
     chunks_from_table,
@@ -204,7 +204,12 @@ def build_sections(
     if parsed.layout:
         warehouse.put_layout(document.id, document.content_hash, layout_to_table(parsed.layout))
     text_sha256 = content_hash(parsed.text_layer.encode("utf-8", "surrogatepass"))
-    metadata = {**_version_metadata(document), **wanted, "text_sha256": text_sha256}
+    metadata = {
+        **_version_metadata(document),
+        **wanted,
+        "text_sha256": text_sha256,
+        "layout_spans": str(len(parsed.layout)),  # so a layout gone missing is noticed
+    }
     table = with_metadata(sections_to_table(parsed.sections), metadata)
     path = _write_step_table(
         warehouse,
@@ -223,14 +228,39 @@ def load_parsed(warehouse: Warehouse, document: Document) -> ParsedDocument:
         raise _missing(warehouse, document, "sections")
     table = warehouse.read_table("sections", document.id)
     _require_version(warehouse, table, document, "sections")
-    layout = warehouse.get_layout(document.id, document.content_hash)
-    text_sha256 = read_metadata(table).get("text_sha256")
+    meta = read_metadata(table)
+    text_sha256 = meta.get("text_sha256")
     return ParsedDocument(
         document=document,
         text_layer=warehouse.get_text_layer(document.id, document.content_hash, sha256=text_sha256),
         sections=sections_from_table(table),
-        layout=layout_from_table(layout) if layout is not None else [],
+        layout=_stored_layout(warehouse, document, meta),
     )
+
+
+def _stored_layout(
+    warehouse: Warehouse, document: Document, sections_meta: dict[str, str]
+) -> list[LayoutSpan]:
+    """The version's page layout. A damaged or missing one (set aside by the warehouse) is
+    parsed again from the snapshot when that gives the very text the sections were built on,
+    so no step fails on it run after run and no chunk loses its pages; otherwise the error,
+    naming the file, stands (the sections step, with its settings, rebuilds it)."""
+    assert document.id is not None
+    spans = sections_meta.get("layout_spans")
+    try:
+        table = warehouse.get_layout(
+            document.id, document.content_hash, spans=int(spans) if spans else None
+        )
+    except DamagedFileError as exc:
+        raw = warehouse.get_raw(document.id, document.content_hash)
+        parsed = parse_document(raw, document.source_key, document.media_type)
+        text = parsed.text_layer.encode("utf-8", "surrogatepass")
+        if not parsed.layout or content_hash(text) != sections_meta.get("text_sha256"):
+            raise
+        warehouse.put_layout(document.id, document.content_hash, layout_to_table(parsed.layout))
+        warehouse.report_repair(f"{exc}; parsed again from the snapshot")
+        return parsed.layout
+    return layout_from_table(table) if table is not None else []
 
 
 def build_chunks(
