@@ -68,19 +68,20 @@ DOCUMENT = "document"
 HELD = (("documents", ".json"), ("failures", ".json"), *((t, ".parquet") for t in TABLES))
 
 #: The failure records a step's success makes stale, for the version it succeeded on: its own,
-#: and those of the steps whose output it read (each step reads its predecessor's, so their
-#: outputs of that version exist). ``core`` (``agrag core``) runs the first steps in one; the
-#: Dagster steps and ``core`` clear each other's records, so neither entry point leaves the other's
-#: failure behind. A step not named here clears its own records only.
-_THROUGH_CHUNKS = ("raw_documents", "sections", "chunks", "core")
+#: and those of the steps whose output it could not have succeeded without (each reads its
+#: predecessor's output of that version). ``core`` (``agrag core``) runs the first steps in one
+#: and embeds only when asked, so a chunks success does not vouch for it but an embeddings one
+#: does; the Dagster steps and ``core`` clear each other's records that way. A step not named
+#: here (``search_index``, which succeeds by removing the rows of a document without chunks)
+#: clears its own record only.
+_THROUGH_CHUNKS = ("raw_documents", "sections", "chunks")
 VOUCHES_FOR: dict[str, tuple[str, ...]] = {
     "raw_documents": ("raw_documents",),
     "sections": ("raw_documents", "sections"),
     "chunks": _THROUGH_CHUNKS,
-    "core": _THROUGH_CHUNKS,
-    "embeddings": (*_THROUGH_CHUNKS, "embeddings"),
-    "graph": (*_THROUGH_CHUNKS, "embeddings", "graph"),
-    "search_index": (*_THROUGH_CHUNKS, "embeddings", "search_index"),
+    "core": (*_THROUGH_CHUNKS, "core"),
+    "embeddings": (*_THROUGH_CHUNKS, "core", "embeddings"),
+    "graph": (*_THROUGH_CHUNKS, "graph"),
 }
 
 #: A file named by a document id (canonical lower-case UUID) and one of the suffixes of HELD.
