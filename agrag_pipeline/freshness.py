@@ -9,6 +9,7 @@ the warehouse with the current settings fingerprints instead.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from agrag_pipeline.settings import DocumentsSettings
 
 CURSOR_VERSION = 1
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -164,17 +167,41 @@ def hash_file(path: Path, raw_root: Path) -> str:
 
 
 def stored_source_keys(warehouse: Warehouse) -> dict[str, UUID]:
-    """source key -> document id, for every document the warehouse holds a current version of."""
-    folder = warehouse.document_path(UUID(int=0)).rsplit("/", 1)[0]
+    """source key -> document id, for every document the warehouse holds output of.
+
+    Every place holding a document id counts (its record, its failure record, any of its
+    tables), not only sound records: a document whose record is damaged or missing still has
+    sections, chunks, embeddings, graph and index entries, which must go when its file goes.
+    Its source key is read from its record if sound, else from whatever still names it (the
+    damaged record's bytes, its failure records, its tables' footers, its chunks' rows, a record
+    set aside), and believed only if it gives back the id (``Document.node_id_for``). A document
+    no readable place names is logged, naming its files, and left alone.
+    """
     keys: dict[str, UUID] = {}
-    for path in sorted(warehouse.fs.glob(f"{folder}/*.json")):
-        try:
-            document = Document.model_validate_json(warehouse.fs.cat_file(path))
-        except Exception:  # a damaged record: not ours to judge here (the run rebuilds it)
+    for document_id, paths in sorted(warehouse.held_document_ids().items()):
+        key = source_key_of(warehouse, document_id)
+        if key is None:
+            log.warning(
+                "outputs of document %s are stored (%s) but no readable file names its source "
+                "key, so whether its file still exists cannot be told; they are kept",
+                document_id,
+                ", ".join(warehouse.uri(p) for p in paths),
+            )
             continue
-        assert document.id is not None
-        keys[document.source_key] = document.id
+        keys[key] = document_id
     return keys
+
+
+def source_key_of(warehouse: Warehouse, document_id: UUID) -> str | None:
+    """The source key of ``document_id`` from the first stored place that names one whose id
+    is ``document_id`` (a record that is damaged, a key that is not the document's, ignored)."""
+    for key, _where in warehouse.named_source_keys(document_id):
+        try:
+            if Document.node_id_for(key) == document_id:
+                return key
+        except Exception:  # a garbled key names nothing: try the next place
+            continue
+    return None
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,7 @@ from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Chunk, Document
 from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.parsing.errors import DocumentError
-from agrag_pipeline.parsing.parsed import ParsedDocument
-from agrag_pipeline.runtime import PARSE_VERSION
+from agrag_pipeline.parsing.parsed import LayoutSpan, ParsedDocument
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.tables import (
     chunks_from_table,
@@ -33,6 +32,7 @@ from agrag_pipeline.storage.tables import (
     with_metadata,
 )
 from agrag_pipeline.storage.warehouse import DOCUMENT, DamagedFileError, InputChangedError
+from agrag_pipeline.versions import PARSE_VERSION
 
 if TYPE_CHECKING:
     from agrag_pipeline.chunking.chunker import StructureChunker
@@ -216,6 +216,7 @@ def build_sections(
         **_version_metadata(document),
         **wanted,
         "text_sha256": text_sha256,
+        "layout_spans": str(len(parsed.layout)),  # so a layout gone missing is noticed
         **{PARSER_METADATA + key: str(v) for key, v in parsed.document.metadata.items()},
     }
     table = with_metadata(sections_to_table(parsed.sections), metadata)
@@ -236,23 +237,48 @@ def load_parsed(warehouse: Warehouse, document: Document) -> ParsedDocument:
         raise _missing(warehouse, document, "sections")
     table = warehouse.read_table("sections", document.id)
     _require_version(warehouse, table, document, "sections")
-    layout = warehouse.get_layout(document.id, document.content_hash)
-    stored = read_metadata(table)
-    text_sha256 = stored.get("text_sha256")
+    meta = read_metadata(table)
+    text_sha256 = meta.get("text_sha256")
     recorded = {
         key[len(PARSER_METADATA) :]: value
-        for key, value in stored.items()
+        for key, value in meta.items()
         if key.startswith(PARSER_METADATA)
     }
     text_layer = warehouse.get_text_layer(document.id, document.content_hash, sha256=text_sha256)
+    layout = _stored_layout(warehouse, document, meta)
     if recorded:
         document = document.model_copy(update={"metadata": {**document.metadata, **recorded}})
     return ParsedDocument(
         document=document,
         text_layer=text_layer,
         sections=sections_from_table(table),
-        layout=layout_from_table(layout) if layout is not None else [],
+        layout=layout,
     )
+
+
+def _stored_layout(
+    warehouse: Warehouse, document: Document, sections_meta: dict[str, str]
+) -> list[LayoutSpan]:
+    """The version's page layout. A damaged or missing one (set aside by the warehouse) is
+    parsed again from the snapshot when that gives the very text the sections were built on,
+    so no step fails on it run after run and no chunk loses its pages; otherwise the error,
+    naming the file, stands (the sections step, with its settings, rebuilds it)."""
+    assert document.id is not None
+    spans = sections_meta.get("layout_spans")
+    try:
+        table = warehouse.get_layout(
+            document.id, document.content_hash, spans=int(spans) if spans else None
+        )
+    except DamagedFileError as exc:
+        raw = warehouse.get_raw(document.id, document.content_hash)
+        parsed = parse_document(raw, document.source_key, document.media_type)
+        text = parsed.text_layer.encode("utf-8", "surrogatepass")
+        if not parsed.layout or content_hash(text) != sections_meta.get("text_sha256"):
+            raise
+        warehouse.put_layout(document.id, document.content_hash, layout_to_table(parsed.layout))
+        warehouse.report_repair(f"{exc}; parsed again from the snapshot")
+        return parsed.layout
+    return layout_from_table(table) if table is not None else []
 
 
 def build_chunks(

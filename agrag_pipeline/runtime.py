@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 from agrag_pipeline.fingerprints import fingerprint, short
 from agrag_pipeline.settings import PipelineSettings, load_settings
 from agrag_pipeline.storage import Warehouse
+from agrag_pipeline.versions import PARSE_VERSION, SNAPSHOT_VERSION
 
 if TYPE_CHECKING:
     from agrag_pipeline.chunking.chunker import StructureChunker
@@ -282,10 +283,6 @@ def _default_settings_path() -> Path:
     return DEFAULT_SETTINGS_PATH
 
 
-#: Bumped when the snapshot or parse steps change what they write for the same input.
-SNAPSHOT_VERSION = "1"
-#: 2: PDFs read with PDFium (words, columns, headings, OCR); 3: PDF compound hyphens kept.
-PARSE_VERSION = "3"
 #: all-MiniLM-L6-v2 reads at most 256 word pieces (special tokens included).
 DEFAULT_MAX_SEQUENCE_TOKENS = 256
 

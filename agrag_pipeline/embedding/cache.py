@@ -7,19 +7,31 @@ nor block writers; ``busy_timeout`` makes concurrent writers wait instead of fai
 What is read back is verified before it is used, because SQLite's own integrity check does not
 look inside a BLOB: each row carries a checksum (BLAKE2b of fingerprint, key, dimension and the
 vector's bytes); a row whose checksum, dimension or finiteness fails is deleted and counted as
-a miss, so the text is embedded again and bit rot is never written out. A file SQLite reports as
-not a database or malformed is set aside as ``<name>.corrupt-<UTC time>`` (with its ``-wal`` and
-``-shm``) and a fresh cache is started; both are logged as warnings naming the file.
+a miss, so the text is embedded again and bit rot is never written out. A damaged file is set
+aside as ``<name>.corrupt-<UTC time>`` (with its ``-wal`` and ``-shm``) and a fresh cache is
+started; both are logged as warnings naming the file. Damaged means: what SQLite reports as not
+a database or malformed, and, checked when a process first opens the cache, a file cut short
+that SQLite would open without a word (empty, shorter than its header, or not a whole number of
+its pages: SQLite only ever writes whole pages, so a cut at any other byte is a truncation,
+which SQLite reads as an empty cache or as one with its last rows silently gone).
+
+A fresh cache file is made whole (schema and WAL mode) under a temporary name and renamed into
+place, and setting a file aside happens under a lock beside it (``<name>.lock``) and only if the
+file is still the one found damaged, so no process ever mistakes a cache another is creating
+for a damaged one, nor sets aside the fresh cache another has just started.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +49,10 @@ _LOOKUP_CHUNK = 500
 
 #: SQLite primary result codes of a damaged file: SQLITE_CORRUPT, SQLITE_NOTADB.
 _DAMAGED_CODES = frozenset({11, 26})
+
+#: The first bytes of every SQLite database file, and the length of its header.
+_MAGIC = b"SQLite format 3\x00"
+_HEADER_BYTES = 100
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -85,6 +101,10 @@ class CacheStats:
     corrupt: int = 0
 
 
+class DamagedCacheError(sqlite3.DatabaseError):
+    """A cache file cut short or not SQLite, found before SQLite would have opened it."""
+
+
 class EmbeddingCache:
     """Vectors by (fingerprint, text SHA-256) in one SQLite file; safe across processes."""
 
@@ -93,6 +113,8 @@ class EmbeddingCache:
         self.busy_timeout_ms = busy_timeout_ms
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None
+        #: The inode of the file the connection opened: a file set aside must be that one.
+        self._inode: int | None = None
         # One connection per process, shared by its threads one statement batch at a time.
         self._lock = threading.RLock()
         #: Rows dropped because they failed their check, since this object was made.
@@ -108,6 +130,13 @@ class EmbeddingCache:
         # A connection must not cross a fork: reopen in a child process.
         if self._conn is None or self._pid != os.getpid():
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._file_lock():
+                if not self.path.exists():
+                    self._create()
+                problem = _file_problem(self.path)
+                self._inode = _inode(self.path)
+            if problem is not None:
+                raise DamagedCacheError(problem)
             conn = sqlite3.connect(
                 self.path,
                 timeout=self.busy_timeout_ms / 1000,
@@ -128,6 +157,33 @@ class EmbeddingCache:
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
+    @contextlib.contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        """An exclusive ``flock`` beside the cache, held to create it or set it aside."""
+        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _create(self) -> None:
+        """Make an empty cache whole under a temporary name, then rename it into place (the
+        caller holds the lock): an empty or headerless cache file is then always damage."""
+        tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex}")
+        try:
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(_SCHEMA)
+            finally:
+                conn.close()
+            os.replace(tmp, self.path)
+        finally:
+            for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+                with contextlib.suppress(FileNotFoundError):
+                    leftover.unlink()
+
     def _guarded(self, action: Callable[[sqlite3.Connection], R]) -> R:
         """Run ``action`` on the connection; a damaged file is set aside and, on a fresh
         file, ``action`` runs once more."""
@@ -141,17 +197,23 @@ class EmbeddingCache:
             return action(self._connection())
 
     def _set_aside(self, exc: sqlite3.DatabaseError) -> None:
+        """Set the damaged file aside, unless another process already replaced it."""
+        found_damaged = self._inode
         self.close()
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         moved = []
-        for suffix in ("", "-wal", "-shm"):
-            source = Path(f"{self.path}{suffix}")
-            target = Path(f"{self.path}{suffix}.corrupt-{stamp}")
-            try:
-                source.rename(target)
-            except FileNotFoundError:
-                continue
-            moved.append(target)
+        with self._file_lock():
+            if found_damaged is None or _inode(self.path) != found_damaged:
+                log.warning("%s was damaged (%s); another process replaced it", self.path, exc)
+                return
+            for suffix in ("", "-wal", "-shm"):
+                source = Path(f"{self.path}{suffix}")
+                target = Path(f"{self.path}{suffix}.corrupt-{stamp}")
+                try:
+                    source.rename(target)
+                except FileNotFoundError:
+                    continue
+                moved.append(target)
         if moved:
             self.set_aside.append(moved[0])
         log.warning(
@@ -260,7 +322,39 @@ class EmbeddingCache:
         return self._guarded(count)
 
 
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
+def _file_problem(path: Path) -> str | None:
+    """What is wrong with a cache file SQLite would open without a word, if anything: its
+    header (magic, page size) and its length, a whole number of pages (nothing beyond the
+    header is read, so it costs the same for a cache of any size)."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(_HEADER_BYTES)
+            size = os.fstat(handle.fileno()).st_size
+    except FileNotFoundError:
+        return None
+    if len(header) < _HEADER_BYTES:
+        return f"cut short: {size:,} bytes, shorter than an SQLite header"
+    if not header.startswith(_MAGIC):
+        return "file is not a database (no SQLite header)"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        return f"file is not a database (page size {page_size})"
+    if size % page_size:
+        return f"cut short: {size:,} bytes is not a whole number of {page_size:,}-byte pages"
+    return None
+
+
 def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    if isinstance(exc, DamagedCacheError):
+        return True
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
         return (code & 0xFF) in _DAMAGED_CODES

@@ -9,7 +9,7 @@ Layout (``<root>`` is a local path or an fsspec URI such as ``s3://bucket/prefix
     <root>/sections/<document_id>.parquet              the latest version's sections
     <root>/chunks/<document_id>.parquet                the latest version's chunks
     <root>/embeddings/<document_id>.parquet            the latest version's embeddings
-    <root>/failures/<document_id>.json                 why the latest version failed, if it did
+    <root>/failures/<document_id>.json                 why a step failed on the latest version
     <root>/locks/<document_id>.lock                    held while a write is checked and renamed
 
 Raw bytes and text layers are content-addressed and kept, so a superseded chunk still names
@@ -20,8 +20,15 @@ What is read back is verified, never trusted: a raw snapshot against its content
 short one is rewritten by the next snapshot and refused by a read), Parquet files through their
 footer and page checksums, JSON records by parsing them. A damaged file raises
 ``DamagedFileError`` naming it, so the step that owns it rebuilds it from what is still sound;
-a damaged record (``documents/``, ``failures/``) is set aside as ``<name>.corrupt-<time>`` and
-treated as absent. Each repair is logged as a warning and listed in ``Warehouse.repairs``.
+a damaged record (``documents/``, ``failures/``) or page layout is set aside as
+``<name>.corrupt-<time>`` and treated as absent. Each repair is logged as a warning and listed in
+``Warehouse.repairs``.
+
+A failure record names the version it is about (``content_hash``: the version the failing step
+read through this warehouse), and every change to it is a read-modify-write under the document's
+lock: a failure of a version another writer has since replaced is not recorded, a new version's
+snapshot drops the records of the old one, and a success clears the records of the steps it
+vouches for (``VOUCHES_FOR``), so a document that succeeded never shows a failure.
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ import io
 import json
 import logging
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -54,6 +62,33 @@ TABLES = ("sections", "chunks", "embeddings", "graph_nodes", "graph_edges")
 
 #: ``requires`` key that names the document record rather than a table.
 DOCUMENT = "document"
+
+#: The folders of files named ``<document_id>.<suffix>`` that hold a document's current outputs
+#: (raw snapshots and text layers are content-addressed history, kept when a document goes).
+HELD = (("documents", ".json"), ("failures", ".json"), *((t, ".parquet") for t in TABLES))
+
+#: The failure records a step's success makes stale, for the version it succeeded on: its own,
+#: and those of the steps whose output it could not have succeeded without (each reads its
+#: predecessor's output of that version). ``core`` (``agrag core``) runs the first steps in one
+#: and embeds only when asked, so a chunks success does not vouch for it but an embeddings one
+#: does; the Dagster steps and ``core`` clear each other's records that way. A step not named
+#: here (``search_index``, which succeeds by removing the rows of a document without chunks)
+#: clears its own record only.
+_THROUGH_CHUNKS = ("raw_documents", "sections", "chunks")
+VOUCHES_FOR: dict[str, tuple[str, ...]] = {
+    "raw_documents": ("raw_documents",),
+    "sections": ("raw_documents", "sections"),
+    "chunks": _THROUGH_CHUNKS,
+    "core": (*_THROUGH_CHUNKS, "core"),
+    "embeddings": (*_THROUGH_CHUNKS, "core", "embeddings"),
+    "graph": (*_THROUGH_CHUNKS, "graph"),
+}
+
+#: A file named by a document id (canonical lower-case UUID) and one of the suffixes of HELD.
+_ID_NAMED = re.compile(r"^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\.\w+)$")
+
+#: Where a record names its document's source key (read from a damaged record's bytes).
+_SOURCE_KEY = re.compile(rb'"source_key"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +117,9 @@ class Warehouse:
         self._base = base.rstrip("/")
         #: What this object repaired or set aside (also logged as warnings).
         self.repairs: list[str] = []
+        #: The version of each document this object last read or wrote the record of: what a
+        #: step working through it is working on, so a failure it records names that version.
+        self._versions: dict[UUID, str] = {}
 
     # -- paths -------------------------------------------------------------------------------
     def raw_path(self, document_id: UUID, content_hash: str) -> str:
@@ -227,11 +265,38 @@ class Warehouse:
         write_atomic(self.fs, path, lambda handle: _write_parquet(data, handle))
         return path
 
-    def get_layout(self, document_id: UUID, content_hash: str) -> pa.Table | None:
+    def get_layout(
+        self, document_id: UUID, content_hash: str, *, spans: int | None = None
+    ) -> pa.Table | None:
+        """A version's page layout (None: it has none), verified by its page checksums and,
+        with ``spans`` (the count recorded with the sections), by its length.
+
+        Raises:
+            DamagedFileError: missing although ``spans`` says there is one, or not whole,
+                valid Parquet of ``spans`` rows; a damaged file is set aside first, so the
+                sections step writes a sound one in its place.
+        """
         path = self.layout_path(document_id, content_hash)
         if not self.fs.exists(path):
+            if spans:
+                raise DamagedFileError(
+                    self.uri(path),
+                    f"the page layout of {spans} spans the sections record is missing",
+                )
             return None
-        return self._read_parquet(path)
+        try:
+            table = self._read_parquet(path)
+            if spans is not None and table.num_rows != spans:
+                raise DamagedFileError(
+                    self.uri(path),
+                    f"{table.num_rows} spans, not the {spans} recorded with the sections",
+                )
+        except DamagedFileError as exc:
+            aside = self.set_aside(path, exc.problem)
+            raise DamagedFileError(
+                self.uri(path), f"{exc.problem}; set aside as {aside}" if aside else exc.problem
+            ) from None
+        return table
 
     # -- the current version of each document -------------------------------------------------
     def put_document(self, document: Document) -> str:
@@ -240,6 +305,20 @@ class Warehouse:
         path = self.document_path(document.id)
         with file_lock(self.fs, self.lock_path(document.id)):
             write_bytes_atomic(self.fs, path, document.model_dump_json(indent=2).encode())
+            self._versions[document.id] = document.content_hash
+            # The failures of the version this one replaces are about a version that is gone;
+            # dropping them is housekeeping, which never fails the snapshot (the step that
+            # records or clears the next failure reports a record it cannot write).
+            try:
+                if self.fs.exists(self.failure_path(document.id)):
+                    self._change_failures_locked(document.id, lambda _failures, _current: False)
+            except OSError as exc:
+                log.warning(
+                    "%s: could not drop the failure records of the versions before %s: %s",
+                    document.source_key,
+                    document.content_hash[:12],
+                    exc,
+                )
         return path
 
     def get_document(self, document_id: UUID) -> Document | None:
@@ -249,6 +328,8 @@ class Warehouse:
         document, problem = self._read_document(path)
         if problem is not None:
             self.set_aside(path, problem)
+        if document is not None:
+            self._versions[document_id] = document.content_hash
         return document
 
     def _read_document(self, path: str) -> tuple[Document | None, str | None]:
@@ -364,28 +445,135 @@ class Warehouse:
                 removed.append(path)
         return removed
 
+    # -- finding a document's outputs from its id --------------------------------------------
+    def held_document_ids(self) -> dict[UUID, list[str]]:
+        """Every document id that a current output is stored under (its record, in whatever
+        state, its failure record, any of its tables), with those paths: every place, not
+        only the records, so a document whose record is damaged or missing is still found.
+        One listing per folder; no file is opened."""
+        held: dict[str, list[str]] = {}
+        for folder, suffix in HELD:
+            where = f"{self._base}/{folder}"
+            for name in self._names_in(where):
+                match = _ID_NAMED.match(name)
+                if match is not None and match.group(2) == suffix:
+                    held.setdefault(match.group(1), []).append(f"{where}/{name}")
+        return {UUID(document_id): paths for document_id, paths in sorted(held.items())}
+
+    def _names_in(self, folder: str) -> list[str]:
+        try:
+            if self._is_local:
+                return os.listdir(folder)
+            return [path.rsplit("/", 1)[-1] for path in self.fs.ls(folder, detail=False)]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def named_source_keys(self, document_id: UUID) -> Iterator[tuple[str, str]]:
+        """(source key, the file it was read from) from every stored place that names one for
+        the document, cheapest first: its record (a damaged one's bytes searched for the key),
+        its failure records, its tables' footers, its chunks' rows, its records set aside. A
+        place that cannot be read is passed over. The caller checks each key against the id."""
+        record = self.document_path(document_id)
+        yield from self._keys_in_record(record)
+        for failure in self._read_failures_quietly(document_id).values():
+            if isinstance(failure.get("source_key"), str):
+                yield failure["source_key"], self.failure_path(document_id)
+        for table in TABLES:
+            try:
+                meta = self.table_metadata(table, document_id)
+            except DamagedFileError:
+                continue
+            if meta and meta.get("source_key"):
+                yield meta["source_key"], self.table_path(table, document_id)
+        yield from self._keys_in_chunk_rows(document_id)
+        for aside in sorted(self.fs.glob(f"{record}.corrupt-*")):
+            yield from self._keys_in_record(aside)
+
+    def _keys_in_record(self, path: str) -> Iterator[tuple[str, str]]:
+        try:
+            data = bytes(self.fs.cat_file(path))
+        except (FileNotFoundError, IsADirectoryError):
+            return
+        for match in _SOURCE_KEY.finditer(data):
+            with contextlib.suppress(ValueError):
+                key = json.loads(match.group(1))
+                if isinstance(key, str):
+                    yield key, path
+
+    def _read_failures_quietly(self, document_id: UUID) -> dict[str, Any]:
+        """The failure records as stored, without setting a damaged file aside."""
+        try:
+            failures = json.loads(self.fs.cat_file(self.failure_path(document_id)))
+        except (FileNotFoundError, IsADirectoryError, ValueError):
+            return {}
+        if not isinstance(failures, dict):
+            return {}
+        return {k: v for k, v in failures.items() if isinstance(v, dict)}
+
+    def _keys_in_chunk_rows(self, document_id: UUID) -> Iterator[tuple[str, str]]:
+        path = self.table_path("chunks", document_id)
+        try:
+            with self.fs.open(path, "rb") as handle:
+                column = pq.read_table(handle, columns=["source_key"]).column("source_key")
+        except (FileNotFoundError, KeyError, pa.ArrowException, OSError, ValueError):
+            return
+        for key in column.unique().to_pylist():
+            if isinstance(key, str):
+                yield key, path
+
     # -- failures -----------------------------------------------------------------------------
-    def record_failure(self, document_id: UUID, step: str, record: dict[str, Any]) -> str:
-        """Record why ``step`` failed for the document's latest version (one entry per step)."""
-        failures = self.read_failures(document_id)
-        failures[step] = record
-        return self._write_failures(document_id, failures)
+    def record_failure(self, document_id: UUID, step: str, record: dict[str, Any]) -> str | None:
+        """Record why ``step`` failed (one entry per step), naming the version it failed on:
+        the one this warehouse object last read or wrote the record of (``content_hash``).
+
+        Under the document's lock. A failure of a version another writer has replaced since is
+        not recorded (None is returned): it is about a version that is no longer the document.
+        """
+        version = record.get("content_hash") or self._versions.get(document_id)
+        entry = {**record, "content_hash": version} if version else dict(record)
+
+        def add(failures: dict[str, dict[str, Any]], current: str | None) -> bool:
+            if version and current and version != current:
+                log.info(
+                    "%s: the failure of %s on version %s is not recorded: version %s is current",
+                    record.get("source_key", document_id),
+                    step,
+                    version[:12],
+                    current[:12],
+                )
+                return False
+            failures[step] = entry
+            return True
+
+        return self._change_failures(document_id, add)
 
     def clear_failure(self, document_id: UUID, step: str) -> None:
-        path = self.failure_path(document_id)
-        if not self.fs.exists(path):
+        """``step`` succeeded: clear the failure records it makes stale (``VOUCHES_FOR``) of
+        the version it succeeded on, and any record of a version that is no longer current."""
+        if not self.fs.exists(self.failure_path(document_id)):
             return
-        failures = self.read_failures(document_id)
-        if failures.pop(step, None) is None:
-            return
-        if failures:
-            self._write_failures(document_id, failures)
-        else:
-            self.fs.rm(path)
+        version = self._versions.get(document_id)
+        vouched = set(VOUCHES_FOR.get(step, (step,)))
+
+        def clear(failures: dict[str, dict[str, Any]], current: str | None) -> bool:
+            if version and current and version != current:
+                return True  # a success of a replaced version says nothing of the current one
+            for name in [n for n, f in failures.items() if n in vouched]:
+                if failures[name].get("content_hash") in (None, version):
+                    del failures[name]
+            return True
+
+        self._change_failures(document_id, clear)
 
     def read_failures(self, document_id: UUID) -> dict[str, dict[str, Any]]:
-        """step -> failure record, for the steps that failed on the latest version; a record
-        file that is not a JSON object of records is set aside and reads as none."""
+        """step -> failure record, for the steps that failed on the latest version (records of
+        another version are left out); a record file that is not a JSON object of records is
+        set aside and reads as none."""
+        failures = self._read_failures(document_id)
+        current = self._current_version(document_id) if failures else None
+        return {k: v for k, v in failures.items() if not _superseded(v, current)}
+
+    def _read_failures(self, document_id: UUID) -> dict[str, dict[str, Any]]:
         path = self.failure_path(document_id)
         try:
             data = self.fs.cat_file(path)
@@ -402,10 +590,46 @@ class Warehouse:
             return {}
         return failures
 
-    def _write_failures(self, document_id: UUID, failures: dict[str, Any]) -> str:
+    def _current_version(self, document_id: UUID) -> str | None:
+        document, _ = self._read_document(self.document_path(document_id))
+        return None if document is None else document.content_hash
+
+    def _change_failures(self, document_id: UUID, change: FailuresChange) -> str | None:
+        """Read, change and write back the document's failure records under its lock (the
+        lock a snapshot and a table write hold too), so that two writers never lose each
+        other's change. Returns the record file's path if ``change`` recorded something."""
+        with file_lock(self.fs, self.lock_path(document_id)):
+            return self._change_failures_locked(document_id, change)
+
+    def _change_failures_locked(self, document_id: UUID, change: FailuresChange) -> str | None:
+        """``change(failures, current_version)`` edits ``failures`` in place and says whether
+        it recorded one; records of a version other than the current one are dropped either
+        way. Call with the document's lock held."""
         path = self.failure_path(document_id)
-        write_bytes_atomic(self.fs, path, json.dumps(failures, sort_keys=True, indent=2).encode())
-        return path
+        failures = self._read_failures(document_id)
+        before = dict(failures)
+        current = self._current_version(document_id)
+        recorded = change(failures, current)
+        kept = {step: f for step, f in failures.items() if not _superseded(f, current)}
+        if not kept:
+            if before:
+                with contextlib.suppress(FileNotFoundError):
+                    self.fs.rm(path)
+            return None
+        if kept != before:
+            write_bytes_atomic(self.fs, path, json.dumps(kept, sort_keys=True, indent=2).encode())
+        return path if recorded else None
+
+
+#: Edits a document's failure records in place, given the current version; True if it
+#: recorded a failure.
+FailuresChange = Callable[[dict[str, dict[str, Any]], str | None], bool]
+
+
+def _superseded(failure: Mapping[str, Any], current: str | None) -> bool:
+    """A failure of a version that is no longer the document's (unknown versions never are)."""
+    version = failure.get("content_hash")
+    return bool(version and current and version != current)
 
 
 def content_hash_of(data: bytes) -> str:

@@ -87,12 +87,17 @@ def test_every_edge_type_and_section_parent_is_written(runtime, store):
     assert result.counts["Section"] == len(sections)
     assert result.counts["HAS_SECTION"] == len(sections)
     assert result.counts["SUBSECTION_OF"] == len(with_parent) > 0
+    # The store holds every document with graph tables (build_graph reconciles it with them).
     rows = store.query(
-        "MATCH (s:Section)-[:SUBSECTION_OF]->(p:Section) RETURN s.id AS s, p.id AS p"
+        "MATCH (:Document {id: $d})-[:HAS_SECTION]->(s:Section)-[:SUBSECTION_OF]->(p:Section) "
+        "RETURN s.id AS s, p.id AS p",
+        {"d": str(document.id)},
     )
     assert {(r["s"], r["p"]) for r in rows} == {(s["id"], s["parent_id"]) for s in with_parent}
     from_section = store.query(
-        "MATCH (c:Chunk)-[:FROM_SECTION]->(s:Section) RETURN c.id AS c, s.id AS s"
+        "MATCH (:Document {id: $d})-[:HAS_CHUNK]->(c:Chunk)-[:FROM_SECTION]->(s:Section) "
+        "RETURN c.id AS c, s.id AS s",
+        {"d": str(document.id)},
     )
     expected = {
         (str(c.id), str(s)) for c in load_chunks(runtime.warehouse, document) for s in c.section_ids

@@ -84,3 +84,4 @@ class Neo4jGraphStore(GraphStore):
         if self._driver is not None:
             self._driver.close()
             self._driver = None
+        super().close()

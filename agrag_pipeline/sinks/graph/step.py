@@ -5,13 +5,23 @@ The Parquet tables (``graph_nodes``, ``graph_edges``) are written first, atomica
 table; then the store is made to hold exactly them. The tables are what the graph should hold,
 so a check can compare the store with them, and a store lost or swapped can be reloaded from
 them without re-chunking.
+
+Repairs, on the next run, without ``--force``: a graph table that is truncated or fails its page
+checksums is named, set aside as ``<name>.corrupt-<time>`` and rebuilt from the chunks; a
+document whose store nodes or edges differ from its tables is written again; and once per open
+store (``reconcile_store``) every document the tables hold but the store lacks (a database
+started afresh after damage, emptied or swapped) is written back from its tables.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from uuid import UUID
+
+import pyarrow as pa
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.pipeline import load_chunks
@@ -26,10 +36,16 @@ from agrag_pipeline.sinks.graph.settings import GraphSettings
 from agrag_pipeline.sinks.graph.store import GraphStore
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.tables import read_metadata, sections_from_table, with_metadata
+from agrag_pipeline.storage.warehouse import DamagedFileError
 from agrag_pipeline.validation import CheckOutcome
 
 #: Bumped when the nodes or edges written for the same inputs change.
 GRAPH_VERSION = "1"
+
+#: The two tables of a document's graph.
+GRAPH_TABLES = ("graph_nodes", "graph_edges")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -94,10 +110,14 @@ def build_graph(
     """Write the node and edge tables of ``document`` and make ``store`` hold exactly them
     (``store`` None, with ``graph.backend: none``: the tables alone).
 
-    When the stored tables already belong to this version, chunker and embedding model, and
-    the store holds what they say, nothing is rewritten unless ``force``.
+    When the stored tables already belong to this version, chunker and embedding model, are
+    sound, and the store holds exactly their nodes and edges, nothing is rewritten unless
+    ``force``. A damaged table is set aside and rebuilt; the first call on an open store
+    reconciles it with every document's tables first (``reconcile_store``).
     """
     assert document.id is not None
+    if store is not None and store.reconciled_with != warehouse.root:
+        reconcile_store(warehouse, store)
     chunks_meta = warehouse.table_metadata("chunks", document.id) or {}
     embeddings_meta = warehouse.table_metadata("embeddings", document.id) or {}
     wanted = {
@@ -110,11 +130,19 @@ def build_graph(
     }
     nodes_path = warehouse.table_path("graph_nodes", document.id)
     edges_path = warehouse.table_path("graph_edges", document.id)
-    if not force and _current(warehouse, document, wanted):
-        graph = stored_graph(warehouse, document)
-        if store is None or store.counts(graph.document_id) == graph.counts():
+    graph = None if force else _current_graph(warehouse, document, wanted)
+    if graph is not None:
+        problems = store_problems(graph, store) if store is not None else []
+        if not problems:
             name = store.name if store is not None else "none"
             return GraphResult(document, graph.counts(), nodes_path, edges_path, name, reused=True)
+        assert store is not None
+        warehouse.report_repair(
+            f"{document.source_key}: the graph database {store.name} differs from its graph "
+            f"tables ({'; '.join(problems)}); written again from them"
+        )
+        # Every node of the document goes first, those its edges no longer reach included.
+        store.delete_document(graph.document_id)
     else:
         graph = document_graph_from_warehouse(warehouse, document, with_vectors=with_vectors)
         metadata: dict[str, Any] = {
@@ -146,9 +174,95 @@ def stored_graph(warehouse: Warehouse, document: Document) -> DocumentGraph:
     )
 
 
-def graph_problems(warehouse: Warehouse, document: Document, store: GraphStore) -> list[str]:
-    """How the store differs from the tables for ``document`` (empty: it holds exactly them)."""
-    graph = stored_graph(warehouse, document)
+def reconcile_store(warehouse: Warehouse, store: GraphStore) -> int:
+    """Write back into ``store``, from their tables, the documents the graph tables hold but
+    the store lacks; how many.
+
+    Why: the tables are what the graph should hold. A database started afresh after damage,
+    emptied or swapped for another would otherwise lack every document whose graph step does
+    not run again (the sensor reruns changed documents only). Costs one listing and one query;
+    a document's tables are read only when the store lacks it. Documents the store holds beyond
+    the tables are left alone: a Neo4j may serve more than one warehouse, and a deleted
+    document leaves the store through ``freshness.remove_deleted`` (the sinks go first).
+    """
+    in_store = store.document_ids()
+    with_tables = {
+        str(document_id)
+        for document_id, paths in warehouse.held_document_ids().items()
+        if all(warehouse.table_path(t, document_id) in paths for t in GRAPH_TABLES)
+    }
+    written = 0
+    for document_id in sorted(with_tables - in_store):
+        graph = _graph_from_stored_tables(warehouse, UUID(document_id))
+        if graph is None:
+            continue
+        try:
+            store.write_document(graph)
+        except Exception as exc:  # one document never stops the others (nor its own step)
+            log.warning("%s: not written back from its graph tables: %s", document_id, exc)
+            continue
+        written += 1
+    if written:
+        warehouse.report_repair(
+            f"the graph database {store.name} lacked {written} documents of the graph tables; "
+            "written back from them"
+        )
+    store.reconciled_with = warehouse.root
+    return written
+
+
+def _graph_from_stored_tables(warehouse: Warehouse, document_id: UUID) -> DocumentGraph | None:
+    """A document's graph from its tables alone (its version from their footer); None when a
+    table is damaged (set aside: the document's graph step rebuilds it)."""
+    tables = [_read_graph_table(warehouse, t, document_id) for t in GRAPH_TABLES]
+    nodes, edges = tables
+    if nodes is None or edges is None:
+        return None
+    content_hash = read_metadata(nodes).get("content_hash", "")
+    return graph_from_tables(nodes, edges, content_hash)
+
+
+def _current_graph(
+    warehouse: Warehouse, document: Document, wanted: dict[str, str]
+) -> DocumentGraph | None:
+    """The stored graph of ``document`` if both tables are of ``wanted`` and sound; a damaged
+    one is named and set aside (then None: the caller rebuilds it)."""
+    assert document.id is not None
+    tables = []
+    for table in GRAPH_TABLES:
+        try:
+            meta = warehouse.table_metadata(table, document.id)
+        except DamagedFileError as exc:
+            _set_aside(warehouse, table, document.id, exc)
+            return None
+        if meta is None or any(meta.get(k, "") != v for k, v in wanted.items()):
+            return None
+        found = _read_graph_table(warehouse, table, document.id)
+        if found is None:
+            return None
+        tables.append(found)
+    return graph_from_tables(tables[0], tables[1], document.content_hash)
+
+
+def _read_graph_table(warehouse: Warehouse, table: str, document_id: UUID) -> pa.Table | None:
+    """A graph table, or None if missing or damaged (a damaged one is set aside, named)."""
+    try:
+        return warehouse.read_table(table, document_id)
+    except FileNotFoundError:
+        return None
+    except DamagedFileError as exc:
+        _set_aside(warehouse, table, document_id, exc)
+        return None
+
+
+def _set_aside(warehouse: Warehouse, table: str, document_id: UUID, exc: DamagedFileError) -> None:
+    warehouse.set_aside(
+        warehouse.table_path(table, document_id), f"{exc.problem}; rebuilt from the chunks"
+    )
+
+
+def store_problems(graph: DocumentGraph, store: GraphStore) -> list[str]:
+    """How the store differs from ``graph`` (empty: it holds exactly its nodes and edges)."""
     problems: list[str] = []
     stored_ids = store.node_ids(graph.document_id)
     for label, ids in stored_ids.items():
@@ -165,6 +279,11 @@ def graph_problems(warehouse: Warehouse, document: Document, store: GraphStore) 
             f"{len(stored_edges - wanted_edges)} not in the tables"
         )
     return problems
+
+
+def graph_problems(warehouse: Warehouse, document: Document, store: GraphStore) -> list[str]:
+    """How the store differs from the tables for ``document`` (empty: it holds exactly them)."""
+    return store_problems(stored_graph(warehouse, document), store)
 
 
 #: The graph asset's check (one per document).
@@ -200,14 +319,6 @@ def check_graph(
             {"nodes": len(graph.nodes), "edges": len(graph.edges)},
         )
     ]
-
-
-def _current(warehouse: Warehouse, document: Document, wanted: dict[str, str]) -> bool:
-    assert document.id is not None
-    if not warehouse.has_table("graph_edges", document.id):
-        return False
-    meta = warehouse.table_metadata("graph_nodes", document.id)
-    return meta is not None and all(meta.get(k, "") == v for k, v in wanted.items())
 
 
 def _vectors(warehouse: Warehouse, document: Document) -> dict[str, list[float]] | None:

@@ -188,6 +188,10 @@ class GraphStore(abc.ABC):
     #: How this backend's statements read a property value (see ``ValueExpression``).
     value_expression: ValueExpression = staticmethod(plain_value)
 
+    #: The warehouse whose graph tables this open store was last reconciled with
+    #: (``step.reconcile_store``, once per session); None until then and after ``close``.
+    reconciled_with: str | None = None
+
     @abc.abstractmethod
     def _run(self, statements: Sequence[Statement]) -> None:
         """Run ``statements`` in one write transaction."""
@@ -200,8 +204,9 @@ class GraphStore(abc.ABC):
     def ensure_schema(self) -> None:
         """Create what the database needs before the first write (idempotent)."""
 
-    def close(self) -> None:  # noqa: B027 - backends without resources need nothing
-        """Release the connection."""
+    def close(self) -> None:
+        """Release the connection (a backend that holds one releases it, then calls this)."""
+        self.reconciled_with = None
 
     @contextmanager
     def session(self) -> Iterator[GraphStore]:
@@ -260,6 +265,10 @@ class GraphStore(abc.ABC):
             )
             found.update((edge_type, r["s"], r["t"]) for r in rows)
         return found
+
+    def document_ids(self) -> set[str]:
+        """The ids of every Document node the store holds."""
+        return {r["id"] for r in self.query("MATCH (n:Document) RETURN n.id AS id")}
 
     def chunks(self, document_id: str) -> list[Chunk]:
         """The document's chunks in order, rebuilt from their nodes through ``Chunk.from_node``."""

@@ -1,0 +1,10 @@
+"""The versions of what the steps write, bumped when a step writes something else for the same
+input. Their own module, beneath both ``pipeline`` (the steps) and ``runtime`` (the configured
+parts, which fold them into Dagster code versions), so that the steps never import the runtime
+that assembles them (and the sinks)."""
+
+#: Bumped when the snapshot step changes what it writes for the same input.
+SNAPSHOT_VERSION = "1"
+#: Bumped when the parse step changes what it writes for the same input.
+#: 2: PDFs read with PDFium (words, columns, headings, OCR); 3: PDF compound hyphens kept.
+PARSE_VERSION = "3"
