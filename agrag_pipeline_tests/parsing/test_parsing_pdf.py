@@ -6,6 +6,7 @@ case make the feature under test exact (a gutter, an overprint, a turned page, l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +24,7 @@ class Text:
     y: float  # baseline, from the page's bottom
     text: str
     size: float = 11.0
-    font: str = "F1"  # F1 Helvetica, F2 Helvetica-Bold, F3 Times-Roman
+    font: str = "F1"  # F1 Helvetica, F2 Helvetica-Bold, F3 Times-Roman, F4 (see LIGATURES)
     mode: int = 0  # text render mode (3: invisible)
     angle: int = 0  # degrees counter-clockwise
     #: TJ array instead of a string: [("word", 0), ("next", -300)] (kerning in 1/1000 em)
@@ -58,6 +59,49 @@ def _content(page: Page) -> bytes:
     return "\n".join(ops).encode("latin-1")
 
 
+#: pdfTeX's OT1 codes of the ligature glyphs, the text each stands for, and its width.
+LIGATURES = {"\x0b": ("ff", 600), "\x0c": ("fi", 556), "\x0d": ("fl", 556)}
+LIGATURES |= {"\x0e": ("ffi", 834), "\x0f": ("ffl", 834)}
+
+
+def ligatures(text: str) -> str:
+    """``text`` with ff, ffi, ffl, fi, fl written as the one-glyph codes of font F4."""
+    for code, (letters, _) in sorted(LIGATURES.items(), key=lambda kv: -len(kv[1][0])):
+        text = text.replace(letters, code)
+    return text
+
+
+def _ligature_font(add: Callable[[bytes], int]) -> int:
+    """Font F4 as pdfTeX writes a Computer Modern font: ligatures are single glyphs (codes
+    11-15 named /ff /fi /fl /ffi /ffl) and a ToUnicode CMap maps each to its letters."""
+    from pdfminer.fontmetrics import FONT_METRICS
+
+    widths = FONT_METRICS["Times-Roman"][1]
+    cmap = "\n".join(
+        [
+            "/CIDInit /ProcSet findresource begin 12 dict begin begincmap",
+            "/CMapName /OT1-ligatures def 1 begincodespacerange <00> <FF> endcodespacerange",
+            f"{len(LIGATURES)} beginbfchar",
+            *(
+                f"<{ord(code):02X}> <{''.join(f'{ord(ch):04X}' for ch in letters)}>"
+                for code, (letters, _) in LIGATURES.items()
+            ),
+            "endbfchar endcmap CMapName currentdict /CMap defineresource pop end end",
+        ]
+    ).encode()
+    to_unicode = add(b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream")
+    width_list = [LIGATURES[chr(c)][1] if chr(c) in LIGATURES else 0 for c in range(11, 32)]
+    width_list += [widths.get(chr(c), 500) for c in range(32, 127)]
+    return add(
+        (
+            "<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding << /Type /Encoding"
+            " /BaseEncoding /WinAnsiEncoding /Differences [11 /ff /fi /fl /ffi /ffl] >>"
+            f" /FirstChar 11 /LastChar 126 /Widths [{' '.join(map(str, width_list))}]"
+            f" /ToUnicode {to_unicode} 0 R >>"
+        ).encode()
+    )
+
+
 def make_pdf(pages: list[Page], outline: list[tuple[str, int]] | None = None) -> bytes:
     """A PDF of ``pages``; ``outline``: (title, 0-based page) bookmarks."""
     objects: list[bytes] = []
@@ -73,6 +117,7 @@ def make_pdf(pages: list[Page], outline: list[tuple[str, int]] | None = None) ->
         )
 
     fonts = {"F1": font("Helvetica"), "F2": font("Helvetica-Bold"), "F3": font("Times-Roman")}
+    fonts["F4"] = _ligature_font(add)
     font_dict = " ".join(f"/{k} {v} 0 R" for k, v in fonts.items())
     pages_id = len(objects) + 1 + 2 * len(pages)  # after every page and content stream
     page_ids = []
@@ -156,6 +201,22 @@ def test_overprinted_fake_bold_is_read_once() -> None:
     parsed = _parse([Page(texts)])
     assert parsed.text_layer.splitlines()[0] == title
     assert parsed.text_layer.count("Overprinted") == 1
+
+
+def test_every_letter_of_a_ligature_glyph_is_read() -> None:
+    # pdfTeX draws ff, ffi, ffl as one glyph each, which PDFium expands to two or three
+    # letters with one box: none of them is an overprinted copy.
+    sentence = "A different office, effort and efficient staff baffled the affluent official."
+    parsed = _parse([Page([Text(72, 700, ligatures(sentence), 11, "F4")])])
+    assert parsed.text_layer == sentence
+
+
+def test_overprinted_ligature_text_is_read_once_with_every_letter() -> None:
+    heading = "Different Effects of Staff"
+    texts = [Text(72 + dx, 700, ligatures(heading), 16, "F4") for dx in (0, 0.3)]
+    texts += _paragraph(72, 660, ["Body text under the heading."])
+    parsed = _parse([Page(texts)])
+    assert parsed.text_layer.splitlines()[0] == heading
 
 
 def test_hyphenated_line_end_is_joined_with_exact_offsets() -> None:
@@ -371,6 +432,12 @@ def test_corpus_running_header_of_a_paper_page_is_left_out(corpus_dir: Path) -> 
     assert parsed.text_layer.startswith("order to compute the TED score.")
     # Justified lines whose words pdfminer glued together are separated.
     assert "Also we report TED scores separately" in " ".join(parsed.text_layer.split())
+
+
+def test_corpus_ligatures_of_a_latex_paper_keep_their_letters(corpus_dir: Path) -> None:
+    key = "pdf/2305.03393v1-pg9.pdf"  # pdfLaTeX: "difficult" is d, i, one ffi glyph, c, …
+    text = parse_document((corpus_dir / key).read_bytes(), key).text_layer
+    assert "difficult" in text and "difcult" not in text
 
 
 def test_corpus_two_column_handbook_reads_column_by_column(corpus_dir: Path) -> None:
