@@ -301,6 +301,30 @@ def test_running_headers_footers_and_page_numbers_are_left_out() -> None:
     assert "6 running header/footer or page-number lines left out" in parsed.warnings
 
 
+def _memo(date: str) -> Page:
+    texts = [Text(72, 760, date, 11), Text(72, 720, "Memorandum on the move", 16, "F2")]
+    body = ["To: All staff", "The office moves to the new building in stages.", "Pack up."]
+    return Page([*texts, *_paragraph(72, 690, body)])
+
+
+def test_the_date_at_the_top_of_a_one_page_memo_is_kept() -> None:
+    parsed = _parse([_memo("May 5, 2023")])
+    assert parsed.text_layer.splitlines()[0] == "May 5, 2023"
+    assert not [w for w in parsed.warnings if "running header" in w]
+
+
+def test_a_top_line_that_does_not_repeat_on_other_pages_is_no_running_header() -> None:
+    stages = [[f"Stage {n} of the move takes {n} days.", f"Then stage {n + 1}."] for n in (2, 3)]
+    following = [Page(_paragraph(72, 600, lines)) for lines in stages]
+    pages = [_memo("Friday, 5 May 2023"), *following]
+    for n, page in enumerate(pages, start=1):  # a running head with its page number: it runs
+        page.texts.append(Text(72, 40, f"Facilities notice {n}", 9))
+    parsed = _parse(pages)
+    assert parsed.text_layer.splitlines()[0] == "Friday, 5 May 2023"
+    assert "Facilities notice" not in parsed.text_layer
+    assert "3 running header/footer or page-number lines left out" in parsed.warnings
+
+
 def test_right_to_left_text_in_logical_order(corpus_dir: Path) -> None:
     key = "pdf/right_to_left_01.pdf"
     parsed = parse_document((corpus_dir / key).read_bytes(), key)
