@@ -36,6 +36,10 @@ import pypdfium2.raw as pdfium_c
 WORD_GAP = 0.18
 #: A gap wider than this (in font sizes) splits a row into segments (columns, table cells).
 SEGMENT_GAP = 0.75
+#: A superscript's baseline is raised at most this much above its row's (in font sizes) …
+MARK_RAISE = 0.6
+#: … a subscript's lowered at most this much below it.
+MARK_DROP = 0.3
 #: A column gutter is at least this wide (points) …
 MIN_GUTTER = 6.0
 #: … and each column beside it averages at least this many font sizes of width.
@@ -65,6 +69,8 @@ class Char:
     #: PDFium's index of the first character of the glyph this one was drawn by: the letters
     #: of a ligature (``ffi``: one glyph mapped to three characters) share it.
     glyph: int = -1
+    #: Where its baseline lies in the reading frame (the glyph origin's vertical position).
+    baseline: float = 0.0
 
 
 @dataclass(slots=True)
@@ -251,6 +257,8 @@ def read_chars(
             ch, sx0, st0, sx1, st1, (ux0, uy_top, ux1, uy_bottom), size, bold, rtl, i, italic
         )
         char.glyph = chars[-1].glyph if same_glyph else i
+        base_x, base_y = to_shown(origin[0] - left, origin[1] - bottom)
+        char.baseline = _turn(quarter, shown_w, shown_h, base_x, base_y)[1] if quarter else base_y
         if quarter:
             char.index = -quarter - 1  # marks turned text (set aside into its own frame)
         chars.append(char)
@@ -280,22 +288,37 @@ def _rows(chars: list[Char]) -> list[list[Char]]:
 
 def _attach_small(rows: list[list[Char]]) -> list[list[Char]]:
     """Rows of small characters (superscripts, footnote marks, stacked fractions) joined to the
-    larger row they overlap, so they do not become lines of their own mid-sentence."""
+    larger row they overlap, so they do not become lines of their own mid-sentence.
+
+    A mark sits on the larger row's baseline or is raised or lowered by a fraction of its size
+    (``MARK_RAISE``, ``MARK_DROP``); a line of smaller type just below a larger one (a name over
+    a title, set tight) has its own baseline further down, and stays a line of its own: its
+    box may overlap the larger line's, but merged the two would interleave letter by letter.
+    """
     if len(rows) < 2:
         return rows
     stats = [
-        (min(c.top for c in r), max(c.bottom for c in r), statistics.median(c.size for c in r))
+        (
+            min(c.top for c in r),
+            max(c.bottom for c in r),
+            statistics.median(c.size for c in r),
+            statistics.median(c.baseline for c in r),
+        )
         for r in rows
     ]
     target = list(range(len(rows)))
-    for i, (top, bottom, size) in enumerate(stats):
+    for i, (top, bottom, size, baseline) in enumerate(stats):
         if len(rows[i]) > 8:
             continue  # a line of small print (a footnote), not a mark
         best, best_size = -1, size / 0.8
         for k in (i - 2, i - 1, i + 1, i + 2):
             if 0 <= k < len(rows) and k != i:
-                t, b, s = stats[k]
-                if s > best_size and min(bottom, b) - max(top, t) > 0:
+                t, b, s, base = stats[k]
+                if (
+                    s > best_size
+                    and min(bottom, b) - max(top, t) > 0
+                    and -MARK_RAISE * s <= baseline - base <= MARK_DROP * s
+                ):
                     best, best_size = k, s
         if best >= 0:
             target[i] = best

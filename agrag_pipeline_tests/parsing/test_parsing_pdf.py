@@ -274,6 +274,23 @@ def test_two_columns_read_one_after_the_other() -> None:
     assert parsed.text_layer.index("A closing line") > parsed.text_layer.index("right7")
 
 
+def test_a_smaller_line_set_tight_under_a_larger_one_is_its_own_line() -> None:
+    # An annual report's signature block: a name in 12 pt bold, the title in 9 pt, baselines
+    # 10 pt apart, so the boxes overlap; marks raised or lowered in a line stay in it.
+    texts = [
+        Text(72, 700, "Shri Mukesh", 12, "F2"),
+        Text(72, 690, "Chairman", 9),
+        Text(72, 640, "Revenue rose by a third", 11),
+        Text(189, 645.5, "1", 7),  # a footnote mark
+        Text(72, 620, "The CO emissions fell", 11),
+        Text(110.7, 617.5, "2", 7),  # a subscript
+    ]
+    parsed = _parse([Page(texts)])
+    lines = [line for line in parsed.text_layer.splitlines() if line]
+    assert lines[:2] == ["Shri Mukesh", "Chairman"]
+    assert lines[2:] == ["Revenue rose by a third 1", "The CO 2 emissions fell"]
+
+
 def test_turned_page_and_turned_label_read_in_their_direction() -> None:
     # /Rotate 90 with text drawn turned so it reads upright in a viewer.
     upright_in_viewer = [
@@ -471,6 +488,15 @@ def test_corpus_two_column_handbook_reads_column_by_column(corpus_dir: Path) -> 
     assert text.index("only three typical kinds of self-locking nuts") < text.index(
         "Boots Self-Locking Nut"
     )
+
+
+def test_corpus_footnote_marks_stay_in_the_line_whose_baseline_they_are_raised_from(
+    corpus_dir: Path,
+) -> None:
+    key = "pdf/normal_4pages.pdf"  # two columns; each mark's box also overlaps the other's line
+    lines = parse_document((corpus_dir / key).read_bytes(), key).text_layer.splitlines()
+    assert "2020.1.1. 시행된 3) 「감염병의 예방 및 관리에 관" in lines
+    assert "Insurance)보험 10) , 인덱스(Index)보험 등과 같이" in lines
 
 
 def test_corpus_subheadings_nest_alike_on_every_page(corpus_dir: Path) -> None:
