@@ -21,7 +21,9 @@ Boxes are in PDF points on the unrotated page from the top-left of its crop box 
 
 from __future__ import annotations
 
+import bisect
 import ctypes
+import itertools
 import math
 import re
 import statistics
@@ -454,58 +456,85 @@ def _make_seg(chars: list[Char]) -> _Seg:
 # -- columns ----------------------------------------------------------------------------------
 
 
-def _free(row: list[_Seg], lo: float, hi: float) -> list[tuple[float, float]]:
-    spans = sorted((s.x0, s.x1) for s in row)
-    free = []
-    x = lo
-    for a, b in spans:
-        if a > x:
-            free.append((x, a))
-        x = max(x, b)
-    if hi > x:
-        free.append((x, hi))
-    return free
+class _Run:
+    """The rows of a run from one start row, added one at a time, and its column gutter.
 
+    A gutter candidate is a strip that no segment of the run crosses: a hole in the union of
+    the segments' x-extents at least ``MIN_GUTTER`` wide. The union is kept as sorted blocks
+    of covered x, neighbours closer than ``MIN_GUTTER`` merged into one block (a hole only
+    narrows as rows come, so a hole too narrow now is never a gutter). Each block keeps its
+    segments' widths sorted, so a candidate's column test counts by bisection. Adding a row
+    costs its own segments, not the run's; the search over a page is near-linear in its
+    segments where testing every run afresh was quadratic.
+    """
 
-def _intersect(
-    a: list[tuple[float, float]], b: list[tuple[float, float]]
-) -> list[tuple[float, float]]:
-    out = []
-    for x0, x1 in a:
-        for y0, y1 in b:
-            lo, hi = max(x0, y0), min(x1, y1)
-            if hi - lo >= MIN_GUTTER:
-                out.append((lo, hi))
-    return out
+    def __init__(self) -> None:
+        self.starts: list[float] = []  # each block's left edge (the least x0 in it)
+        self.ends: list[float] = []  # each block's right edge (the greatest x1 in it)
+        self.widths: list[list[float]] = []  # each block's segment widths, ascending
+        self.sizes: list[float] = []  # every segment's font size, ascending
 
+    def add(self, row: list[_Seg]) -> None:
+        for seg in row:
+            self._add(seg)
 
-def _gutter(rows: list[list[_Seg]]) -> float | None:
-    """The x of a gutter every row leaves free, with column-wide text on both sides; None if
-    there is free space but no such gutter yet; ``-1.0`` if no strip is free at all."""
-    segs = [s for row in rows for s in row]
-    lo, hi = min(s.x0 for s in segs), max(s.x1 for s in segs)
-    free: list[tuple[float, float]] = [(lo, hi)]
-    for row in rows:
-        free = _intersect(free, _free(row, lo, hi))
-        if not free:
+    def _add(self, seg: _Seg) -> None:
+        x0, x1 = seg.x0, seg.x1
+        starts, ends = self.starts, self.ends
+        bisect.insort(self.sizes, seg.size)
+        # The blocks whose hole to the segment would be narrower than a gutter: the last one
+        # starting at or before x0 (those before it end a gutter's width before its start),
+        # then those starting after x0 and less than a gutter's width after x1.
+        at = bisect.bisect_right(starts, x0) - 1
+        first = at if at >= 0 and x0 - ends[at] < MIN_GUTTER else at + 1
+        last = at + 1
+        while last < len(starts) and starts[last] - x1 < MIN_GUTTER:
+            last += 1
+        if last - first == 1 and first == at:  # inside (or just past) one block: the usual case
+            if x1 > ends[at]:
+                ends[at] = x1
+            bisect.insort(self.widths[at], x1 - x0)
+            return
+        widths = [x1 - x0]
+        if last > first:
+            x0 = min(x0, starts[first])
+            x1 = max(x1, ends[last - 1])
+            for block in self.widths[first:last]:
+                widths += block
+            widths.sort()
+        starts[first:last] = [x0]
+        ends[first:last] = [x1]
+        self.widths[first:last] = [widths]
+
+    def gutter(self) -> float | None:
+        """The x of a gutter the run leaves free, with column-wide text on both sides; None if
+        there is free space but no such gutter; ``-1.0`` if no strip is free at all."""
+        starts, ends, widths = self.starts, self.ends, self.widths
+        if len(starts) < 2:
             return -1.0
-    size = statistics.median(s.size for s in segs)
-    for g0, g1 in sorted(free, key=lambda f: f[0] - f[1]):
-        left = [s for s in segs if s.x1 <= g0]
-        right = [s for s in segs if s.x0 >= g1]
-        if not left or not right:
-            continue
-        lw = max(s.x1 for s in left) - min(s.x0 for s in left)
-        rw = max(s.x1 for s in right) - min(s.x0 for s in right)
-        if min(lw, rw) < MIN_COLUMN_EMS * size:
-            continue
-        # Column text, not a table: each side's segments are mostly wide.
-        wide = sum(1 for s in left if s.x1 - s.x0 > 0.5 * lw) / len(left)
-        wide_r = sum(1 for s in right if s.x1 - s.x0 > 0.5 * rw) / len(right)
-        if min(wide, wide_r) < 0.5:
-            continue
-        return (g0 + g1) / 2
-    return None
+        lo, hi = starts[0], ends[-1]
+        sizes = self.sizes
+        half = len(sizes) // 2
+        size = sizes[half] if len(sizes) % 2 else (sizes[half - 1] + sizes[half]) / 2
+        column = MIN_COLUMN_EMS * size
+        counts = list(itertools.accumulate(len(b) for b in widths))  # segments up to block k
+        holes = sorted(range(len(starts) - 1), key=lambda k: ends[k] - starts[k + 1])
+        for k in holes:  # widest first
+            g0, g1 = ends[k], starts[k + 1]
+            lw, rw = g0 - lo, hi - g1
+            if lw < column or rw < column:
+                continue
+            # Column text, not a table: each side's segments are mostly (half or more) wide.
+            cut = 0.5 * lw
+            wide = sum(len(b) - bisect.bisect_right(b, cut) for b in widths[: k + 1])
+            if 2 * wide < counts[k]:
+                continue
+            cut = 0.5 * rw
+            wide = sum(len(b) - bisect.bisect_right(b, cut) for b in widths[k + 1 :])
+            if 2 * wide < counts[-1] - counts[k]:
+                continue
+            return (g0 + g1) / 2
+        return None
 
 
 #: Rows a column run may extend without finding a valid gutter before the search stops.
@@ -526,8 +555,13 @@ def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
         # The longest run of rows from i that shares a gutter (at least 3 rows).
         j = i + 1
         best: tuple[int, float] | None = None
+        run = _Run()
+        run.add(rows[i])
         while j <= len(rows):
-            g = _gutter(rows[i:j]) if j - i >= 2 else None
+            g = None
+            if j - i >= 2:
+                run.add(rows[j - 1])
+                g = run.gutter()
             if g == -1.0:
                 break  # a row crosses every strip: the run ends before it
             if g is not None:
@@ -637,17 +671,17 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
         bottom = max(c[3] for c in group)
         cell_chars: dict[tuple[float, float, float, float], list[Char]] = {}
         inside: set[int] = set()
+        cell_at = _CellIndex(group, (x0, top, x1, bottom))
         for ch in chars:
             if ch.index < 0:
                 continue
             cx, cy = (ch.box[0] + ch.box[2]) / 2, (ch.box[1] + ch.box[3]) / 2
             if not (x0 <= cx <= x1 and top <= cy <= bottom):
                 continue
-            for cell in group:
-                if cell[0] <= cx <= cell[2] and cell[1] <= cy <= cell[3]:
-                    cell_chars.setdefault(cell, []).append(ch)
-                    inside.add(id(ch))
-                    break
+            cell = cell_at.find(cx, cy)
+            if cell is not None:
+                cell_chars.setdefault(cell, []).append(ch)
+                inside.add(id(ch))
         if not inside:
             continue
         filled = sum(1 for c in group if c in cell_chars)
@@ -657,11 +691,24 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
         if filled / len(group) < 0.4 or mean_len > 120:
             continue
         row_tops = sorted({c[1] for c in group})
+        by_top = sorted(range(len(group)), key=lambda k: group[k][1])
+        tops_sorted = [group[k][1] for k in by_top]
         rows: list[list[str]] = []
         boxes: list[tuple[float, float, float, float]] = []
         bands: list[tuple[float, float]] = []
         for rt in row_tops:
-            row_cells = sorted((c for c in group if abs(c[1] - rt) < 0.5), key=lambda c: c[0])
+            # The cells whose top is within half a point of this row's, in the group's order
+            # (found by bisection in a window wider than that, then tested as written).
+            near = sorted(
+                by_top[
+                    bisect.bisect_left(tops_sorted, rt - 1.0) : bisect.bisect_right(
+                        tops_sorted, rt + 1.0
+                    )
+                ]
+            )
+            row_cells = sorted(
+                (group[k] for k in near if abs(group[k][1] - rt) < 0.5), key=lambda c: c[0]
+            )
             values = [texts.get(c, "") for c in row_cells]
             if not any(values):
                 continue
@@ -682,6 +729,40 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
     return found
 
 
+class _CellIndex:
+    """The first cell of a table (in its cells' order) that holds a point, found among the few
+    cells of the point's bucket on a coarse grid instead of over every cell."""
+
+    def __init__(
+        self,
+        cells: list[tuple[float, float, float, float]],
+        bbox: tuple[float, float, float, float],
+    ) -> None:
+        self.cells = cells
+        self.x0, self.top, x1, bottom = bbox
+        self.n = max(1, math.isqrt(len(cells)))
+        self.step_x = max(x1 - self.x0, 1e-9) / self.n
+        self.step_y = max(bottom - self.top, 1e-9) / self.n
+        self.buckets: dict[tuple[int, int], list[int]] = {}
+        for k, (c0, c1, c2, c3) in enumerate(cells):
+            for bx in range(self._bx(c0), self._bx(c2) + 1):
+                for by in range(self._by(c1), self._by(c3) + 1):
+                    self.buckets.setdefault((bx, by), []).append(k)
+
+    def _bx(self, x: float) -> int:  # monotone in x: a cell's buckets span its points'
+        return min(max(int((x - self.x0) / self.step_x), 0), self.n - 1)
+
+    def _by(self, y: float) -> int:
+        return min(max(int((y - self.top) / self.step_y), 0), self.n - 1)
+
+    def find(self, cx: float, cy: float) -> tuple[float, float, float, float] | None:
+        for k in self.buckets.get((self._bx(cx), self._by(cy)), ()):
+            cell = self.cells[k]
+            if cell[0] <= cx <= cell[2] and cell[1] <= cy <= cell[3]:
+                return cell
+        return None
+
+
 def _widen(
     rows: list[list[str]],
     boxes: list[tuple[float, float, float, float]],
@@ -694,14 +775,19 @@ def _widen(
     short runs of text beside the grid, on most of its rows, become cells of those rows."""
     x0, _, x1, _ = bbox
     beside: list[tuple[list[list[Char]], list[list[Char]]]] = []
+    # The characters outside the grid by the height of their centres, so that each band
+    # takes its own by bisection (then in page order, as they came).
+    free = [
+        ((ch.box[1] + ch.box[3]) / 2, k)
+        for k, ch in enumerate(chars)
+        if ch.index >= 0 and id(ch) not in inside
+    ]
+    free.sort()
+    heights = [h for h, _ in free]
     for band_top, band_bottom in bands:
-        band = [
-            ch
-            for ch in chars
-            if ch.index >= 0
-            and id(ch) not in inside
-            and band_top <= (ch.box[1] + ch.box[3]) / 2 <= band_bottom
-        ]
+        lo = bisect.bisect_left(heights, band_top)
+        hi = bisect.bisect_right(heights, band_bottom)
+        band = [chars[k] for k in sorted(k for _, k in free[lo:hi])]
         sides: list[list[list[Char]]] = []
         for side in ([c for c in band if c.box[2] <= x0], [c for c in band if c.box[0] >= x1]):
             sides.append(_segments(side) if side else [])
