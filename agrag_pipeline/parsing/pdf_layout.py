@@ -384,22 +384,19 @@ def _logical(chars: list[Char]) -> list[Char]:
     if not any(c.rtl for c in chars) or any(c.index < 0 for c in chars):
         return chars  # left-to-right: already sorted by x
     ordered = sorted(chars, key=lambda c: c.index)
-    # A ligature (lam-alef) is one glyph mapped to several characters that PDFium's bidi pass
-    # reversed with the run: put each same-box group back in its mapped order.
+    # A ligature (lam-alef), or a word drawn as one glyph, is one glyph mapped to several
+    # characters that PDFium's bidi pass reversed with the run: put each glyph's characters
+    # back in their mapped order (its marks, which are not right-to-left, with them).
     out: list[Char] = []
-    i = 0
-    while i < len(ordered):
-        j = i + 1
-        while (
-            j < len(ordered)
-            and ordered[j].rtl
-            and abs(ordered[j].x0 - ordered[i].x0) < 0.01
-            and abs(ordered[j].x1 - ordered[i].x1) < 0.01
-        ):
-            j += 1
-        group = ordered[i:j]
-        out.extend(reversed(group) if len(group) > 1 and ordered[i].rtl else group)
-        i = j
+    for group in _glyphs(ordered):
+        if len(group) > 1 and any(c.rtl for c in group):
+            # A space drawn after the glyph follows its last character in reading order.
+            spaced = any(c.space for c in group)
+            for c in group:
+                c.space = False
+            group[0].space = spaced
+            group = group[::-1]
+        out.extend(group)
     return out
 
 

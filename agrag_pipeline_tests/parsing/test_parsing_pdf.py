@@ -59,9 +59,10 @@ def _content(page: Page) -> bytes:
     return "\n".join(ops).encode("latin-1")
 
 
-#: pdfTeX's OT1 codes of the ligature glyphs, the text each stands for, and its width.
+#: Font F4's one-glyph codes, the text each stands for, and its width: pdfTeX's OT1 ligatures,
+#: and an Arabic word drawn as one glyph (a font subset that shaped it whole, as some do).
 LIGATURES = {"\x0b": ("ff", 600), "\x0c": ("fi", 556), "\x0d": ("fl", 556)}
-LIGATURES |= {"\x0e": ("ffi", 834), "\x0f": ("ffl", 834)}
+LIGATURES |= {"\x0e": ("ffi", 834), "\x0f": ("ffl", 834), "\x10": ("حَبيبي", 1800)}
 
 
 def ligatures(text: str) -> str:
@@ -95,7 +96,7 @@ def _ligature_font(add: Callable[[bytes], int]) -> int:
     return add(
         (
             "<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding << /Type /Encoding"
-            " /BaseEncoding /WinAnsiEncoding /Differences [11 /ff /fi /fl /ffi /ffl] >>"
+            " /BaseEncoding /WinAnsiEncoding /Differences [11 /ff /fi /fl /ffi /ffl /habibi] >>"
             f" /FirstChar 11 /LastChar 126 /Widths [{' '.join(map(str, width_list))}]"
             f" /ToUnicode {to_unicode} 0 R >>"
         ).encode()
@@ -209,6 +210,13 @@ def test_every_letter_of_a_ligature_glyph_is_read() -> None:
     sentence = "A different office, effort and efficient staff baffled the affluent official."
     parsed = _parse([Page([Text(72, 700, ligatures(sentence), 11, "F4")])])
     assert parsed.text_layer == sentence
+
+
+def test_a_right_to_left_word_drawn_as_one_glyph_keeps_its_letters_in_order() -> None:
+    # One glyph mapped to "حَبيبي" (with a mark, and a letter pair twice): PDFium gives its
+    # letters reversed, with one box; read in the order mapped, none taken for a copy.
+    parsed = _parse([Page([Text(72, 700, "\x10 \x10", 14, "F4")])])
+    assert parsed.text_layer == "حَبيبي حَبيبي"
 
 
 def test_overprinted_ligature_text_is_read_once_with_every_letter() -> None:
