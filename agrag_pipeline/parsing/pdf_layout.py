@@ -289,13 +289,16 @@ def _rows(chars: list[Char]) -> list[list[Char]]:
 
 
 def _attach_small(rows: list[list[Char]]) -> list[list[Char]]:
-    """Rows of small characters (superscripts, footnote marks, stacked fractions) joined to the
-    larger row they overlap, so they do not become lines of their own mid-sentence.
+    """Rows of small characters (superscripts, footnote marks, stacked fractions, limits under
+    a big operator) joined to the larger row they overlap, so they do not become lines of their
+    own mid-sentence.
 
-    A mark sits on the larger row's baseline or is raised or lowered by a fraction of its size
-    (``MARK_RAISE``, ``MARK_DROP``); a line of smaller type just below a larger one (a name over
-    a title, set tight) has its own baseline further down, and stays a line of its own: its
-    box may overlap the larger line's, but merged the two would interleave letter by letter.
+    A short row of smaller type joins a larger row when its baseline is on that row's or raised
+    or lowered by a fraction of its size (``MARK_RAISE``, ``MARK_DROP``: a mark); failing that,
+    when it stands within that row's span over or under at most one of its letters (a limit, a
+    numerator: nothing to interleave with). A line of smaller type set tight under a larger one
+    (a title under a name) is neither: its box overlaps the larger line's, but merged the two
+    would interleave letter by letter, so it stays a line of its own.
     """
     if len(rows) < 2:
         return rows
@@ -308,22 +311,38 @@ def _attach_small(rows: list[list[Char]]) -> list[list[Char]]:
         )
         for r in rows
     ]
+    extents: dict[int, tuple[list[float], list[float]]] = {}
+
+    def stands_clear(k: int, x0: float, x1: float) -> bool:
+        """Whether the strip from x0 to x1 lies within row ``k`` over at most one letter."""
+        if k not in extents:
+            extents[k] = (sorted(c.x0 for c in rows[k]), sorted(c.x1 for c in rows[k]))
+        starts, ends = extents[k]
+        if x0 < starts[0] or x1 > ends[-1]:
+            return False
+        return bisect.bisect_left(starts, x1) - bisect.bisect_right(ends, x0) <= 1
+
     target = list(range(len(rows)))
     for i, (top, bottom, size, baseline) in enumerate(stats):
         if len(rows[i]) > 8:
             continue  # a line of small print (a footnote), not a mark
-        best, best_size = -1, size / 0.8
-        for k in (i - 2, i - 1, i + 1, i + 2):
-            if 0 <= k < len(rows) and k != i:
-                t, b, s, base = stats[k]
-                if (
-                    s > best_size
-                    and min(bottom, b) - max(top, t) > 0
-                    and -MARK_RAISE * s <= baseline - base <= MARK_DROP * s
-                ):
-                    best, best_size = k, s
-        if best >= 0:
-            target[i] = best
+        x0, x1 = min(c.x0 for c in rows[i]), max(c.x1 for c in rows[i])
+        near = [
+            k
+            for k in (i - 2, i - 1, i + 1, i + 2)
+            if 0 <= k < len(rows)
+            and stats[k][2] > size / 0.8
+            and min(bottom, stats[k][1]) - max(top, stats[k][0]) > 0
+        ]
+        marked = [
+            k
+            for k in near
+            if -MARK_RAISE * stats[k][2] <= baseline - stats[k][3] <= MARK_DROP * stats[k][2]
+        ]
+        for candidates in (marked, [k for k in near if stands_clear(k, x0, x1)]):
+            if candidates:  # the largest type (the first of equals)
+                target[i] = max(candidates, key=lambda k: (stats[k][2], -candidates.index(k)))
+                break
     if target == list(range(len(rows))):
         return rows
     merged: dict[int, list[Char]] = {}

@@ -292,11 +292,19 @@ def test_a_smaller_line_set_tight_under_a_larger_one_is_its_own_line() -> None:
         Text(189, 645.5, "1", 7),  # a footnote mark
         Text(72, 620, "The CO emissions fell", 11),
         Text(110.7, 617.5, "2", 7),  # a subscript
+        # A limit set under a big operator (a gap in the line: drawn, not a character).
+        Text(72, 590, "so their union", 11),
+        Text(170, 590, "is open", 11),
+        Text(146, 582, "i in I", 7),
     ]
     parsed = _parse([Page(texts)])
     lines = [line for line in parsed.text_layer.splitlines() if line]
     assert lines[:2] == ["Shri Mukesh", "Chairman"]
-    assert lines[2:] == ["Revenue rose by a third 1", "The CO 2 emissions fell"]
+    assert lines[2:] == [
+        "Revenue rose by a third 1",
+        "The CO 2 emissions fell",
+        "so their union i in I is open",
+    ]
 
 
 def test_turned_page_and_turned_label_read_in_their_direction() -> None:
