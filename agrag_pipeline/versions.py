@@ -6,5 +6,7 @@ that assembles them (and the sinks)."""
 #: Bumped when the snapshot step changes what it writes for the same input.
 SNAPSHOT_VERSION = "1"
 #: Bumped when the parse step changes what it writes for the same input.
-#: 2: PDFs read with PDFium (words, columns, headings, OCR); 3: PDF compound hyphens kept.
-PARSE_VERSION = "3"
+#: 2: PDFs read with PDFium (words, columns, headings, OCR); 3: PDF compound hyphens kept;
+#: 4: PDF ligatures keep every letter, tight lines of two sizes apart, dates not headers, images
+#: without a resolution tag read at the size of a paper page.
+PARSE_VERSION = "4"

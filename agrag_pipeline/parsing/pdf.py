@@ -5,9 +5,10 @@ ruled tables) and closed; only their lines are kept (what the text layer needs a
 memory grows with the text, not with every page's characters. Then, over the whole document:
 
 - running headers, footers and page numbers (lines in the top or bottom margin whose text,
-  digits aside, repeats on most pages; or a lone page number there) are left out of the text
-  layer and counted in a warning: the references leave them out and a sentence must never be
-  cut by one;
+  digits aside, repeats on most pages; or a lone page number there; or a short line at body
+  size with a page number at one end that repeats on another page, or on a one-page excerpt
+  where the number is no year, as in a date) are left out of the text layer and counted in a
+  warning: the references leave them out and a sentence must never be cut by one;
 - table-of-contents lines (leader dots before a page number) lose their leaders; their pages
   give no headings;
 - hyphenated line ends are joined (``compu-`` + ``tation`` -> ``computation``) in the text
@@ -78,7 +79,9 @@ _PAGE_NUMBER = re.compile(
     r"(\s*(of|/)\s*\d{1,4})?$",
     re.I,
 )
-_RUNNING_HEAD = re.compile(r"^\d{1,4}\s.*\S|.*\S\s\d{1,4}$")
+_RUNNING_HEAD = re.compile(r"^(\d{1,4})\s.*\S|.*\S\s(\d{1,4})$")
+#: A number that is a year of a date, not a page number.
+_YEAR = re.compile(r"1[89]\d\d|2[01]\d\d")
 _NUMBERED = re.compile(r"^(\d+(\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s")
 
 
@@ -323,15 +326,24 @@ def _mark_furniture(pages: list[PageRead]) -> int:
     for candidates in zone:
         for line in candidates:
             text = line.text.strip()
+            key = _furniture_key(text)
+            numbered = _RUNNING_HEAD.match(text)
             if (
-                (len(pages) >= 2 and counts[_furniture_key(text)] >= needed)
+                (len(pages) >= 2 and counts[key] >= needed)
                 or _PAGE_NUMBER.match(text)
                 # A running head with its page number ("Study on X — Annex 209"), no larger
-                # than the body text (a title would be).
+                # than the body text (a title would be). It runs: it repeats on another page;
+                # a one-page excerpt has none, so there the number must not be a year
+                # ("May 5, 2023" at the top of a memo is its date).
                 or (
-                    _RUNNING_HEAD.match(text)
+                    numbered
                     and len(text.split()) >= 3
                     and line.size <= body * 1.05
+                    and (
+                        counts[key] >= 2
+                        if len(pages) >= 2
+                        else not _YEAR.fullmatch(numbered.group(1) or numbered.group(2))
+                    )
                 )
             ):
                 line.role = "furniture"

@@ -6,6 +6,7 @@ case make the feature under test exact (a gutter, an overprint, a turned page, l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +24,7 @@ class Text:
     y: float  # baseline, from the page's bottom
     text: str
     size: float = 11.0
-    font: str = "F1"  # F1 Helvetica, F2 Helvetica-Bold, F3 Times-Roman
+    font: str = "F1"  # F1 Helvetica, F2 Helvetica-Bold, F3 Times-Roman, F4 (see LIGATURES)
     mode: int = 0  # text render mode (3: invisible)
     angle: int = 0  # degrees counter-clockwise
     #: TJ array instead of a string: [("word", 0), ("next", -300)] (kerning in 1/1000 em)
@@ -58,6 +59,50 @@ def _content(page: Page) -> bytes:
     return "\n".join(ops).encode("latin-1")
 
 
+#: Font F4's one-glyph codes, the text each stands for, and its width: pdfTeX's OT1 ligatures,
+#: and an Arabic word drawn as one glyph (a font subset that shaped it whole, as some do).
+LIGATURES = {"\x0b": ("ff", 600), "\x0c": ("fi", 556), "\x0d": ("fl", 556)}
+LIGATURES |= {"\x0e": ("ffi", 834), "\x0f": ("ffl", 834), "\x10": ("حَبيبي", 1800)}
+
+
+def ligatures(text: str) -> str:
+    """``text`` with ff, ffi, ffl, fi, fl written as the one-glyph codes of font F4."""
+    for code, (letters, _) in sorted(LIGATURES.items(), key=lambda kv: -len(kv[1][0])):
+        text = text.replace(letters, code)
+    return text
+
+
+def _ligature_font(add: Callable[[bytes], int]) -> int:
+    """Font F4 as pdfTeX writes a Computer Modern font: ligatures are single glyphs (codes
+    11-15 named /ff /fi /fl /ffi /ffl) and a ToUnicode CMap maps each to its letters."""
+    from pdfminer.fontmetrics import FONT_METRICS
+
+    widths = FONT_METRICS["Times-Roman"][1]
+    cmap = "\n".join(
+        [
+            "/CIDInit /ProcSet findresource begin 12 dict begin begincmap",
+            "/CMapName /OT1-ligatures def 1 begincodespacerange <00> <FF> endcodespacerange",
+            f"{len(LIGATURES)} beginbfchar",
+            *(
+                f"<{ord(code):02X}> <{''.join(f'{ord(ch):04X}' for ch in letters)}>"
+                for code, (letters, _) in LIGATURES.items()
+            ),
+            "endbfchar endcmap CMapName currentdict /CMap defineresource pop end end",
+        ]
+    ).encode()
+    to_unicode = add(b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream")
+    width_list = [LIGATURES[chr(c)][1] if chr(c) in LIGATURES else 0 for c in range(11, 32)]
+    width_list += [widths.get(chr(c), 500) for c in range(32, 127)]
+    return add(
+        (
+            "<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding << /Type /Encoding"
+            " /BaseEncoding /WinAnsiEncoding /Differences [11 /ff /fi /fl /ffi /ffl /habibi] >>"
+            f" /FirstChar 11 /LastChar 126 /Widths [{' '.join(map(str, width_list))}]"
+            f" /ToUnicode {to_unicode} 0 R >>"
+        ).encode()
+    )
+
+
 def make_pdf(pages: list[Page], outline: list[tuple[str, int]] | None = None) -> bytes:
     """A PDF of ``pages``; ``outline``: (title, 0-based page) bookmarks."""
     objects: list[bytes] = []
@@ -73,6 +118,7 @@ def make_pdf(pages: list[Page], outline: list[tuple[str, int]] | None = None) ->
         )
 
     fonts = {"F1": font("Helvetica"), "F2": font("Helvetica-Bold"), "F3": font("Times-Roman")}
+    fonts["F4"] = _ligature_font(add)
     font_dict = " ".join(f"/{k} {v} 0 R" for k, v in fonts.items())
     pages_id = len(objects) + 1 + 2 * len(pages)  # after every page and content stream
     page_ids = []
@@ -158,6 +204,29 @@ def test_overprinted_fake_bold_is_read_once() -> None:
     assert parsed.text_layer.count("Overprinted") == 1
 
 
+def test_every_letter_of_a_ligature_glyph_is_read() -> None:
+    # pdfTeX draws ff, ffi, ffl as one glyph each, which PDFium expands to two or three
+    # letters with one box: none of them is an overprinted copy.
+    sentence = "A different office, effort and efficient staff baffled the affluent official."
+    parsed = _parse([Page([Text(72, 700, ligatures(sentence), 11, "F4")])])
+    assert parsed.text_layer == sentence
+
+
+def test_a_right_to_left_word_drawn_as_one_glyph_keeps_its_letters_in_order() -> None:
+    # One glyph mapped to "حَبيبي" (with a mark, and a letter pair twice): PDFium gives its
+    # letters reversed, with one box; read in the order mapped, none taken for a copy.
+    parsed = _parse([Page([Text(72, 700, "\x10 \x10", 14, "F4")])])
+    assert parsed.text_layer == "حَبيبي حَبيبي"
+
+
+def test_overprinted_ligature_text_is_read_once_with_every_letter() -> None:
+    heading = "Different Effects of Staff"
+    texts = [Text(72 + dx, 700, ligatures(heading), 16, "F4") for dx in (0, 0.3)]
+    texts += _paragraph(72, 660, ["Body text under the heading."])
+    parsed = _parse([Page(texts)])
+    assert parsed.text_layer.splitlines()[0] == heading
+
+
 def test_hyphenated_line_end_is_joined_with_exact_offsets() -> None:
     texts = _paragraph(72, 700, ["The compu-", "tation of offsets stays exact."])
     parsed = _parse([Page(texts)])
@@ -213,6 +282,31 @@ def test_two_columns_read_one_after_the_other() -> None:
     assert parsed.text_layer.index("A closing line") > parsed.text_layer.index("right7")
 
 
+def test_a_smaller_line_set_tight_under_a_larger_one_is_its_own_line() -> None:
+    # An annual report's signature block: a name in 12 pt bold, the title in 9 pt, baselines
+    # 10 pt apart, so the boxes overlap; marks raised or lowered in a line stay in it.
+    texts = [
+        Text(72, 700, "Shri Mukesh", 12, "F2"),
+        Text(72, 690, "Chairman", 9),
+        Text(72, 640, "Revenue rose by a third", 11),
+        Text(189, 645.5, "1", 7),  # a footnote mark
+        Text(72, 620, "The CO emissions fell", 11),
+        Text(110.7, 617.5, "2", 7),  # a subscript
+        # A limit set under a big operator (a gap in the line: drawn, not a character).
+        Text(72, 590, "so their union", 11),
+        Text(170, 590, "is open", 11),
+        Text(146, 582, "i in I", 7),
+    ]
+    parsed = _parse([Page(texts)])
+    lines = [line for line in parsed.text_layer.splitlines() if line]
+    assert lines[:2] == ["Shri Mukesh", "Chairman"]
+    assert lines[2:] == [
+        "Revenue rose by a third 1",
+        "The CO 2 emissions fell",
+        "so their union i in I is open",
+    ]
+
+
 def test_turned_page_and_turned_label_read_in_their_direction() -> None:
     # /Rotate 90 with text drawn turned so it reads upright in a viewer.
     upright_in_viewer = [
@@ -238,6 +332,30 @@ def test_running_headers_footers_and_page_numbers_are_left_out() -> None:
     assert "Annual Report" not in parsed.text_layer and "Page " not in parsed.text_layer
     assert "Body of page 1 continues the story." in parsed.text_layer
     assert "6 running header/footer or page-number lines left out" in parsed.warnings
+
+
+def _memo(date: str) -> Page:
+    texts = [Text(72, 760, date, 11), Text(72, 720, "Memorandum on the move", 16, "F2")]
+    body = ["To: All staff", "The office moves to the new building in stages.", "Pack up."]
+    return Page([*texts, *_paragraph(72, 690, body)])
+
+
+def test_the_date_at_the_top_of_a_one_page_memo_is_kept() -> None:
+    parsed = _parse([_memo("May 5, 2023")])
+    assert parsed.text_layer.splitlines()[0] == "May 5, 2023"
+    assert not [w for w in parsed.warnings if "running header" in w]
+
+
+def test_a_top_line_that_does_not_repeat_on_other_pages_is_no_running_header() -> None:
+    stages = [[f"Stage {n} of the move takes {n} days.", f"Then stage {n + 1}."] for n in (2, 3)]
+    following = [Page(_paragraph(72, 600, lines)) for lines in stages]
+    pages = [_memo("Friday, 5 May 2023"), *following]
+    for n, page in enumerate(pages, start=1):  # a running head with its page number: it runs
+        page.texts.append(Text(72, 40, f"Facilities notice {n}", 9))
+    parsed = _parse(pages)
+    assert parsed.text_layer.splitlines()[0] == "Friday, 5 May 2023"
+    assert "Facilities notice" not in parsed.text_layer
+    assert "3 running header/footer or page-number lines left out" in parsed.warnings
 
 
 def test_right_to_left_text_in_logical_order(corpus_dir: Path) -> None:
@@ -373,6 +491,12 @@ def test_corpus_running_header_of_a_paper_page_is_left_out(corpus_dir: Path) -> 
     assert "Also we report TED scores separately" in " ".join(parsed.text_layer.split())
 
 
+def test_corpus_ligatures_of_a_latex_paper_keep_their_letters(corpus_dir: Path) -> None:
+    key = "pdf/2305.03393v1-pg9.pdf"  # pdfLaTeX: "difficult" is d, i, one ffi glyph, c, …
+    text = parse_document((corpus_dir / key).read_bytes(), key).text_layer
+    assert "difficult" in text and "difcult" not in text
+
+
 def test_corpus_two_column_handbook_reads_column_by_column(corpus_dir: Path) -> None:
     key = "pdf/amt_handbook_sample.pdf"
     text = " ".join(parse_document((corpus_dir / key).read_bytes(), key).text_layer.split())
@@ -380,6 +504,15 @@ def test_corpus_two_column_handbook_reads_column_by_column(corpus_dir: Path) -> 
     assert text.index("only three typical kinds of self-locking nuts") < text.index(
         "Boots Self-Locking Nut"
     )
+
+
+def test_corpus_footnote_marks_stay_in_the_line_whose_baseline_they_are_raised_from(
+    corpus_dir: Path,
+) -> None:
+    key = "pdf/normal_4pages.pdf"  # two columns; each mark's box also overlaps the other's line
+    lines = parse_document((corpus_dir / key).read_bytes(), key).text_layer.splitlines()
+    assert "2020.1.1. 시행된 3) 「감염병의 예방 및 관리에 관" in lines
+    assert "Insurance)보험 10) , 인덱스(Index)보험 등과 같이" in lines
 
 
 def test_corpus_subheadings_nest_alike_on_every_page(corpus_dir: Path) -> None:
