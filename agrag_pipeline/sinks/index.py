@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import threading
 import warnings
@@ -159,6 +160,8 @@ class SearchIndex:
                     self._lock_depth -= 1
                 return
             with file_lock(self._fs, self.lock_path):
+                # A handle from before may name a table another process has since set aside.
+                self._table = None
                 self._lock_depth = 1
                 try:
                     yield
@@ -180,6 +183,12 @@ class SearchIndex:
             try:
                 self._table = self._db.open_table(self.table_name)
             except (OSError, RuntimeError, ValueError) as exc:
+                folder = f"{self._path}/{self.table_name}.lance"
+                self._fs.invalidate_cache(folder)
+                if not [f for f in self._fs.find(folder) if f.startswith(folder + "/")]:
+                    # Folders and no file: what an object store that keeps directory entries
+                    # (SeaweedFS) shows of a table whose files were removed. No table.
+                    return None
                 raise DamagedFileError(
                     self.table_uri, f"cannot be opened: {_first_line(exc)}"
                 ) from None
@@ -189,7 +198,7 @@ class SearchIndex:
         """Replace one document's rows with ``rows`` (delete by document id, then add), under
         the index's lock so no other writer's delete or add of the same document interleaves."""
         with self.writing():
-            table = self._open(fresh=True)
+            table = self._open()
             if table is not None:
                 table.delete(f"document_id = '{_quoted(document_id)}'")
             self.append(rows)
@@ -202,8 +211,12 @@ class SearchIndex:
         with self.writing():
             table = self._open()
             if table is None:
+                # Listed although there is no table: only empty folders are left to replace.
+                empty = self.table_name in self._db.list_tables().tables
                 try:
-                    self._table = self._db.create_table(self.table_name, data=rows)
+                    self._table = self._db.create_table(
+                        self.table_name, data=rows, mode="overwrite" if empty else "create"
+                    )
                     return
                 except (OSError, RuntimeError, ValueError):
                     # Another writer created it first (an object store has no lock).
@@ -215,7 +228,7 @@ class SearchIndex:
     def delete_document(self, document_id: str) -> int:
         """Remove every row of a document (a file deleted from the raw root); how many."""
         with self.writing():
-            table = self._open(fresh=True)
+            table = self._open()
             if table is None:
                 return 0
             count = len(self.document_rows(document_id))
@@ -231,7 +244,18 @@ class SearchIndex:
         target = f"{self._path}.corrupt-{stamp}"
         with self.writing():
             try:
-                self._fs.mv(self._path, target, recursive=True)
+                if is_local(self._fs):
+                    os.rename(self._path, target)  # one atomic rename
+                else:
+                    # An object store has no folders to rename: each object is copied, then
+                    # the originals removed (fsspec's recursive mv stops at the first miss).
+                    files = self._fs.find(self._path)
+                    if not files:
+                        return None
+                    for path in files:
+                        self._fs.copy(path, target + path[len(self._path) :])
+                    self._fs.rm(files)
+                    self._fs.invalidate_cache(self._path)
             except FileNotFoundError:
                 return None
             finally:
@@ -244,7 +268,7 @@ class SearchIndex:
         if self._fts and not rebuild:
             return
         with self.writing():
-            table = self._open(fresh=True)
+            table = self._open()
             if table is None:
                 return
             if rebuild or not any(FTS_COLUMN in i.columns for i in table.list_indices()):
@@ -263,7 +287,7 @@ class SearchIndex:
         """An IVF-PQ index for approximate dense search on large tables (below ~100,000 rows
         exact search is fast enough and is what a fresh index does)."""
         with self.writing():
-            table = self._open(fresh=True)
+            table = self._open()
             if table is None:
                 return
             rows = int(table.count_rows())
@@ -280,7 +304,7 @@ class SearchIndex:
     def optimize(self) -> None:
         """Compact files and fold rows added since into the full-text index."""
         with self.writing():
-            table = self._open(fresh=True)
+            table = self._open()
             if table is not None:
                 table.optimize()
 
@@ -534,11 +558,17 @@ def _suspects(warehouse: Warehouse, rows: pa.Table, compare: set[str]) -> set[st
         ):
             by_document[document_id].append(chunk_id)
         for document_id in compare - suspects:
+            indexed = by_document.get(document_id, [])
             try:
+                # One column read settles the usual case; only a disagreement costs the
+                # record and the embeddings' footer (is the document indexable now at all?).
+                found = _table_ids(warehouse, UUID(document_id))
+                if found is not None and _disagreement(indexed, found[0]) is None:
+                    continue
                 expected = _expected_chunk_ids(warehouse, UUID(document_id))
             except DamagedFileError:
                 continue  # the chunks step names and rebuilds its table; not ours to judge
-            if _disagreement(by_document.get(document_id, []), expected) is not None:
+            if _disagreement(indexed, expected) is not None:
                 suspects.add(document_id)
     return suspects
 
@@ -565,23 +595,35 @@ def _stored_ids(warehouse: Warehouse, kind: str) -> set[str]:
     return ids
 
 
-def _expected_chunk_ids(warehouse: Warehouse, document_id: UUID) -> list[str] | None:
-    """The chunk ids the index should hold for a document: none when it has no record or no
-    chunks table (``update_document`` removes it), None when it cannot be indexed yet (no
-    embeddings), else its chunks table's ids (one column read)."""
-    if not warehouse.fs.exists(warehouse.document_path(document_id)):
-        return []
+def _table_ids(warehouse: Warehouse, document_id: UUID) -> tuple[list[str], str | None] | None:
+    """The chunks table's ids and the version it records (one column read), or None."""
     path = warehouse.table_path("chunks", document_id)
     try:
         with warehouse.fs.open(path, "rb") as handle:
-            ids = pq.read_table(handle, columns=["id"]).column("id").to_pylist()
+            chunks = pq.ParquetFile(handle)
+            ids = chunks.read(columns=["id"]).column("id").to_pylist()
+            version = read_metadata(chunks.schema_arrow).get("content_hash")
     except FileNotFoundError:
-        return []
+        return None
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise DamagedFileError(warehouse.uri(path), _first_line(exc)) from None
-    if not warehouse.has_table("embeddings", document_id):
+    return [str(i) for i in ids], version
+
+
+def _expected_chunk_ids(warehouse: Warehouse, document_id: UUID) -> list[str] | None:
+    """The chunk ids the index should hold for a document, as ``update_document`` decides:
+    none without a record or a chunks table (it removes them); None when it cannot be indexed
+    now (record, chunks and embeddings of different versions: it refuses, and the run that
+    embeds the document indexes it); else the chunks table's ids."""
+    document = warehouse.get_document(document_id)
+    found = _table_ids(warehouse, document_id)
+    if document is None or found is None:
+        return []
+    ids, version = found
+    embedded = warehouse.table_metadata("embeddings", document_id)
+    if embedded is None or {version, embedded.get("content_hash")} != {document.content_hash}:
         return None
-    return [str(i) for i in ids]
+    return ids
 
 
 def _disagreement(indexed: list[str], expected: list[str] | None) -> str | None:

@@ -2,9 +2,8 @@
 ``agrag index`` at once, rows a second writer duplicated or left behind, and LanceDB files cut
 short or garbled. Each ends with an index whose rows are exactly each document's chunks.
 
-The warehouse is built once per module by the real pipeline with a tiny static (model2vec)
-model (the index takes whatever vectors the embeddings table holds; loading MiniLM would only
-make this slower), then copied for each test.
+The warehouse is built once per module by the real pipeline (``indexed.build_warehouse``),
+then copied for each test.
 """
 
 from __future__ import annotations
@@ -21,55 +20,25 @@ import numpy as np
 import pytest
 
 from agrag_pipeline.cli import main
-from agrag_pipeline.embedding.settings import EmbeddingSettings, StaticSettings
 from agrag_pipeline.models import Document
-from agrag_pipeline.pipeline import run_document
 from agrag_pipeline.retrieval.search import search
-from agrag_pipeline.runtime import Runtime
-from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH, load_settings
 from agrag_pipeline.sinks.index import SearchIndex, index_uri
 from agrag_pipeline.storage import Warehouse
+from agrag_pipeline_tests.reliability.indexed import (
+    assert_index_matches_tables,
+    build_warehouse,
+    indexed_rows,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = 24
 
 
-def _document(i: int) -> str:
-    parts = [
-        f"## Part {j}\n\n" + f"Paragraph {j} of document {i} on subject {i * 7 + j}. " * 40
-        for j in range(4)
-    ]
-    return f"# Document {i}\n\n" + "\n\n".join(parts) + "\n"
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Raw files and a warehouse holding their chunks and embeddings (no index yet)."""
-    from model2vec import StaticModel
-    from tokenizers import Tokenizer
-
-    from agrag_pipeline.embedding.sentence_transformer import packaged_minilm_dir
-
     root = tmp_path_factory.mktemp("index")
-    tokenizer = Tokenizer.from_file(str(packaged_minilm_dir() / "tokenizer.json"))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    vectors = np.random.default_rng(0).standard_normal((tokenizer.get_vocab_size(), 16))
-    StaticModel(
-        vectors=vectors.astype(np.float32), tokenizer=tokenizer, normalize=True
-    ).save_pretrained(str(root / "static"))
-    static = StaticSettings(model_dir=str(root / "static"))
-    settings = load_settings(DEFAULT_SETTINGS_PATH).model_copy(
-        update={"embedding": EmbeddingSettings(backend="model2vec", static=static)}
-    )
-    raw = root / "raw"
-    raw.mkdir()
-    for i in range(DOCUMENTS):
-        (raw / f"doc{i:02d}.md").write_text(_document(i), encoding="utf-8")
-    runtime = Runtime(settings=settings, raw_root=raw, warehouse_root=str(root / "warehouse"))
-    for i in range(DOCUMENTS):
-        result = run_document(runtime, f"doc{i:02d}.md")
-        assert len(result.chunks) >= 3, result
+    build_warehouse(root, DOCUMENTS)
     return root
 
 
@@ -85,22 +54,12 @@ def _roots(root: Path) -> list[str]:
     return ["--raw-root", str(root / "raw"), "--warehouse", str(root / "warehouse")]
 
 
-def _chunk_ids(warehouse: Warehouse, key: str) -> list[str]:
-    chunks = warehouse.read_table("chunks", Document.node_id_for(key))
-    return [str(i) for i in chunks.column("id").to_pylist()]
+def _warehouse(root: Path) -> str:
+    return str(root / "warehouse")
 
 
-def _indexed(root: Path) -> list[tuple[str, str]]:
-    """Every row's (document_id, chunk_id), read by a fresh LanceDB connection."""
-    import lancedb
-
-    table = lancedb.connect(str(root / "warehouse" / "index")).open_table("chunks")
-    rows = table.search().select(["document_id", "chunk_id"]).limit(None).to_arrow()
-    return list(
-        zip(
-            rows.column("document_id").to_pylist(), rows.column("chunk_id").to_pylist(), strict=True
-        )
-    )
+def _keys(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "raw").iterdir())
 
 
 def _versions_with_duplicates(root: Path) -> dict[int, int]:
@@ -120,28 +79,6 @@ def _versions_with_duplicates(root: Path) -> dict[int, int]:
         if repeated:
             found[version] = repeated
     return found
-
-
-def assert_index_matches_tables(root: Path) -> None:
-    """No duplicate row, no row of another document, every document's chunk ids exactly."""
-    warehouse = Warehouse(str(root / "warehouse"))
-    rows = _indexed(root)
-    repeated = {row: n for row, n in Counter(rows).items() if n > 1}
-    assert not repeated, f"{sum(repeated.values()) - len(repeated)} duplicate rows: {repeated}"
-    by_document: dict[str, set[str]] = {}
-    for document_id, chunk_id in rows:
-        by_document.setdefault(document_id, set()).add(chunk_id)
-    keys = sorted(p.name for p in (root / "raw").iterdir())
-    expected = {str(Document.node_id_for(k)): set(_chunk_ids(warehouse, k)) for k in keys}
-    wrong = [
-        k
-        for k in keys
-        if by_document.get(str(Document.node_id_for(k))) != expected[str(Document.node_id_for(k))]
-    ]
-    assert not wrong, (
-        f"{len(wrong)} documents whose indexed chunk ids differ from their chunks: {wrong}"
-    )
-    assert set(by_document) == set(expected), "rows of documents not in the warehouse"
 
 
 #: Processes running ``agrag index`` at once, and how many times each runs it.
@@ -204,7 +141,7 @@ def test_agrag_index_runs_at_once_leave_each_document_exactly_its_chunks(copy: P
         for bad in ("SKIPPED", "REPAIRED", "Traceback"):
             assert bad not in out, out
     assert _versions_with_duplicates(copy) == {}
-    assert_index_matches_tables(copy)
+    assert_index_matches_tables(_warehouse(copy), _keys(copy))
 
 
 INJECT = """
@@ -235,7 +172,7 @@ def _second_writer_damages(root: Path) -> None:
     ids = [str(Document.node_id_for(k)) for k in (DUPLICATED, STALE, MISSING, "gone.md")]
     path = str(root / "warehouse" / "index")
     subprocess.run([sys.executable, "-c", INJECT, path, *ids], check=True, cwd=REPO_ROOT)
-    rows = _indexed(root)
+    rows = indexed_rows(_warehouse(root))
     assert len(rows) != len(set(rows))  # the damage is there
     assert str(Document.node_id_for(MISSING)) not in {d for d, _ in rows}
 
@@ -249,13 +186,13 @@ def test_rows_another_writer_duplicated_or_left_behind_are_repaired_by_the_next_
     assert main([*_roots(copy), "index"]) == 0
     out = capsys.readouterr().out
     assert f"agrag index: {DOCUMENTS} documents" in out
-    assert_index_matches_tables(copy)
+    assert_index_matches_tables(_warehouse(copy), _keys(copy))
     repaired = [line for line in out.splitlines() if line.startswith("REPAIRED")]
     assert any(f"{DUPLICATED}: " in r and "duplicate rows" in r for r in repaired), out
     assert any("gone.md: " in r and "no longer in the warehouse; removed" in r for r in repaired), (
         out
     )
-    assert_index_matches_tables(copy)
+    assert_index_matches_tables(_warehouse(copy), _keys(copy))
 
 
 def test_the_check_names_and_repairs_each_document_that_disagrees_with_its_tables(
@@ -278,7 +215,7 @@ def test_the_check_names_and_repairs_each_document_that_disagrees_with_its_table
     assert "chunk ids differ from its chunks table" in found[MISSING]
     assert "no longer in the warehouse; removed" in found["gone.md"]
     assert warehouse.repairs == check.repaired  # logged and listed like other repairs
-    assert_index_matches_tables(copy)
+    assert_index_matches_tables(_warehouse(copy), _keys(copy))
     again = check_index(warehouse, index, [f"doc{i:02d}.md" for i in range(DOCUMENTS)])
     assert again.repaired == [] and again.problems == [] and again.rows == index.count()
 
@@ -325,7 +262,7 @@ def test_a_damaged_index_is_set_aside_and_rebuilt_by_the_next_agrag_index(
     [aside] = (copy / "warehouse").glob("index.corrupt-*")
     assert f"set aside as {aside} and rebuilt from the warehouse's tables" in repaired
     assert (aside / "chunks.lance").is_dir()  # kept for inspection
-    assert_index_matches_tables(copy)
+    assert_index_matches_tables(_warehouse(copy), _keys(copy))
     indices = lancedb.connect(str(copy / "warehouse" / "index")).open_table("chunks").list_indices()
     assert any("contextual_text" in i.columns for i in indices)  # BM25 works again
     index = SearchIndex(index_uri(str(copy / "warehouse")))
