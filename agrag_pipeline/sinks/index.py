@@ -129,6 +129,17 @@ class SearchIndex:
         # so nested writes (a repair calling upsert) count depth instead.
         self._in_process = threading.RLock()
         self._lock_depth = 0
+        self._opened_folder: int | None = None
+
+    def _folder_identity(self) -> int | None:
+        """The table folder's inode (local), so a writer can tell that another process set the
+        folder aside since this one opened it; None (always open again) on an object store."""
+        if not is_local(self._fs):
+            return None
+        try:
+            return os.stat(f"{self._path}/{self.table_name}.lance").st_ino
+        except FileNotFoundError:
+            return None
 
     def _connect(self) -> Any:
         import lancedb
@@ -160,8 +171,10 @@ class SearchIndex:
                     self._lock_depth -= 1
                 return
             with file_lock(self._fs, self.lock_path):
-                # A handle from before may name a table another process has since set aside.
-                self._table = None
+                # A handle from before may name a table another process has since set aside
+                # (and rebuilt at the same path): open it again when the folder is not the same.
+                if self._opened_folder is None or self._opened_folder != self._folder_identity():
+                    self._table = None
                 self._lock_depth = 1
                 try:
                     yield
@@ -181,6 +194,7 @@ class SearchIndex:
             self._table = None
         if self._table is None and self.table_name in self._db.list_tables().tables:
             try:
+                self._opened_folder = self._folder_identity()
                 self._table = self._db.open_table(self.table_name)
             except (OSError, RuntimeError, ValueError) as exc:
                 folder = f"{self._path}/{self.table_name}.lance"
@@ -217,6 +231,7 @@ class SearchIndex:
                     self._table = self._db.create_table(
                         self.table_name, data=rows, mode="overwrite" if empty else "create"
                     )
+                    self._opened_folder = self._folder_identity()
                     return
                 except (OSError, RuntimeError, ValueError):
                     # Another writer created it first (an object store has no lock).
@@ -259,7 +274,7 @@ class SearchIndex:
             except FileNotFoundError:
                 return None
             finally:
-                self._table, self._fts = None, False
+                self._table, self._fts, self._opened_folder = None, False, None
                 self._db = self._connect()
         return target if is_local(self._fs) else self._fs.unstrip_protocol(target)
 
