@@ -1,22 +1,28 @@
 """The search index sink: chunks with their vectors in LanceDB, for dense and full-text search.
 
 Why LanceDB: embedded (a folder of Lance files, no server), vector search and BM25 full-text
-search over the same table, and the same folder works on object storage (``s3://...``), which
-is the scale-out path DESIGN.md asks of every sink. GraphRAG and cognee use it by default.
+search over the same table, and the same folder works on object storage (``s3://...``), which is
+the scale-out path DESIGN.md asks of every sink. GraphRAG and cognee use it by default.
 
-Updated per document, never rebuilt: ``upsert_document`` deletes the document's rows by
-``document_id`` and adds its current ones; ``delete_document`` removes them. The full-text index
-is built once (``ensure_fts_index``); rows added after it are still searched (LanceDB scans
-what its index does not cover yet), and ``optimize`` folds them in.
+Updated per document, never rebuilt (but for a damaged one, below): ``upsert_document`` deletes
+the document's rows by ``document_id`` and adds its current ones; ``delete_document`` removes
+them. The full-text index is built once (``ensure_fts_index``); rows added after it are still
+searched (LanceDB scans what its index does not cover yet), and ``optimize`` folds them in.
 
 Concurrent writers: every write (a document's tables read, its delete and its add; removals;
 index builds) runs under one exclusive ``flock`` on ``<index>.lock`` beside a local index
 (``storage.atomic.file_lock``, the warehouse's per-document lock mechanism), so two
 ``agrag index`` or two Dagster runs cannot interleave one document's delete and add (which left
-duplicate rows, or rows of two versions). On an object store there is no lock: each LanceDB
-commit is atomic (conditional PUT of the manifest, LanceDB retries a conflicting commit), but a
-document's delete and add are two commits, so two writers of the same document can still leave
-duplicates; a rewrite is idempotent and ``check_index`` repairs that on the next run.
+duplicate rows, or rows of two versions). One lock for the index, not one per document: its
+commits are serial anyway, and writers of different documents raced too (two creating the table;
+a delete refused against a concurrent overwrite). On an object store there is no lock. What
+holds there is Lance's own commit protocol: a commit is a new manifest written with a
+conditional PUT (If-None-Match, which AWS S3 honours; a store that ignores it can lose a
+concurrent commit), and a commit racing another is rebased onto it when compatible and refused
+when not (that document then fails in that run, named, and the next run writes it). A document's
+delete and add are two commits, though, so two writers of one document can still leave
+duplicates or two versions' rows: a rewrite is idempotent, and ``check_index`` finds and repairs
+that on the next run.
 
 ``check_index`` compares the index with the warehouse's tables on every run: one read of every
 row's ``(document_id, chunk_id)`` (which also proves every data file readable), duplicate rows
@@ -664,18 +670,13 @@ def _repair(warehouse: Warehouse, index: SearchIndex, document_id: str, result: 
     with index.writing():
         try:
             expected = _expected_chunk_ids(warehouse, UUID(document_id))
-        except DamagedFileError as exc:
-            expected = None
-            damaged: str | None = str(exc)
-        else:
-            damaged = None
+        except DamagedFileError:
+            expected = None  # its step names and rebuilds that table; duplicates still show
         problem = _disagreement(index.document_rows(document_id), expected)
         if problem is None:
             return  # another writer set it right meanwhile
         label = _label(warehouse, index, document_id)
         try:
-            if damaged is not None:
-                raise IndexSinkError(damaged)
             update = _update(warehouse, index, UUID(document_id), label)
         except Exception as exc:  # one document must not stop the others
             result.problems.append(
@@ -722,6 +723,8 @@ def _rebuild(warehouse: Warehouse, index: SearchIndex, result: IndexCheck) -> No
                 rows = _current_rows(
                     warehouse, UUID(document_id), document.content_hash, document.source_key
                 )
+            except IndexSinkError:
+                continue  # not indexable yet, as update_document says when it is tried
             except Exception as exc:  # one document must not stop the others
                 result.problems.append(
                     f"search index {index.uri}: not rebuilt for document {document_id}: {exc}"
@@ -733,8 +736,9 @@ def _rebuild(warehouse: Warehouse, index: SearchIndex, result: IndexCheck) -> No
                 batch = []
         _add_batch(index, batch, result)
         index.ensure_fts_index(rebuild=True)
+    aside = f"set aside as {target}" if target else "gone meanwhile"
     message = (
-        f"{damage}; set aside as {target} and rebuilt from the warehouse's tables "
+        f"{damage}; {aside} and rebuilt from the warehouse's tables "
         f"({len(result.rebuilt)} documents, {sum(result.rebuilt.values())} rows)"
     )
     result.repaired.append(message)
