@@ -1,7 +1,9 @@
 """The ``search_index`` asset (LanceDB, per document) and the ``retrieval_score`` asset.
 
 ``search_index`` is downstream of ``embeddings``, partitioned and batched like the others: each
-document's rows are replaced in the index (delete by document id, then add), never a rebuild.
+document's rows are replaced in the index (delete by document id, then add, under the index's
+lock), never a rebuild; the index is checked against the tables before and after, and what
+disagrees is repaired and logged as a warning.
 ``retrieval_score`` scores the index on a labelled questions file and reports recall@1/5/10 and
 MRR@10 per mode as numeric metadata, which the UI plots over materialisations: a settings
 change shows up as a step in those plots. The logic is in ``sinks.index`` and ``retrieval``.
@@ -18,7 +20,7 @@ from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.retrieval.commands import evaluate_index
 from agrag_pipeline.retrieval.evaluate import table
 from agrag_pipeline.runtime import PROJECT_ROOT
-from agrag_pipeline.sinks.index import IndexUpdate, update_document
+from agrag_pipeline.sinks.index import IndexCheck, IndexUpdate, check_index, update_document
 from agrag_pipeline.storage import Warehouse
 
 DEFAULT_QUESTIONS = PROJECT_ROOT / "data" / "eval" / "rust-book-questions.tsv"
@@ -31,6 +33,11 @@ def index_metadata(result: IndexUpdate, warehouse: Warehouse) -> dict[str, Any]:
         "source_key": result.source_key,
         "document_id": result.document_id,
     }
+
+
+def _log_check(context: dg.AssetExecutionContext, check: IndexCheck) -> None:
+    for line in check.repaired + check.problems:
+        context.log.warning(line)
 
 
 class RetrievalScoreConfig(dg.Config):
@@ -52,6 +59,9 @@ def build_index_assets() -> list[dg.AssetsDefinition]:
     ) -> Iterator:
         rt = pipeline.runtime()
         index = rt.search_index
+        # Before: a damaged index rebuilt, duplicates and rows of documents gone repaired;
+        # after: this run's documents compared with their tables (``sinks.index.check_index``).
+        _log_check(context, check_index(rt.warehouse, index))
         yield from _materialize(
             context,
             rt,
@@ -60,6 +70,7 @@ def build_index_assets() -> list[dg.AssetsDefinition]:
             index_metadata,
             upstream="embeddings",
         )
+        _log_check(context, check_index(rt.warehouse, index, context.partition_keys))
         index.ensure_fts_index()
 
     @dg.asset(

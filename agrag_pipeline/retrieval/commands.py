@@ -17,43 +17,34 @@ from agrag_pipeline.retrieval.evaluate import (
     table,
 )
 from agrag_pipeline.retrieval.search import MODES, Mode, retriever, search
-from agrag_pipeline.sinks.index import update_document
+from agrag_pipeline.sinks.index import IndexSync
+from agrag_pipeline.sinks.index import sync_index as sync_documents
 from agrag_pipeline.storage.tables import sections_from_table
 
 if TYPE_CHECKING:
     from agrag_pipeline.runtime import Runtime
 
 
-def sync_index(runtime: Runtime) -> tuple[int, int, list[str]]:
+def sync_index(runtime: Runtime) -> IndexSync:
     """Bring the index up to date with every document stored in the warehouse, one document
-    at a time: (documents, rows, problems)."""
+    at a time, and check it against their tables before and after (``sinks.index``)."""
     from agrag_pipeline.freshness import stored_source_keys
 
-    index = runtime.search_index
-    documents = rows = 0
-    problems: list[str] = []
-    for key in sorted(stored_source_keys(runtime.warehouse)):
-        document_id = Document.node_id_for(key)
-        if not runtime.warehouse.has_table("embeddings", document_id):
-            problems.append(f"{key}: no embeddings stored (run agrag core first)")
-            continue
-        try:
-            update = update_document(runtime.warehouse, index, key)
-        except Exception as exc:  # one document must not stop the others
-            problems.append(f"{key}: {exc}")
-            continue
-        documents += 1
-        rows += update.rows
-    index.ensure_fts_index()
-    return documents, rows, problems
+    return sync_documents(
+        runtime.warehouse, runtime.search_index, stored_source_keys(runtime.warehouse)
+    )
 
 
 def index_command(runtime: Runtime) -> int:
-    documents, rows, problems = sync_index(runtime)
-    print(f"agrag index: {documents} documents, {rows} chunks in {runtime.search_index.uri}")
-    for problem in problems:
+    done = sync_index(runtime)
+    print(
+        f"agrag index: {done.documents} documents, {done.rows} chunks in {runtime.search_index.uri}"
+    )
+    for repair in done.repaired:
+        print(f"REPAIRED {repair}")
+    for problem in done.problems:
         print(f"SKIPPED {problem}")
-    return 0 if documents or not problems else 1
+    return 0 if done.documents or not done.problems else 1
 
 
 def search_command(runtime: Runtime, query: str, k: int, mode: Mode) -> int:

@@ -1,29 +1,67 @@
 """The search index sink: chunks with their vectors in LanceDB, for dense and full-text search.
 
 Why LanceDB: embedded (a folder of Lance files, no server), vector search and BM25 full-text
-search over the same table, and the same folder works on object storage (``s3://...``), which
-is the scale-out path DESIGN.md asks of every sink. GraphRAG and cognee use it by default.
+search over the same table, and the same folder works on object storage (``s3://...``), which is
+the scale-out path DESIGN.md asks of every sink. GraphRAG and cognee use it by default.
 
-Updated per document, never rebuilt: ``upsert_document`` deletes the document's rows by
-``document_id`` and adds its current ones; ``delete_document`` removes them. The full-text index
-is built once (``ensure_fts_index``); rows added after it are still searched (LanceDB scans
-what its index does not cover yet), and ``optimize`` folds them in.
+Updated per document, never rebuilt (but for a damaged one, below): ``upsert_document`` deletes
+the document's rows by ``document_id`` and adds its current ones; ``delete_document`` removes
+them. The full-text index is built once (``ensure_fts_index``); rows added after it are still
+searched (LanceDB scans what its index does not cover yet), and ``optimize`` folds them in.
+
+Concurrent writers: every write (a document's tables read, its delete and its add; removals;
+index builds) runs under one exclusive ``flock`` on ``<index>.lock`` beside a local index
+(``storage.atomic.file_lock``, the warehouse's per-document lock mechanism), so two
+``agrag index`` or two Dagster runs cannot interleave one document's delete and add (which left
+duplicate rows, or rows of two versions). One lock for the index, not one per document: its
+commits are serial anyway, and writers of different documents raced too (two creating the table;
+a delete refused against a concurrent overwrite). On an object store there is no lock. What
+holds there is Lance's own commit protocol: a commit is a new manifest written with a
+conditional PUT (If-None-Match, which AWS S3 honours; a store that ignores it can lose a
+concurrent commit), and a commit racing another is rebased onto it when compatible and refused
+when not (that document then fails in that run, named, and the next run writes it). A document's
+delete and add are two commits, though, so two writers of one document can still leave
+duplicates or two versions' rows: a rewrite is idempotent, and ``check_index`` finds and repairs
+that on the next run.
+
+``check_index`` compares the index with the warehouse's tables on every run: one read of every
+row's ``(document_id, chunk_id)`` (which also proves every data file readable), duplicate rows
+and rows of documents no longer in the warehouse, and, for the documents the run wrote, their
+indexed chunk ids against their chunks table. What disagrees is rewritten from the tables (or
+removed) and reported. An index LanceDB cannot open or read (a truncated data file, a garbage,
+truncated or missing manifest) is set aside as ``<index>.corrupt-<time>`` and rebuilt from the
+warehouse's tables, with a warning naming it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import re
+import threading
 import warnings
-from dataclasses import dataclass
-from datetime import timedelta
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
+import fsspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from agrag_pipeline.storage.atomic import file_lock, is_local
 from agrag_pipeline.storage.tables import read_metadata
+from agrag_pipeline.storage.warehouse import DamagedFileError
 
 if TYPE_CHECKING:
     from agrag_pipeline.storage import Warehouse
+
+log = logging.getLogger(__name__)
 
 #: The table's name inside the index folder.
 TABLE = "chunks"
@@ -86,81 +124,210 @@ class SearchIndex:
     name = "search index"
 
     def __init__(self, uri: str, table: str = TABLE) -> None:
-        import lancedb
-
         self.uri = uri
         self.table_name = table
-        # Every read sees the latest version, also one another handle or process wrote (the
-        # asset writes while a CLI or a retriever reads); LanceDB's default never looks again.
-        self._db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+        self._fs, path = fsspec.core.url_to_fs(uri)
+        self._path: str = path.rstrip("/")
+        self._db = self._connect()
         self._table: Any = None
         self._fts = False
+        # The flock is per open file: a second acquire in this process would wait for itself,
+        # so nested writes (a repair calling upsert) count depth instead.
+        self._in_process = threading.RLock()
+        self._lock_depth = 0
+        self._opened_folder: int | None = None
+
+    def _folder_identity(self) -> int | None:
+        """The table folder's inode (local), so a writer can tell that another process set the
+        folder aside since this one opened it; None (always open again) on an object store."""
+        if not is_local(self._fs):
+            return None
+        try:
+            return os.stat(f"{self._path}/{self.table_name}.lance").st_ino
+        except FileNotFoundError:
+            return None
+
+    def _connect(self) -> Any:
+        import lancedb
+
+        # Every read sees the latest version, also one another handle or process wrote (the
+        # asset writes while a CLI or a retriever reads); LanceDB's default never looks again.
+        return lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
+
+    @property
+    def lock_path(self) -> str:
+        """The lock file beside the index folder (a local index only)."""
+        return f"{self._path}.lock"
+
+    @property
+    def table_uri(self) -> str:
+        """The table's folder, as a user would paste it (named in damage reports)."""
+        return f"{self.uri.rstrip('/')}/{self.table_name}.lance"
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Exclusive among every process writing this index (a ``flock`` on ``lock_path``;
+        on an object store only among this process's threads); re-entrant."""
+        with self._in_process:
+            if self._lock_depth:
+                self._lock_depth += 1
+                try:
+                    yield
+                finally:
+                    self._lock_depth -= 1
+                return
+            with file_lock(self._fs, self.lock_path):
+                # A handle from before may name a table another process has since set aside
+                # (and rebuilt at the same path): open it again when the folder is not the same.
+                if self._opened_folder is None or self._opened_folder != self._folder_identity():
+                    self._table = None
+                self._lock_depth = 1
+                try:
+                    yield
+                finally:
+                    self._lock_depth = 0
 
     # -- writes -----------------------------------------------------------------------------
-    def _open(self) -> Any:
+    def _open(self, fresh: bool = False) -> Any:
+        """The table (None while there is none); ``fresh`` opens it again (a writer under the
+        lock must not trust a handle from before another process set the index aside).
+
+        Raises:
+            DamagedFileError: the table's folder is there but LanceDB cannot open it (a
+                truncated, garbage or missing manifest).
+        """
+        if fresh:
+            self._table = None
         if self._table is None and self.table_name in self._db.list_tables().tables:
-            self._table = self._db.open_table(self.table_name)
+            try:
+                self._opened_folder = self._folder_identity()
+                self._table = self._db.open_table(self.table_name)
+            except (OSError, RuntimeError, ValueError) as exc:
+                folder = f"{self._path}/{self.table_name}.lance"
+                self._fs.invalidate_cache(folder)
+                if not [f for f in self._fs.find(folder) if f.startswith(folder + "/")]:
+                    # Folders and no file: what an object store that keeps directory entries
+                    # (SeaweedFS) shows of a table whose files were removed. No table.
+                    return None
+                raise DamagedFileError(
+                    self.table_uri, f"cannot be opened: {_first_line(exc)}"
+                ) from None
         return self._table
 
     def upsert_document(self, document_id: str, rows: pa.Table) -> int:
-        """Replace one document's rows with ``rows`` (delete by document id, then add)."""
-        table = self._open()
-        if table is None:
-            if rows.num_rows == 0:
-                return 0
-            self._table = self._db.create_table(self.table_name, data=rows)
+        """Replace one document's rows with ``rows`` (delete by document id, then add), under
+        the index's lock so no other writer's delete or add of the same document interleaves."""
+        with self.writing():
+            table = self._open()
+            if table is not None:
+                table.delete(f"document_id = '{_quoted(document_id)}'")
+            self.append(rows)
             return rows.num_rows
-        table.delete(f"document_id = '{_quoted(document_id)}'")
-        if rows.num_rows:
+
+    def append(self, rows: pa.Table) -> None:
+        """Add rows as they are (no delete first; the table is made by the first rows)."""
+        if rows.num_rows == 0:
+            return
+        with self.writing():
+            table = self._open()
+            if table is None:
+                # Listed although there is no table: only empty folders are left to replace.
+                empty = self.table_name in self._db.list_tables().tables
+                try:
+                    self._table = self._db.create_table(
+                        self.table_name, data=rows, mode="overwrite" if empty else "create"
+                    )
+                    self._opened_folder = self._folder_identity()
+                    return
+                except (OSError, RuntimeError, ValueError):
+                    # Another writer created it first (an object store has no lock).
+                    table = self._open(fresh=True)
+                    if table is None:
+                        raise
             table.add(rows)
-        return rows.num_rows
 
     def delete_document(self, document_id: str) -> int:
         """Remove every row of a document (a file deleted from the raw root); how many."""
-        table = self._open()
-        if table is None:
-            return 0
-        where = f"document_id = '{_quoted(document_id)}'"
-        count = len(self.document_chunk_ids(document_id))
-        if count:
-            table.delete(where)
-        return count
+        with self.writing():
+            table = self._open()
+            if table is None:
+                return 0
+            count = len(self.document_rows(document_id))
+            if count:
+                table.delete(f"document_id = '{_quoted(document_id)}'")
+            return count
+
+    def set_aside(self) -> str | None:
+        """Rename the whole index folder to ``<index>.corrupt-<UTC time>`` (kept for
+        inspection, like the warehouse's damaged records), so the next write starts a fresh
+        one; the new name, or None when the folder was gone already."""
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        target = f"{self._path}.corrupt-{stamp}"
+        with self.writing():
+            try:
+                if is_local(self._fs):
+                    os.rename(self._path, target)  # one atomic rename
+                else:
+                    # An object store has no folders to rename: each object is copied, then
+                    # the originals removed (fsspec's recursive mv stops at the first miss).
+                    files = self._fs.find(self._path)
+                    if not files:
+                        return None
+                    for path in files:
+                        self._fs.copy(path, target + path[len(self._path) :])
+                    self._fs.rm(files)
+                    self._fs.invalidate_cache(self._path)
+            except FileNotFoundError:
+                return None
+            finally:
+                self._table, self._fts, self._opened_folder = None, False, None
+                self._db = self._connect()
+        return target if is_local(self._fs) else self._fs.unstrip_protocol(target)
 
     def ensure_fts_index(self, rebuild: bool = False) -> None:
         """Build the BM25 index over ``contextual_text`` once (later rows are searched too)."""
-        table = self._open()
-        if table is None or (self._fts and not rebuild):
+        if self._fts and not rebuild:
             return
-        if rebuild or not any(FTS_COLUMN in i.columns for i in table.list_indices()):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # create_fts_index: the documented native FTS
-                table.create_fts_index(
-                    FTS_COLUMN, use_tantivy=False, replace=True, stem=True, remove_stop_words=True
-                )
-        self._fts = True
+        with self.writing():
+            table = self._open()
+            if table is None:
+                return
+            if rebuild or not any(FTS_COLUMN in i.columns for i in table.list_indices()):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # create_fts_index: the documented native FTS
+                    table.create_fts_index(
+                        FTS_COLUMN,
+                        use_tantivy=False,
+                        replace=True,
+                        stem=True,
+                        remove_stop_words=True,
+                    )
+            self._fts = True
 
     def build_vector_index(self) -> None:
         """An IVF-PQ index for approximate dense search on large tables (below ~100,000 rows
         exact search is fast enough and is what a fresh index does)."""
-        table = self._open()
-        if table is None:
-            return
-        rows = int(table.count_rows())
-        dim = int(table.schema.field("vector").type.list_size)
-        table.create_index(
-            metric="cosine",
-            vector_column_name="vector",
-            index_type="IVF_PQ",
-            num_partitions=max(1, int(rows**0.5)),
-            num_sub_vectors=max(1, dim // 8),
-            replace=True,
-        )
+        with self.writing():
+            table = self._open()
+            if table is None:
+                return
+            rows = int(table.count_rows())
+            dim = int(table.schema.field("vector").type.list_size)
+            table.create_index(
+                metric="cosine",
+                vector_column_name="vector",
+                index_type="IVF_PQ",
+                num_partitions=max(1, int(rows**0.5)),
+                num_sub_vectors=max(1, dim // 8),
+                replace=True,
+            )
 
     def optimize(self) -> None:
         """Compact files and fold rows added since into the full-text index."""
-        table = self._open()
-        if table is not None:
-            table.optimize()
+        with self.writing():
+            table = self._open()
+            if table is not None:
+                table.optimize()
 
     # -- reads ------------------------------------------------------------------------------
     def count(self) -> int:
@@ -168,17 +335,53 @@ class SearchIndex:
         return 0 if table is None else int(table.count_rows())
 
     def document_chunk_ids(self, document_id: str) -> set[str]:
+        return set(self.document_rows(document_id))
+
+    def document_rows(self, document_id: str) -> list[str]:
+        """The chunk id of each of the document's rows (a duplicate row appears twice)."""
         table = self._open()
         if table is None:
-            return set()
+            return []
         found = (
             table.search()
             .where(f"document_id = '{_quoted(document_id)}'")
             .select(["chunk_id"])
-            .limit(1_000_000)
+            .limit(None)
             .to_arrow()
         )
-        return set(found.column("chunk_id").to_pylist())
+        return [str(c) for c in found.column("chunk_id").to_pylist()]
+
+    def document_source_key(self, document_id: str) -> str | None:
+        """The source key the document's rows name (None without rows)."""
+        table = self._open()
+        if table is None:
+            return None
+        found = (
+            table.search()
+            .where(f"document_id = '{_quoted(document_id)}'")
+            .select(["source_key"])
+            .limit(1)
+            .to_arrow()
+        )
+        return str(found.column("source_key")[0]) if found.num_rows else None
+
+    def all_rows(self) -> pa.Table:
+        """Every row's ``document_id`` and ``chunk_id``: one read of those two columns of every
+        data file, which is also what proves each of them readable.
+
+        Raises:
+            DamagedFileError: the table cannot be opened, or a data file cannot be read.
+        """
+        empty = pa.table(
+            {"document_id": pa.array([], pa.string()), "chunk_id": pa.array([], pa.string())}
+        )
+        table = self._open(fresh=True)
+        if table is None:
+            return empty
+        try:
+            return table.search().select(["document_id", "chunk_id"]).limit(None).to_arrow()
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise DamagedFileError(self.table_uri, f"cannot be read: {_first_line(exc)}") from None
 
     def dense(self, vector: np.ndarray, k: int) -> list[RawHit]:
         """Nearest chunks by cosine similarity (score = 1 - cosine distance)."""
@@ -239,6 +442,15 @@ def _quoted(value: str) -> str:
     return value.replace("'", "''")
 
 
+def _first_line(exc: BaseException) -> str:
+    """The error's first line, without the Rust source location LanceDB appends to it."""
+    text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+    return _RUST_LOCATION.sub("", text)[:300]
+
+
+_RUST_LOCATION = re.compile(r",\s*/\S+\.rs:\d+:\d+$")
+
+
 def index_uri(warehouse_root: str) -> str:
     """Where the index lives: ``index/`` under the warehouse root (a folder or a bucket)."""
     return warehouse_root.rstrip("/") + "/index"
@@ -260,24 +472,36 @@ def update_document(warehouse: Warehouse, index: SearchIndex, source_key: str) -
     """
     from agrag_pipeline.models import Document
 
-    document_id = Document.node_id_for(source_key)
-    document = warehouse.get_document(document_id)
-    if document is None or not warehouse.has_table("chunks", document_id):
-        index.delete_document(str(document_id))
-        return IndexUpdate(source_key, str(document_id), 0, removed=True)
+    return _update(warehouse, index, Document.node_id_for(source_key), source_key)
+
+
+def _update(warehouse: Warehouse, index: SearchIndex, document_id: UUID, label: str) -> IndexUpdate:
+    # The tables are read under the index's lock too: of two writers of one document, the one
+    # that writes last is the one that read last, so an older version never replaces a newer.
+    with index.writing():
+        document = warehouse.get_document(document_id)
+        if document is None or not warehouse.has_table("chunks", document_id):
+            index.delete_document(str(document_id))
+            return IndexUpdate(label, str(document_id), 0, removed=True)
+        rows = _current_rows(warehouse, document_id, document.content_hash, label)
+        index.upsert_document(str(document_id), rows)
+    return IndexUpdate(label, str(document_id), rows.num_rows)
+
+
+def _current_rows(
+    warehouse: Warehouse, document_id: UUID, content_hash: str, label: str
+) -> pa.Table:
+    """The index rows of a document's stored chunks and embeddings, which must be of its
+    current version (``content_hash``)."""
     chunks = warehouse.read_table("chunks", document_id)
     embeddings = warehouse.read_table("embeddings", document_id)
-    versions = {read_metadata(t).get("content_hash") for t in (chunks, embeddings)} | {
-        document.content_hash
-    }
-    if len(versions) != 1:
+    versions = {read_metadata(t).get("content_hash") for t in (chunks, embeddings)}
+    if versions != {content_hash}:
         raise IndexSinkError(
-            f"{source_key}: chunks, embeddings and snapshot are of different versions "
+            f"{label}: chunks, embeddings and snapshot are of different versions "
             "(materialise embeddings first)"
         )
-    rows = index_rows(chunks, embeddings)
-    index.upsert_document(str(document_id), rows)
-    return IndexUpdate(source_key, str(document_id), rows.num_rows)
+    return index_rows(chunks, embeddings)
 
 
 def remove_document(index: SearchIndex, source_key: str) -> IndexUpdate:
@@ -287,3 +511,300 @@ def remove_document(index: SearchIndex, source_key: str) -> IndexUpdate:
     document_id = str(Document.node_id_for(source_key))
     index.delete_document(document_id)
     return IndexUpdate(source_key, document_id, 0, removed=True)
+
+
+# -- comparing the index with the warehouse, and repairing it -----------------------------------
+
+#: Rows added at once when an index is rebuilt (one LanceDB commit and data file per batch).
+REBUILD_BATCH_ROWS = 20_000
+
+
+@dataclass
+class IndexCheck:
+    """What ``check_index`` found and did. Each line names the index and the document."""
+
+    #: Rows the index held when it was read.
+    rows: int = 0
+    #: What disagreed with the tables and was rewritten or removed (also warehouse.repairs).
+    repaired: list[str] = field(default_factory=list)
+    #: What disagreed and could not be repaired now (the reason is given).
+    problems: list[str] = field(default_factory=list)
+    #: Document id -> rows, for the documents a rebuild of a damaged index wrote.
+    rebuilt: dict[str, int] = field(default_factory=dict)
+
+
+def check_index(
+    warehouse: Warehouse, index: SearchIndex, source_keys: Iterable[str] = ()
+) -> IndexCheck:
+    """Compare the index with the warehouse's tables and repair what disagrees.
+
+    One read of every row's ``(document_id, chunk_id)`` finds, index-wide, duplicate rows and
+    rows of documents with neither a record nor a chunks table (gone); for ``source_keys`` (the
+    documents a run just wrote) each document's indexed chunk ids are also compared with its
+    chunks table (one column read each). A disagreement is checked again under the index's
+    lock (another writer may be setting it right), then the document is rewritten from its
+    tables, or removed, and reported. An index that cannot be opened or read is set aside and
+    rebuilt from every document's tables first.
+    """
+    from agrag_pipeline.models import Document
+
+    result = IndexCheck()
+    try:
+        rows = index.all_rows()
+    except DamagedFileError:
+        _rebuild(warehouse, index, result)
+        rows = index.all_rows()  # a rebuilt index that cannot be read is an error, not a repair
+    result.rows = rows.num_rows
+    compare = {str(Document.node_id_for(key)) for key in source_keys}
+    for document_id in sorted(_suspects(warehouse, rows, compare)):
+        _repair(warehouse, index, document_id, result)
+    return result
+
+
+def _suspects(warehouse: Warehouse, rows: pa.Table, compare: set[str]) -> set[str]:
+    """Documents whose rows look wrong in ``rows`` (every row's document and chunk id)."""
+    suspects: set[str] = set()
+    if rows.num_rows:
+        pairs = rows.group_by(["document_id", "chunk_id"]).aggregate([("chunk_id", "count")])
+        repeated = pairs.filter(pc.greater(pairs.column("chunk_id_count"), 1))
+        suspects.update(str(d) for d in repeated.column("document_id").to_pylist())
+        present = _stored_ids(warehouse, "documents") | _stored_ids(warehouse, "chunks")
+        indexed = pc.unique(rows.column("document_id")).to_pylist()
+        suspects.update(str(d) for d in indexed if d not in present)
+    if compare:
+        mine = rows.filter(pc.is_in(rows.column("document_id"), pa.array(sorted(compare))))
+        by_document: dict[str, list[str]] = defaultdict(list)
+        for document_id, chunk_id in zip(
+            mine.column("document_id").to_pylist(), mine.column("chunk_id").to_pylist(), strict=True
+        ):
+            by_document[document_id].append(chunk_id)
+        for document_id in compare - suspects:
+            indexed = by_document.get(document_id, [])
+            try:
+                # One column read settles the usual case; only a disagreement costs the
+                # record and the embeddings' footer (is the document indexable now at all?).
+                found = _table_ids(warehouse, UUID(document_id))
+                if found is not None and _disagreement(indexed, found[0]) is None:
+                    continue
+                expected = _expected_chunk_ids(warehouse, UUID(document_id))
+            except DamagedFileError:
+                continue  # the chunks step names and rebuilds its table; not ours to judge
+            if _disagreement(indexed, expected) is not None:
+                suspects.add(document_id)
+    return suspects
+
+
+def _stored_ids(warehouse: Warehouse, kind: str) -> set[str]:
+    """The document ids with a record (``documents``) or a table of that name: one listing."""
+    zero = UUID(int=0)
+    path = (
+        warehouse.document_path(zero) if kind == "documents" else warehouse.table_path(kind, zero)
+    )
+    folder, name = path.rsplit("/", 1)
+    suffix = name.removeprefix(str(zero))
+    warehouse.fs.invalidate_cache(folder)  # an object store's listing may be cached
+    try:
+        names = warehouse.fs.ls(folder, detail=False)
+    except FileNotFoundError:
+        return set()
+    ids = set()
+    for entry in names:
+        base = str(entry).rsplit("/", 1)[-1]
+        if base.endswith(suffix):  # not a temporary nor a set-aside file
+            with contextlib.suppress(ValueError):
+                ids.add(str(UUID(base.removesuffix(suffix))))
+    return ids
+
+
+def _table_ids(warehouse: Warehouse, document_id: UUID) -> tuple[list[str], str | None] | None:
+    """The chunks table's ids and the version it records (one column read), or None."""
+    path = warehouse.table_path("chunks", document_id)
+    try:
+        with warehouse.fs.open(path, "rb") as handle:
+            chunks = pq.ParquetFile(handle)
+            ids = chunks.read(columns=["id"]).column("id").to_pylist()
+            version = read_metadata(chunks.schema_arrow).get("content_hash")
+    except FileNotFoundError:
+        return None
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise DamagedFileError(warehouse.uri(path), _first_line(exc)) from None
+    return [str(i) for i in ids], version
+
+
+def _expected_chunk_ids(warehouse: Warehouse, document_id: UUID) -> list[str] | None:
+    """The chunk ids the index should hold for a document, as ``update_document`` decides:
+    none without a record or a chunks table (it removes them); None when it cannot be indexed
+    now (record, chunks and embeddings of different versions: it refuses, and the run that
+    embeds the document indexes it); else the chunks table's ids."""
+    document = warehouse.get_document(document_id)
+    found = _table_ids(warehouse, document_id)
+    if document is None or found is None:
+        return []
+    ids, version = found
+    embedded = warehouse.table_metadata("embeddings", document_id)
+    if embedded is None or {version, embedded.get("content_hash")} != {document.content_hash}:
+        return None
+    return ids
+
+
+def _disagreement(indexed: list[str], expected: list[str] | None) -> str | None:
+    """What is wrong with a document's indexed chunk ids, or None."""
+    counts = Counter(indexed)
+    repeated = sum(n - 1 for n in counts.values() if n > 1)
+    if repeated:
+        return f"{repeated} duplicate rows"
+    if expected is None:  # not indexable yet: the run that embeds it indexes it
+        return None
+    if not expected:
+        return f"{len(indexed)} rows of a document no longer in the warehouse" if indexed else None
+    if set(counts) != set(expected):
+        missing, stray = len(set(expected) - set(counts)), len(set(counts) - set(expected))
+        return (
+            f"indexed chunk ids differ from its chunks table ({missing} missing, "
+            f"{stray} not in the table)"
+        )
+    return None
+
+
+def _repair(warehouse: Warehouse, index: SearchIndex, document_id: str, result: IndexCheck) -> None:
+    with index.writing():
+        try:
+            expected = _expected_chunk_ids(warehouse, UUID(document_id))
+        except DamagedFileError:
+            expected = None  # its step names and rebuilds that table; duplicates still show
+        problem = _disagreement(index.document_rows(document_id), expected)
+        if problem is None:
+            return  # another writer set it right meanwhile
+        label = _label(warehouse, index, document_id)
+        try:
+            update = _update(warehouse, index, UUID(document_id), label)
+        except Exception as exc:  # one document must not stop the others
+            result.problems.append(
+                f"search index {index.uri}: {label}: {problem}; not repaired: {exc}"
+            )
+            log.warning("%s", result.problems[-1])
+            return
+    done = "removed" if update.removed else f"rewritten from its tables ({update.rows} rows)"
+    message = f"search index {index.uri}: {label}: {problem}; {done}"
+    result.repaired.append(message)
+    warehouse.report_repair(message)
+
+
+def _label(warehouse: Warehouse, index: SearchIndex, document_id: str) -> str:
+    """A document's source key (from its record, else from its rows), else its id."""
+    with contextlib.suppress(Exception):
+        document = warehouse.get_document(UUID(document_id))
+        if document is not None:
+            return document.source_key
+    return index.document_source_key(document_id) or f"document {document_id}"
+
+
+def _rebuild(warehouse: Warehouse, index: SearchIndex, result: IndexCheck) -> None:
+    """Set a damaged index aside and write every indexable document's rows into a new one,
+    under the lock throughout (another writer waits rather than writing into half of it)."""
+    with index.writing():
+        try:
+            index.all_rows()
+            return  # another process set it aside and rebuilt it meanwhile
+        except DamagedFileError as exc:
+            damage = exc
+        target = index.set_aside()
+        batch: list[tuple[str, pa.Table]] = []
+        indexable = sorted(
+            _stored_ids(warehouse, "documents")
+            & _stored_ids(warehouse, "chunks")
+            & _stored_ids(warehouse, "embeddings")
+        )
+        for document_id in indexable:
+            try:
+                document = warehouse.get_document(UUID(document_id))
+                if document is None:
+                    continue
+                rows = _current_rows(
+                    warehouse, UUID(document_id), document.content_hash, document.source_key
+                )
+            except IndexSinkError:
+                continue  # not indexable yet, as update_document says when it is tried
+            except Exception as exc:  # one document must not stop the others
+                result.problems.append(
+                    f"search index {index.uri}: not rebuilt for document {document_id}: {exc}"
+                )
+                continue
+            batch.append((document_id, rows))
+            if sum(t.num_rows for _, t in batch) >= REBUILD_BATCH_ROWS:
+                _add_batch(index, batch, result)
+                batch = []
+        _add_batch(index, batch, result)
+        index.ensure_fts_index(rebuild=True)
+    aside = f"set aside as {target}" if target else "gone meanwhile"
+    message = (
+        f"{damage}; {aside} and rebuilt from the warehouse's tables "
+        f"({len(result.rebuilt)} documents, {sum(result.rebuilt.values())} rows)"
+    )
+    result.repaired.append(message)
+    warehouse.report_repair(message)
+
+
+def _add_batch(index: SearchIndex, batch: list[tuple[str, pa.Table]], result: IndexCheck) -> None:
+    if not batch:
+        return
+    try:
+        index.append(pa.concat_tables([t for _, t in batch], promote_options="default"))
+    except (pa.ArrowException, OSError, RuntimeError, ValueError):
+        for document_id, rows in batch:  # one document's odd table must not cost the batch
+            try:
+                index.append(rows)
+            except (pa.ArrowException, OSError, RuntimeError, ValueError) as exc:
+                result.problems.append(
+                    f"search index {index.uri}: not rebuilt for document {document_id}: {exc}"
+                )
+                continue
+            result.rebuilt[document_id] = rows.num_rows
+        return
+    result.rebuilt.update((document_id, rows.num_rows) for document_id, rows in batch)
+
+
+@dataclass
+class IndexSync:
+    """What ``sync_index`` did."""
+
+    documents: int = 0
+    rows: int = 0
+    #: Documents not indexed, with the reason.
+    problems: list[str] = field(default_factory=list)
+    #: What the checks before and after found wrong and repaired.
+    repaired: list[str] = field(default_factory=list)
+
+
+def sync_index(warehouse: Warehouse, index: SearchIndex, source_keys: Iterable[str]) -> IndexSync:
+    """Bring the index up to date with ``source_keys`` (every stored document), one document
+    at a time, between two checks: before (a damaged index rebuilt, duplicates and rows of
+    documents gone repaired) and after (each written document's rows compared with its tables)."""
+    from agrag_pipeline.models import Document
+
+    before = check_index(warehouse, index)
+    done = IndexSync(problems=list(before.problems), repaired=list(before.repaired))
+    written: list[str] = []
+    for key in sorted(source_keys):
+        document_id = Document.node_id_for(key)
+        if str(document_id) in before.rebuilt:  # just written by the rebuild
+            done.documents += 1
+            done.rows += before.rebuilt[str(document_id)]
+            written.append(key)
+            continue
+        if not warehouse.has_table("embeddings", document_id):
+            done.problems.append(f"{key}: no embeddings stored (run agrag core first)")
+            continue
+        try:
+            update = update_document(warehouse, index, key)
+        except Exception as exc:  # one document must not stop the others
+            done.problems.append(f"{key}: {exc}")
+            continue
+        done.documents += 1
+        done.rows += update.rows
+        written.append(key)
+    after = check_index(warehouse, index, written)
+    done.problems += after.problems
+    done.repaired += after.repaired
+    index.ensure_fts_index()
+    return done

@@ -1,0 +1,271 @@
+"""The search index under concurrent writers and damage: two real processes running
+``agrag index`` at once, rows a second writer duplicated or left behind, and LanceDB files cut
+short or garbled. Each ends with an index whose rows are exactly each document's chunks.
+
+The warehouse is built once per module by the real pipeline (``indexed.build_warehouse``),
+then copied for each test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agrag_pipeline.cli import main
+from agrag_pipeline.models import Document
+from agrag_pipeline.retrieval.search import search
+from agrag_pipeline.sinks.index import SearchIndex, index_uri
+from agrag_pipeline.storage import Warehouse
+from agrag_pipeline_tests.reliability.indexed import (
+    assert_index_matches_tables,
+    build_warehouse,
+    indexed_rows,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTS = 24
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Raw files and a warehouse holding their chunks and embeddings (no index yet)."""
+    root = tmp_path_factory.mktemp("index")
+    build_warehouse(root, DOCUMENTS)
+    return root
+
+
+@pytest.fixture
+def copy(built: Path, tmp_path: Path) -> Path:
+    """A copy of the built raw root and warehouse, for one test to change."""
+    for name in ("raw", "warehouse"):
+        shutil.copytree(built / name, tmp_path / name)
+    return tmp_path
+
+
+def _roots(root: Path) -> list[str]:
+    return ["--raw-root", str(root / "raw"), "--warehouse", str(root / "warehouse")]
+
+
+def _warehouse(root: Path) -> str:
+    return str(root / "warehouse")
+
+
+def _keys(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "raw").iterdir())
+
+
+def _versions_with_duplicates(root: Path) -> dict[int, int]:
+    """Version -> duplicate rows, over every version the index table ever had (LanceDB keeps
+    them all): what a reader could have seen at any moment, not only at the end."""
+    import lancedb
+
+    table = lancedb.connect(str(root / "warehouse" / "index")).open_table("chunks")
+    found = {}
+    for version in sorted(v["version"] for v in table.list_versions()):
+        table.checkout(version)
+        rows = table.search().select(["document_id", "chunk_id"]).limit(None).to_arrow()
+        pairs = zip(
+            rows.column("document_id").to_pylist(), rows.column("chunk_id").to_pylist(), strict=True
+        )
+        repeated = sum(n - 1 for n in Counter(pairs).values() if n > 1)
+        if repeated:
+            found[version] = repeated
+    return found
+
+
+#: Processes running ``agrag index`` at once, and how many times each runs it.
+WRITERS, ROUNDS = 2, 3
+
+WORKER = """
+import sys, time
+from pathlib import Path
+import lancedb  # imported before the start signal, so both processes start indexing at once
+from agrag_pipeline.cli import main
+from agrag_pipeline.retrieval import commands
+ready, go, rounds, argv = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+ready.touch()
+deadline = time.monotonic() + 300
+while not go.exists():
+    if time.monotonic() > deadline:
+        sys.exit("no start signal")
+    time.sleep(0.005)
+for _ in range(rounds):
+    status = main(argv)
+    if status:
+        sys.exit(status)
+"""
+
+
+@pytest.mark.slow
+def test_agrag_index_runs_at_once_leave_each_document_exactly_its_chunks(copy: Path) -> None:
+    """Three real processes each run ``agrag index`` four times, started together on a fresh
+    index: every run exits 0, none needed a repair (the lock kept them apart), no version the
+    index ever had held a row twice, and it ends with each document's chunks once."""
+    processes = []
+    for n in range(WRITERS):
+        argv = [
+            sys.executable,
+            "-c",
+            WORKER,
+            str(copy / f"ready{n}"),
+            str(copy / "go"),
+            str(ROUNDS),
+        ]
+        processes.append(
+            subprocess.Popen(
+                [*argv, *_roots(copy), "index"],
+                cwd=REPO_ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    deadline = time.monotonic() + 300
+    while not all((copy / f"ready{n}").exists() for n in range(WRITERS)):
+        assert time.monotonic() < deadline, "the workers never got ready"
+        assert all(p.poll() is None for p in processes), [p.communicate() for p in processes]
+        time.sleep(0.01)
+    (copy / "go").touch()
+    for process in processes:
+        out, _ = process.communicate(timeout=600)
+        assert process.returncode == 0, out
+        assert out.count(f"agrag index: {DOCUMENTS} documents") == ROUNDS, out
+        for bad in ("SKIPPED", "REPAIRED", "Traceback"):
+            assert bad not in out, out
+    assert _versions_with_duplicates(copy) == {}
+    assert_index_matches_tables(_warehouse(copy), _keys(copy))
+
+
+INJECT = """
+import sys, uuid
+import lancedb, pyarrow as pa
+path, duplicated, stale, missing, gone = sys.argv[1:]
+table = lancedb.connect(path).open_table("chunks")
+def rows(document_id):
+    return table.search().where(f"document_id = '{document_id}'").limit(None).to_arrow()
+def replaced(rows, name, values):
+    return rows.set_column(rows.schema.get_field_index(name), name, pa.array(values, pa.string()))
+twice = rows(duplicated)
+table.add(twice)  # every row of one document a second time
+old = rows(stale)
+table.delete(f"document_id = '{stale}'")  # one document's rows under ids of no current chunk
+table.add(replaced(old, "chunk_id", [str(uuid.uuid4()) for _ in range(old.num_rows)]))
+table.delete(f"document_id = '{missing}'")  # one document's rows gone
+orphans = replaced(twice, "document_id", [gone] * twice.num_rows)  # rows of no document
+table.add(replaced(orphans, "source_key", ["gone.md"] * twice.num_rows))
+"""
+
+#: The documents the second writer damages: duplicated, re-keyed (stale ids), emptied.
+DUPLICATED, STALE, MISSING = "doc03.md", "doc07.md", "doc11.md"
+
+
+def _second_writer_damages(root: Path) -> None:
+    """A real second process writes the index with LanceDB directly (no lock, no check)."""
+    ids = [str(Document.node_id_for(k)) for k in (DUPLICATED, STALE, MISSING, "gone.md")]
+    path = str(root / "warehouse" / "index")
+    subprocess.run([sys.executable, "-c", INJECT, path, *ids], check=True, cwd=REPO_ROOT)
+    rows = indexed_rows(_warehouse(root))
+    assert len(rows) != len(set(rows))  # the damage is there
+    assert str(Document.node_id_for(MISSING)) not in {d for d, _ in rows}
+
+
+def test_rows_another_writer_duplicated_or_left_behind_are_repaired_by_the_next_agrag_index(
+    copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*_roots(copy), "index"]) == 0
+    _second_writer_damages(copy)
+    capsys.readouterr()
+    assert main([*_roots(copy), "index"]) == 0
+    out = capsys.readouterr().out
+    assert f"agrag index: {DOCUMENTS} documents" in out
+    assert_index_matches_tables(_warehouse(copy), _keys(copy))
+    repaired = [line for line in out.splitlines() if line.startswith("REPAIRED")]
+    assert any(f"{DUPLICATED}: " in r and "duplicate rows" in r for r in repaired), out
+    assert any("gone.md: " in r and "no longer in the warehouse; removed" in r for r in repaired), (
+        out
+    )
+    assert_index_matches_tables(_warehouse(copy), _keys(copy))
+
+
+def test_the_check_names_and_repairs_each_document_that_disagrees_with_its_tables(
+    copy: Path,
+) -> None:
+    """What a Dagster run does around its batch: ``check_index`` compares the whole index
+    (duplicates, rows of documents gone) and the batch's documents with their chunks."""
+    from agrag_pipeline.sinks.index import check_index
+
+    assert main([*_roots(copy), "index"]) == 0
+    _second_writer_damages(copy)
+    warehouse = Warehouse(str(copy / "warehouse"))
+    index = SearchIndex(index_uri(str(copy / "warehouse")))
+    check = check_index(warehouse, index, [STALE, MISSING, "doc01.md"])
+    assert check.problems == []
+    found = {line.split(": ")[1]: line for line in check.repaired}
+    assert set(found) == {DUPLICATED, STALE, MISSING, "gone.md"}, check.repaired
+    assert "duplicate rows; rewritten from its tables" in found[DUPLICATED]
+    assert "chunk ids differ from its chunks table" in found[STALE]
+    assert "chunk ids differ from its chunks table" in found[MISSING]
+    assert "no longer in the warehouse; removed" in found["gone.md"]
+    assert warehouse.repairs == check.repaired  # logged and listed like other repairs
+    assert_index_matches_tables(_warehouse(copy), _keys(copy))
+    again = check_index(warehouse, index, [f"doc{i:02d}.md" for i in range(DOCUMENTS)])
+    assert again.repaired == [] and again.problems == [] and again.rows == index.count()
+
+
+def _newest(paths: list[Path]) -> Path:
+    return max(paths, key=lambda p: p.stat().st_mtime_ns)
+
+
+def _damage(table: Path, how: str) -> Path:
+    """Damage the index table's folder as a crash, a full disk or a bad copy would."""
+    if how == "truncated data file":
+        path = _newest(list((table / "data").glob("*.lance")))  # the last add's: in use
+        os.truncate(path, path.stat().st_size // 2)
+    elif how == "truncated manifest":
+        path = _newest(list((table / "_versions").glob("*.manifest")))
+        os.truncate(path, path.stat().st_size // 3)
+    elif how == "garbage manifest":
+        path = _newest(list((table / "_versions").glob("*.manifest")))
+        path.write_bytes(np.random.default_rng(1).bytes(path.stat().st_size))
+    else:  # every manifest missing
+        path = table / "_versions"
+        for manifest in path.glob("*.manifest"):
+            manifest.unlink()
+    return path
+
+
+@pytest.mark.parametrize(
+    "how", ["truncated data file", "truncated manifest", "garbage manifest", "missing manifests"]
+)
+def test_a_damaged_index_is_set_aside_and_rebuilt_by_the_next_agrag_index(
+    copy: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    import lancedb
+
+    assert main([*_roots(copy), "index"]) == 0
+    table = copy / "warehouse" / "index" / "chunks.lance"
+    _damage(table, how)
+    capsys.readouterr()
+    assert main([*_roots(copy), "index"]) == 0
+    out = capsys.readouterr().out
+    assert f"agrag index: {DOCUMENTS} documents" in out and "SKIPPED" not in out, out
+    [repaired] = [line for line in out.splitlines() if line.startswith("REPAIRED")]
+    assert f"{table} is damaged: cannot be " in repaired, repaired
+    [aside] = (copy / "warehouse").glob("index.corrupt-*")
+    assert f"set aside as {aside} and rebuilt from the warehouse's tables" in repaired
+    assert (aside / "chunks.lance").is_dir()  # kept for inspection
+    assert_index_matches_tables(_warehouse(copy), _keys(copy))
+    indices = lancedb.connect(str(copy / "warehouse" / "index")).open_table("chunks").list_indices()
+    assert any("contextual_text" in i.columns for i in indices)  # BM25 works again
+    index = SearchIndex(index_uri(str(copy / "warehouse")))
+    assert search(index, "subject 75", k=3, mode="bm25")
+    assert main([*_roots(copy), "index"]) == 0
+    assert "REPAIRED" not in capsys.readouterr().out
