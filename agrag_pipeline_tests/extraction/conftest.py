@@ -3,12 +3,16 @@ the real pipeline (snapshot, sections, chunks) into a warehouse."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from agrag_pipeline.extraction.settings import LlmSettings
 from agrag_pipeline.pipeline import current_document, run_document
 from agrag_pipeline.runtime import Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH, PipelineSettings, load_settings
+from agrag_pipeline_tests.extraction.llm_support import gemma_gguf, llama_server
 
 
 def settings_for(base_url: str, **llm: object) -> PipelineSettings:
@@ -35,3 +39,12 @@ def chunked_runtime(root: Path, settings: PipelineSettings, documents: dict[str,
 
 
 __all__ = ["chunked_runtime", "current_document", "settings_for"]
+
+
+@pytest.fixture(scope="session")
+def llama_base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama.cpp's OpenAI-compatible server (llama-cpp-python, the ``llm`` extra) serving the
+    Gemma-3-270M GGUF on loopback, shared by every test that needs a real model."""
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with llama_server(gemma_gguf(), log) as base_url:
+        yield base_url

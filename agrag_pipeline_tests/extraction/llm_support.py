@@ -113,8 +113,9 @@ def llama_server(model: Path, log_path: Path, *, startup_s: float = 300.0) -> It
         "4096",
         "--n_threads",
         str(min(2, os.cpu_count() or 1)),
-        "--model_alias",
-        "gemma-3-270m-it",
+        # The GGUF carries no chat template: name Gemma's turn format explicitly.
+        "--chat_format",
+        "gemma",
     ]
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
