@@ -114,7 +114,7 @@ class ExtractionSettings(_Frozen):
     max_gleanings: int = Field(default=1, ge=0)
     prompt_version: str = "1"
     #: Completion tokens one answer may use (an answer cut there is retried, then failed).
-    max_tokens: int = Field(default=1024, ge=16)
+    max_completion_tokens: int = Field(default=1024, ge=16)
     #: Sampling seed sent with every request (servers that honour it answer reproducibly).
     seed: int = 0
 

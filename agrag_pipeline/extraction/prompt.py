@@ -144,7 +144,7 @@ def request_body(
         "response_format": response_format(schema, style),
         "temperature": extraction.temperature,
         "seed": extraction.seed,
-        "max_tokens": extraction.max_tokens,
+        "max_tokens": extraction.max_completion_tokens,
     }
 
 

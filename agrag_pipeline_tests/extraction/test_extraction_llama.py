@@ -63,7 +63,7 @@ def runtime(llama_base_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ru
     settings = settings.model_copy(
         update={
             "extraction": settings.extraction.model_copy(
-                update={"model": "gemma-3-270m-q4_k_m", "max_tokens": 512}
+                update={"model": "gemma-3-270m-q4_k_m", "max_completion_tokens": 512}
             )
         }
     )
