@@ -7,6 +7,7 @@ only. Also: the response cache's key is the request, never the endpoint."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -157,3 +158,25 @@ def test_the_cache_key_is_the_request_not_the_endpoint(tmp_path: Path):
             force=True,  # type: ignore[arg-type]
         )
         assert third.calls >= 1 and len(second.requests) == third.calls
+
+
+def test_a_cached_answer_that_fails_its_checksum_is_asked_again(tmp_path: Path):
+    documents = {"a.md": "# A\n\nDagster uses assets.\n"}
+    with ScriptedChatServer(_script([])) as server:
+        settings = settings_for(server.base_url, max_retries=0)
+        settings = settings.model_copy(
+            update={"extraction": settings.extraction.model_copy(update={"max_gleanings": 0})}
+        )
+        rt = chunked_runtime(tmp_path, settings, documents)
+        cache = ResponseCache.in_dir(tmp_path / "cache")
+        client = ChatClient(settings.llm)  # type: ignore[arg-type]
+        document = current_document(rt.warehouse, "a.md")
+        assert build_extractions(rt.warehouse, document, settings, client, cache).calls == 1
+        cache.close()
+        # Bit rot inside the stored answer: same length, one entity renamed.
+        with sqlite3.connect(cache.path) as conn:
+            conn.execute("UPDATE responses SET content = replace(content, 'Dagster', 'Dagstar')")
+        again = build_extractions(rt.warehouse, document, settings, client, cache, force=True)
+        assert again.calls == 1 and again.cache_hits == 0 and cache.corrupt_rows == 1
+        names = rt.warehouse.read_table("entity_mentions", document.id).column("name")
+        assert "Dagster" in names.to_pylist() and "Dagstar" not in names.to_pylist()
