@@ -149,7 +149,6 @@ def request_body(
 
 
 def first_messages(schema: GraphSchema, chunk: Chunk) -> list[dict[str, str]]:
-    return [
-        {"role": "system", "content": system_prompt(schema)},
-        {"role": "user", "content": text_block(chunk)},
-    ]
+    """One user message: the instructions, then the text block. Not a system message, which
+    some chat templates drop without a word (llama.cpp's ``gemma`` format does)."""
+    return [{"role": "user", "content": f"{system_prompt(schema)}\n\n{text_block(chunk)}"}]

@@ -26,7 +26,7 @@ TOOLS = ("Dagster", "DuckDB", "Neo4j")
 
 
 def _answer(request: dict[str, Any]) -> Reply:
-    passage = str(request["messages"][1]["content"])
+    passage = str(request["messages"][0]["content"])
     named = [t for t in TOOLS if t in passage]
     entities = [
         {"name": t, "type": "Tool", "description": f"{t}.", "properties": {"version": None}}

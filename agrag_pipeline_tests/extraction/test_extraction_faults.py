@@ -55,7 +55,7 @@ FAULTS = {
 
 
 def _passage(request: dict[str, Any]) -> str:
-    return str(request["messages"][1]["content"])
+    return str(request["messages"][0]["content"])
 
 
 def _script(flaky_seen: list[int]) -> Any:
