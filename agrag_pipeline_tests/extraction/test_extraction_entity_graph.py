@@ -11,7 +11,7 @@ from typing import Any
 
 from agrag_pipeline.extraction.cache import ResponseCache
 from agrag_pipeline.extraction.client import ChatClient
-from agrag_pipeline.extraction.step import build_extractions
+from agrag_pipeline.extraction.step import ExtractionResult, build_extractions
 from agrag_pipeline.freshness import remove_deleted
 from agrag_pipeline.models import Document
 from agrag_pipeline.pipeline import load_chunks, run_document
@@ -47,16 +47,17 @@ README_QUERY = (
 )
 
 
-def _sync(rt: Runtime, client: ChatClient, cache: ResponseCache, key: str) -> None:
+def _sync(rt: Runtime, client: ChatClient, cache: ResponseCache, key: str) -> ExtractionResult:
     run_document(_no_llm(rt), key, embed=False)
     document = current_document(rt.warehouse, key)
-    build_extractions(rt.warehouse, document, rt.settings, client, cache)
+    result = build_extractions(rt.warehouse, document, rt.settings, client, cache)
     store = rt.graph_store
     assert store is not None
     build_graph(rt.warehouse, document, store, with_vectors=False)
     build_entity_graph(rt.warehouse, document, store, ["USES", "PART_OF", "MAINTAINS"])
     (outcome,) = check_entity_graph(rt.warehouse, key, store)
     assert outcome.passed, outcome.description
+    return result
 
 
 def _no_llm(rt: Runtime) -> Runtime:
@@ -112,7 +113,11 @@ def test_entities_merge_across_documents_and_follow_edits_and_deletes(tmp_path: 
         (rt.raw_root / "a.md").write_text(
             documents["a.md"].replace("DuckDB", "Neo4j"), encoding="utf-8"
         )
-        _sync(rt, client, cache, "a.md")
+        edited = _sync(rt, client, cache, "a.md")
+        # Only the changed chunk is asked (its first pass and one gleaning, which finds
+        # nothing new); the unchanged chunk's two requests are cache hits, though its chunk id
+        # changed with the document's version.
+        assert (edited.chunks, edited.calls, edited.cache_hits) == (2, 2, 2)
         assert entities() == {"Dagster", "Neo4j", "SQL"}
         assert uses("Dagster") == _naming(rt, "Dagster", "a.md", "b.md")
         assert uses("DuckDB") == set() and uses("Neo4j") == _naming(rt, "Neo4j", "a.md")
