@@ -551,6 +551,17 @@ def build_parser() -> argparse.ArgumentParser:
         "questions", help="TSV: query, source_key, heading of the answer (or span start:end)"
     )
     eval_parser.set_defaults(func=retrieval)
+    extraction_eval_parser = sub.add_parser(
+        "eval-extraction",
+        parents=[roots],
+        help="precision and recall per type of entity and relation extraction on a labelled "
+        "set of documents under --raw-root (needs llm.base_url in the settings)",
+        **sub_options,
+    )
+    extraction_eval_parser.add_argument(
+        "--labels", default=None, help="labelled set (default data/extraction_eval.yaml)"
+    )
+    extraction_eval_parser.set_defaults(func=eval_extraction)
     serve_parser = sub.add_parser(
         "serve-embeddings",
         parents=[roots],
@@ -624,6 +635,27 @@ def retrieval(args: argparse.Namespace) -> int:
     if args.command == "search":
         return commands.search_command(runtime, args.question, args.k, args.mode)
     return commands.eval_command(runtime, args.questions)
+
+
+def eval_extraction(args: argparse.Namespace) -> int:
+    """``agrag eval-extraction`` (the logic is in ``extraction.evaluate``)."""
+    from agrag_pipeline.extraction.evaluate import DEFAULT_LABELS, evaluate_extraction
+    from agrag_pipeline.runtime import Runtime
+
+    roots = resolve_cli_roots(args, warehouse=None)
+    labels = Path(args.labels) if args.labels else DEFAULT_LABELS
+    _check_readable_file("labels", str(labels))
+    runtime = Runtime.from_files(roots.settings_path, roots.raw_root, cache_dir=roots.cache_dir)
+    if runtime.settings.llm is None:
+        print(
+            f"{roots.settings_path}: no llm.base_url: extraction is not configured", file=sys.stderr
+        )
+        return 2
+    report = evaluate_extraction(
+        runtime.settings, Path(roots.raw_root), labels, runtime.embedding_cache_dir
+    )
+    print("\n".join(report.lines()))
+    return 0
 
 
 def _check_readable_file(label: str, path: str) -> None:

@@ -8,6 +8,7 @@ import warnings
 import dagster as dg
 
 from agrag_pipeline.defs.assets import build_assets
+from agrag_pipeline.defs.extraction import build_extraction_assets
 from agrag_pipeline.defs.graph import build_graph_asset
 from agrag_pipeline.defs.index import build_index_assets
 from agrag_pipeline.defs.resources import PipelineResource, default_pipeline_resource
@@ -22,7 +23,12 @@ def build_definitions(pipeline: PipelineResource | None = None) -> dg.Definition
     with warnings.catch_warnings():
         # BackfillPolicy is a beta parameter of @asset in Dagster 1.13; we rely on it knowingly.
         warnings.simplefilter("ignore", dg.BetaWarning)
-        assets = [*build_assets(code_versions), build_graph_asset(), *build_index_assets()]
+        assets = [
+            *build_assets(code_versions),
+            build_graph_asset(),
+            *build_extraction_assets(pipeline.runtime()),
+            *build_index_assets(),
+        ]
     return dg.Definitions(
         assets=assets,
         jobs=[ingest_job],

@@ -456,6 +456,16 @@ def run_document(
             settings_fingerprint=runtime.embedding_settings_fingerprint,
             force=force,
         )
+    if runtime.settings.llm is not None:
+        # Imported here: the extraction step reads its chunks through this module.
+        from agrag_pipeline.extraction.step import build_extractions, llm_parts
+
+        client, cache = llm_parts(runtime.settings, runtime.embedding_cache_dir)
+        try:
+            build_extractions(warehouse, document, runtime.settings, client, cache, force=force)
+        finally:
+            if cache is not None:
+                cache.close()
     return chunks
 
 

@@ -437,6 +437,11 @@ class Runtime:
     def document_sinks(self) -> list[DocumentSink]:
         """Every sink that holds per-document output and must forget a deleted document."""
         sinks: list[DocumentSink] = [self.graph_store] if self.graph_store is not None else []
+        if self.graph_store is not None:
+            from agrag_pipeline.sinks.graph.entities import EntityGraphSink
+
+            relation_types = [r.name for r in self.settings.graph_schema.relation_types]
+            sinks.append(EntityGraphSink(self.graph_store, self.warehouse, relation_types))
         return [*sinks, self.search_index]
 
     @cached_property

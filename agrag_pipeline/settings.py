@@ -23,6 +23,7 @@ from pydantic import (
 
 from agrag_pipeline.chunking.settings import ChunkerSettings
 from agrag_pipeline.embedding.settings import EmbeddingSettings
+from agrag_pipeline.extraction.settings import LlmSettings
 from agrag_pipeline.sinks.graph.settings import GraphSettings
 
 #: The settings file the project ships and the Dagster definitions load by default.
@@ -112,6 +113,10 @@ class ExtractionSettings(_Frozen):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_gleanings: int = Field(default=1, ge=0)
     prompt_version: str = "1"
+    #: Completion tokens one answer may use (an answer cut there is retried, then failed).
+    max_completion_tokens: int = Field(default=1024, ge=16)
+    #: Sampling seed sent with every request (servers that honour it answer reproducibly).
+    seed: int = 0
 
 
 class OcrSettings(_Frozen):
@@ -268,6 +273,8 @@ class PipelineSettings(_Frozen):
     extraction: ExtractionSettings
     documents: DocumentsSettings = Field(default_factory=DocumentsSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
+    #: The chat endpoint extraction calls; none (the default): extraction is not configured.
+    llm: LlmSettings | None = None
 
     @property
     def schema_fingerprint(self) -> str:

@@ -23,6 +23,8 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 
 from agrag_pipeline.defs.metadata import Pointer
 from agrag_pipeline.defs.partitions import documents_partitions
+from agrag_pipeline.extraction.step import EXTRACTION_CHECKS
+from agrag_pipeline.sinks.graph.entities import ENTITY_GRAPH_CHECKS
 from agrag_pipeline.sinks.graph.step import GRAPH_CHECKS
 from agrag_pipeline.validation import CHUNK_CHECKS, EMBEDDING_CHECKS, SECTION_CHECKS, CheckOutcome
 
@@ -42,6 +44,10 @@ CHECK_DESCRIPTIONS: dict[str, str] = {
     "unit length.",
     "graph_matches_tables": "The graph database holds exactly the document's nodes and edges "
     "listed in its graph_nodes/graph_edges tables: none missing, none left over.",
+    "mentions_name_current_chunks": "Every entity and relation mention names one of the "
+    "document's current chunks (so every fact traces to the chunk and version it came from).",
+    "entity_graph_matches_tables": "The graph database holds exactly the MENTIONS edges from "
+    "the document's chunks that its entity_mentions table lists: none missing, none left over.",
 }
 
 CHECKS_BY_ASSET: dict[str, Sequence[str]] = {
@@ -49,6 +55,8 @@ CHECKS_BY_ASSET: dict[str, Sequence[str]] = {
     "chunks": CHUNK_CHECKS,
     "embeddings": EMBEDDING_CHECKS,
     "graph": GRAPH_CHECKS,
+    "extractions": EXTRACTION_CHECKS,
+    "entity_graph": ENTITY_GRAPH_CHECKS,
 }
 
 

@@ -57,8 +57,19 @@ from agrag_pipeline.storage.atomic import (
     write_bytes_atomic,
 )
 
-#: The derived tables, in pipeline order (``graph_nodes``/``graph_edges``: the graph sink's).
-TABLES = ("sections", "chunks", "embeddings", "graph_nodes", "graph_edges")
+#: The derived tables, in pipeline order (``graph_nodes``/``graph_edges``: the graph sink's;
+#: ``entity_mentions``/``relation_mentions``: extraction's; ``entity_graph``: what the entity
+#: graph step last wrote to the graph database, so the next write can take it back).
+TABLES = (
+    "sections",
+    "chunks",
+    "embeddings",
+    "graph_nodes",
+    "graph_edges",
+    "entity_mentions",
+    "relation_mentions",
+    "entity_graph",
+)
 
 #: ``requires`` key that names the document record rather than a table.
 DOCUMENT = "document"
