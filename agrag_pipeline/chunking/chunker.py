@@ -29,7 +29,6 @@ is the count the embedder sees, special tokens included.
 from __future__ import annotations
 
 import copy
-import re
 import sys
 import unicodedata
 from collections.abc import Sequence
@@ -60,7 +59,7 @@ from agrag_pipeline.chunking.text_split import (
     fit_pieces,
     strip_span,
 )
-from agrag_pipeline.chunking.tokens import TokenCounter
+from agrag_pipeline.chunking.tokens import TokenCounter, rare_characters
 from agrag_pipeline.fingerprints import chunker_hash
 from agrag_pipeline.models import Chunk, PageBox, PageProvenance, Section, TextProvenance
 from agrag_pipeline.models.base import utc_now
@@ -176,6 +175,8 @@ class StructureChunker:
             },
         )
         self._labels: dict[tuple[str, ...], int] = {(): 0}
+        #: This chunker with the counter's ``trusting`` view (texts without disputed characters).
+        self._trusting_worker: StructureChunker | None = None
 
     # -- public -----------------------------------------------------------------------------
 
@@ -188,19 +189,28 @@ class StructureChunker:
     ) -> list[Chunk]:
         """The document's chunks, ``index`` 0..n-1 in reading order, ids deterministic."""
         text = parsed.text_layer
-        trusting = self.counter.trusting(text)
+        rare = rare_characters(text)
+        # Counts of parts apart by whitespace sum to the count of the parts joined where the
+        # counter is additive and the text holds no whitespace it does not split at.
+        sums_exact = self.counter.additive and rare.isdisjoint(_UNSPLIT_SPACE)
+        trusting = self.counter.trusting(text, rare)
         if trusting is not self.counter:
             # Same settings and label cache; only the per-piece disputed-character check is off.
-            worker = copy.copy(self)
-            worker.counter = trusting
-            return worker._chunk_counted(parsed, schema_fingerprint, extraction_fingerprint)
-        return self._chunk_counted(parsed, schema_fingerprint, extraction_fingerprint)
+            if self._trusting_worker is None or self._trusting_worker.counter is not trusting:
+                worker = copy.copy(self)
+                worker.counter = trusting
+                self._trusting_worker = worker
+            return self._trusting_worker._chunk_counted(
+                parsed, schema_fingerprint, extraction_fingerprint, sums_exact
+            )
+        return self._chunk_counted(parsed, schema_fingerprint, extraction_fingerprint, sums_exact)
 
     def _chunk_counted(
         self,
         parsed: ParsedDocument,
         schema_fingerprint: str | None,
         extraction_fingerprint: str | None,
+        sums_exact: bool,
     ) -> list[Chunk]:
         text = parsed.text_layer
         invisible = invisible_spans(parsed)
@@ -223,7 +233,6 @@ class StructureChunker:
                 sections.append(section)
                 spans.append((s, e))
         section_blocks, block_tokens, counts = self._count_sections(text, sections, spans)
-        sums_exact = self.counter.additive and not _UNSPLIT_SPACE.search(text)
         self._count_labels([tuple(s.heading_path) for s in sections])
         self._check_labels(parsed, sections)
         groups = self._group(sections, spans, counts, section_blocks, block_tokens)
@@ -231,8 +240,9 @@ class StructureChunker:
         # beyond their heading, and every prefix (a heading-only section's heading lives on in
         # the paths of the sections under it).
         carried: set[tuple[str, ...]] = set()
+        lines: dict[int, Span | None] = {}  # by id(section): each heading line found once
         for section, (s, e) in zip(sections, spans, strict=True):
-            line = heading_line(text, section)
+            line = lines[id(section)] = heading_line(text, section)
             if line is None or has_visible_text(text, max(line[1], s), e, invisible):
                 path = tuple(section.heading_path)
                 carried.update(path[:n] for n in range(1, len(path) + 1))
@@ -240,7 +250,7 @@ class StructureChunker:
             text,
             groups,
             parsed.document.source_key,
-            _Context(invisible, carried, title, sums_exact),
+            _Context(invisible, carried, title, lines, sums_exact),
         )
         return self._chunks(parsed, drafts, schema_fingerprint, extraction_fingerprint)
 
@@ -472,7 +482,7 @@ class StructureChunker:
         piece_budget = max(budget - st.overlap_tokens, 1)
         if units is None:
             units, unit_tokens = blocks(text, span[0], span[1], st.keep_code_blocks_whole), None
-        if invisible:
+        if invisible and within(invisible, span[0], span[1]):
             # A block of nothing but markup is no piece: it could end up a chunk's overlap.
             keep = [i for i, u in enumerate(units) if has_visible_text(text, u[0], u[1], invisible)]
             if len(keep) < len(units):
@@ -564,15 +574,17 @@ class StructureChunker:
             PROJECT_NAMESPACE, f"chunk:{document.id}:{document.content_hash}:{self.chunker_hash}:"
         )
         chunks: list[Chunk] = []
+        paged = parsed.paged
+        labels = self._labels  # every draft's path is counted (``_count_labels``)
         for index, draft in enumerate(drafts):
-            n = self._label_tokens(draft.heading_path) + draft.tokens + specials
+            n = labels[draft.heading_path] + draft.tokens + specials
             header = (
                 None
                 if draft.header is None
                 else CharSpan(start=draft.header[0], end=draft.header[1])
             )
             provenance: TextProvenance | PageProvenance
-            if parsed.paged:
+            if paged:
                 pages, boxes = _locate(parsed, draft)
                 provenance = PageProvenance(
                     start=draft.start,
@@ -626,14 +638,10 @@ _CHUNK_GIVEN = frozenset(Chunk.model_fields) - {"embedding"}
 _TEXT_PROVENANCE_GIVEN = frozenset({"start", "end", "repeated_header"})
 #: Whitespace to Python that a BERT-style tokenizer does not split at (control characters it
 #: deletes, line and paragraph separators): around one, counts of parts may not add up.
-_UNSPLIT_SPACE = re.compile(
-    "["
-    + "".join(
-        re.escape(chr(c))
-        for c in range(sys.maxunicode + 1)
-        if chr(c).isspace() and chr(c) not in " \t\n\r" and unicodedata.category(chr(c)) != "Zs"
-    )
-    + "]"
+_UNSPLIT_SPACE = frozenset(
+    chr(c)
+    for c in range(sys.maxunicode + 1)
+    if chr(c).isspace() and chr(c) not in " \t\n\r" and unicodedata.category(chr(c)) != "Zs"
 )
 
 
@@ -659,6 +667,7 @@ def _embedded_tokens(text: str, d: _Draft) -> tuple[int, list[Span], list[Span]]
     add: list[Span] = []
     take_off: list[Span] = []
     at = start  # end of the last unit taken
+    h = 0  # the first hidden span that may reach the unit
     for us, ue, n in units:
         if ue <= start:
             continue
@@ -666,13 +675,18 @@ def _embedded_tokens(text: str, d: _Draft) -> tuple[int, list[Span], list[Span]]
             break
         if us <= at and at > start:
             return None  # touches the unit before it
-        if has_visible_text(text, at, max(us, at), hidden):
+        if us > at and not text[at:us].isspace() and has_visible_text(text, at, us, hidden):
             return None
         at = ue
         cs, ce = max(us, start), min(ue, end)
-        lost = within(hidden, cs, ce)
-        if cs > us:
-            lost.insert(0, (us, cs))
+        while h < len(hidden) and hidden[h][1] <= cs:
+            h += 1
+        lost: list[Span] = [(us, cs)] if cs > us else []
+        j = h
+        while j < len(hidden) and hidden[j][0] < ce:
+            a, b = hidden[j]
+            lost.append((a if a > cs else cs, b if b < ce else ce))
+            j += 1
         if ce < ue:
             lost.append((ce, ue))
         if not lost:
@@ -696,7 +710,7 @@ def _embedded_tokens(text: str, d: _Draft) -> tuple[int, list[Span], list[Span]]
             take_off.extend(lost)
         else:
             add.extend(kept)
-    if has_visible_text(text, max(at, start), end, hidden):
+    if end > at and has_visible_text(text, max(at, start), end, hidden):
         return None
     return total, add, take_off
 
@@ -709,6 +723,8 @@ class _Context:
     carried: set[tuple[str, ...]]
     #: The document's title (``markup.document_title``); None for a document without headings.
     title: str | None
+    #: Each section's ``heading_line``, by ``id(section)``.
+    lines: dict[int, Span | None]
     #: Counts of parts apart by whitespace sum to the count of the parts joined: the counter
     #: is additive and the text holds no whitespace it does not split at.
     sums_exact: bool = False
@@ -738,7 +754,7 @@ def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft
         hidden = list(markup)
         for section in d.sections:
             if section.heading is not None and tuple(section.heading_path) == d.heading_path:
-                line = heading_line(text, section)
+                line = context.lines[id(section)]
                 if line is not None and line[0] < d.end and line[1] > d.start:
                     hidden.append((max(line[0], d.start), min(line[1], d.end)))
         if not hidden:

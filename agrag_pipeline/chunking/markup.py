@@ -62,28 +62,34 @@ def has_visible_text(text: str, start: int, end: int, spans: Sequence[Span]) -> 
     """True when ``text[start:end]`` holds a non-whitespace character outside ``spans``."""
     i = max(bisect.bisect_right(spans, (start, sys.maxsize)) - 1, 0)
     at = start
-    while at < end:
-        while i < len(spans) and spans[i][1] <= at:
-            i += 1
-        stop = end if i >= len(spans) else min(end, max(spans[i][0], at))
-        if text[at:stop].strip():
+    n = len(spans)
+    while i < n:
+        a, b = spans[i]
+        i += 1
+        if b <= at:
+            continue
+        if a >= end:
+            break
+        if a > at and not text[at:a].isspace():
             return True
-        if i >= len(spans):
+        at = b
+        if at >= end:
             return False
-        at = max(stop, spans[i][1])
-    return False
+    return at < end and not text[at:end].isspace()
 
 
 def within(spans: Sequence[Span], start: int, end: int) -> list[Span]:
     """The parts of ``spans`` inside ``[start, end)``."""
     i = max(bisect.bisect_right(spans, (start, sys.maxsize)) - 1, 0)
     out: list[Span] = []
-    for a, b in spans[i:]:
+    n = len(spans)
+    while i < n:
+        a, b = spans[i]
+        i += 1
         if a >= end:
             break
-        a, b = max(a, start), min(b, end)
-        if a < b:
-            out.append((a, b))
+        if b > start:
+            out.append((a if a > start else start, b if b < end else end))
     return out
 
 

@@ -24,9 +24,9 @@ walk made parse + chunk 1.6x slower).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -64,7 +64,11 @@ _VISIBLE_EVENTS = frozenset(
 )
 _LEVELS = {"H1": 1, "H2": 2, "H3": 3, "H4": 4, "H5": 5, "H6": 6}
 #: Comments and tags inside an HTML block (the text between tags is visible and stays).
-_HTML_MARKUP = re.compile(r"<!--.*?-->|<[^<>]*>", re.DOTALL)
+_HTML_MARKUP = re.compile(rb"<!--.*?-->|<[^<>]*>", re.DOTALL)
+#: A line that starts with ``>`` markers (after blanks): a block quote's, or one in HTML. A
+#: pattern that starts with a newline is searched fast (``^`` in multi-line mode is not).
+_QUOTE_LINE = re.compile(r"\n[ \t]*>")
+_QUOTE_FIRST_LINE = re.compile(r"[ \t]*>")
 #: A block quote's line of nothing but ``>`` markers.
 _QUOTE_BLANK = re.compile(rb"^([ \t>]*>)[ \t]*$", re.MULTILINE)
 
@@ -78,30 +82,62 @@ _MARKDOWN = pyromark.Markdown(options=_OPTIONS)
 _BREAKS = frozenset({"SoftBreak", "HardBreak"})
 
 
-def _byte_to_char(text: str, offsets: set[int]) -> dict[int, int]:
-    """String index of each UTF-8 byte offset of ``text``, in one pass over the wanted offsets.
+#: UTF-8 continuation bytes (10xxxxxx) to 1, every other byte to 0.
+_CONTINUATION_BYTES = bytes(int(0x80 <= b < 0xC0) for b in range(256))
 
-    Decoding runs of mostly-ASCII bytes is fast in C; only the bytes up to the last wanted
-    offset are decoded, each once.
+
+def _byte_to_char(marks: bytes, offsets: set[int]) -> dict[int, int]:
+    """String index of each offset into UTF-8 data, in one pass over the wanted offsets.
+
+    ``marks``: the data's bytes translated by ``_CONTINUATION_BYTES``. A character starts at
+    every byte but a continuation byte, so an offset's index is the offset less the
+    continuation bytes before it, counted in C between consecutive offsets.
     """
-    data = text.encode("utf-8")
     mapping: dict[int, int] = {}
     previous_byte = previous_char = 0
     for offset in sorted(offsets):
-        previous_char += len(data[previous_byte:offset].decode("utf-8"))
+        previous_char += offset - previous_byte - marks.count(1, previous_byte, offset)
         previous_byte = offset
         mapping[offset] = previous_char
     return mapping
 
 
-@dataclass(frozen=True, slots=True)
 class MarkdownScan:
-    """What one walk over a Markdown source's events finds, in string indices."""
+    """What one walk over a Markdown source's events finds, in string indices.
 
-    headings: tuple[HeadingMark, ...]
-    tables: tuple[TableMark, ...]
-    #: ``markup_spans``: sorted, disjoint, each trimmed of whitespace.
-    markup: tuple[Span, ...]
+    The markup spans are made ready when first asked for (a parse alone never asks).
+    """
+
+    __slots__ = ("_marks", "_markup", "_raw_markup", "_text", "headings", "tables")
+
+    def __init__(
+        self,
+        text: str,
+        marks: bytes | None,
+        headings: tuple[HeadingMark, ...],
+        tables: tuple[TableMark, ...],
+        raw_markup: list[Span],
+    ) -> None:
+        self.headings = headings
+        self.tables = tables
+        self._text = text
+        #: The source's UTF-8 continuation-byte marks (``_byte_to_char``); None for ASCII.
+        self._marks = marks
+        self._raw_markup = raw_markup
+        self._markup: tuple[Span, ...] | None = None
+
+    def markup(self) -> tuple[Span, ...]:
+        """``markup_spans``: sorted, disjoint, each trimmed of whitespace."""
+        if self._markup is None:
+            text, raw = self._text, self._raw_markup
+            if raw and self._marks is not None:
+                char = _byte_to_char(self._marks, set(itertools.chain.from_iterable(raw)))
+                raw = [(char[a], char[b]) for a, b in raw]
+            if raw and (_QUOTE_FIRST_LINE.match(text) or _QUOTE_LINE.search(text)):
+                raw = [_with_quote_markers(text, a, b) for a, b in raw]
+            self._markup = tuple(merged(text, raw))
+            self._marks, self._raw_markup = None, []
+        return self._markup
 
 
 def parse(text: str, document: Document) -> list[Section]:
@@ -119,7 +155,7 @@ def markup_spans(text: str) -> list[Span]:
     comment), and the blank lines of a block quote. Each is trimmed of whitespace; spans
     parted by whitespace only are joined. A ``<!--`` in a code span or fence is text.
     """
-    return list(scan(text).markup)
+    return list(scan(text).markup())
 
 
 @lru_cache(maxsize=1)
@@ -153,15 +189,14 @@ def scan(text: str) -> MarkdownScan:
             if heading is not None and event in _BREAKS:
                 heading.append(" ")
             continue
-        value = event.get("Text")
-        if value is not None:
-            if seen < nest and value.strip():
+        if "Text" in event:
+            if seen < nest and event["Text"].strip():
                 seen = nest
             if heading is not None:
-                heading.append(value)
+                heading.append(event["Text"])
             continue
-        value = event.get("Start")
-        if value is not None:
+        if "Start" in event:
+            value = event["Start"]
             tag = value if value.__class__ is str else next(iter(value))
             if nest == 0:
                 top.append((rng["start"], rng["end"]))
@@ -174,11 +209,11 @@ def scan(text: str) -> MarkdownScan:
                     quotes.append((rng["start"], rng["end"]))
             elif tag == "HtmlBlock":
                 # The whole block at once: a comment may run over several lines (and events).
-                html = data[rng["start"] : rng["end"]].decode("utf-8")
-                base = rng["start"]
-                for m in _HTML_MARKUP.finditer(html):
-                    a = base + len(html[: m.start()].encode("utf-8"))
-                    raw_markup.append((a, a + len(m.group().encode("utf-8"))))
+                # On the UTF-8 bytes: the pattern's characters are ASCII, which no other
+                # character's bytes hold, so it matches the same text.
+                raw_markup.extend(
+                    m.span() for m in _HTML_MARKUP.finditer(data, rng["start"], rng["end"])
+                )
             elif tag == "Heading":
                 if depth == 0:
                     heading = []
@@ -189,14 +224,14 @@ def scan(text: str) -> MarkdownScan:
             elif tag == "Table" and table is None:
                 table = [rng["start"], rng["end"], -1, []]
             continue
-        value = event.get("End")
-        if value is not None:
+        if "End" in event:
             if seen == nest:
                 seen -= 1
             else:
                 # An element holding no text a reader sees (a quote or list item of a comment).
                 raw_markup.append((rng["start"], rng["end"]))
             nest -= 1
+            value = event["End"]
             tag = value if value.__class__ is str else next(iter(value))
             if tag in _CONTAINERS:
                 depth -= 1
@@ -211,6 +246,12 @@ def scan(text: str) -> MarkdownScan:
                 elif tag == "Table":
                     raw_tables.append((table[0], table[1], table[2], table[3]))
                     table = None
+            continue
+        if "Code" in event:
+            if seen < nest and event["Code"].strip():
+                seen = nest
+            if heading is not None:
+                heading.append(event["Code"])
             continue
         ((kind, value),) = event.items()
         if kind == "InlineHtml":
@@ -233,15 +274,16 @@ def scan(text: str) -> MarkdownScan:
         for q in _QUOTE_BLANK.finditer(data, qs, qe):
             raw_markup.append((q.start(1), q.end(1)))
 
+    marks = None
     if text.isascii():
         char: Callable[[int], int] = int
     else:
+        marks = data.translate(_CONTINUATION_BYTES)
         wanted = {offset for mark in raw_headings for offset in mark[:2]}
         for start, end, head_end, rows in raw_tables:
             wanted.update((start, end, head_end), *rows)
         wanted.discard(-1)  # a table without a head row: as before, char(-1) fails loudly
-        wanted.update(offset for span in raw_markup for offset in span)
-        char = _byte_to_char(text, wanted).__getitem__
+        char = _byte_to_char(marks, wanted).__getitem__
     headings = []
     for start, end, level, heading_text in raw_headings:
         s, e = trim(text, char(start), char(end))
@@ -250,8 +292,7 @@ def scan(text: str) -> MarkdownScan:
         _table_mark(text, char(s), char(e), char(h), [(char(a), char(b)) for a, b in r])
         for s, e, h, r in raw_tables
     ]
-    markup = merged(text, [_with_quote_markers(text, char(a), char(b)) for a, b in raw_markup])
-    return MarkdownScan(tuple(headings), tuple(tables), tuple(markup))
+    return MarkdownScan(text, marks, tuple(headings), tuple(tables), raw_markup)
 
 
 def _with_quote_markers(text: str, start: int, end: int) -> Span:
