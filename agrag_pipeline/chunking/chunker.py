@@ -46,6 +46,7 @@ from agrag_pipeline.chunking.markup import (
     invisible_spans,
     merged,
     trim_span,
+    visible_blocks,
     within,
 )
 from agrag_pipeline.chunking.packing import pack
@@ -482,9 +483,9 @@ class StructureChunker:
         piece_budget = max(budget - st.overlap_tokens, 1)
         if units is None:
             units, unit_tokens = blocks(text, span[0], span[1], st.keep_code_blocks_whole), None
-        if invisible and within(invisible, span[0], span[1]):
+        if invisible:
             # A block of nothing but markup is no piece: it could end up a chunk's overlap.
-            keep = [i for i, u in enumerate(units) if has_visible_text(text, u[0], u[1], invisible)]
+            keep = visible_blocks(text, units, invisible)
             if len(keep) < len(units):
                 units = [units[i] for i in keep]
                 unit_tokens = None if unit_tokens is None else [unit_tokens[i] for i in keep]

@@ -34,6 +34,7 @@ __all__ = [
     "markdown_invisible_spans",
     "merged",
     "trim_span",
+    "visible_blocks",
     "within",
 ]
 
@@ -76,6 +77,24 @@ def has_visible_text(text: str, start: int, end: int, spans: Sequence[Span]) -> 
         if at >= end:
             return False
     return at < end and not text[at:end].isspace()
+
+
+def visible_blocks(
+    text: str, blocks: Sequence[tuple[int, int, str]], spans: Sequence[Span]
+) -> list[int]:
+    """Indices of the ``blocks`` (ascending, disjoint) that ``has_visible_text`` outside
+    ``spans``, in one sweep: a block that no span reaches needs no look."""
+    keep: list[int] = []
+    j, n = 0, len(spans)
+    for i, (start, end, _) in enumerate(blocks):
+        while j < n and spans[j][1] <= start:
+            j += 1
+        if j >= n or spans[j][0] >= end:
+            if end > start and not text[start:end].isspace():
+                keep.append(i)
+        elif has_visible_text(text, start, end, spans):
+            keep.append(i)
+    return keep
 
 
 def within(spans: Sequence[Span], start: int, end: int) -> list[Span]:
