@@ -82,21 +82,16 @@ _MARKDOWN = pyromark.Markdown(options=_OPTIONS)
 _BREAKS = frozenset({"SoftBreak", "HardBreak"})
 
 
-#: UTF-8 continuation bytes (10xxxxxx) to 1, every other byte to 0.
-_CONTINUATION_BYTES = bytes(int(0x80 <= b < 0xC0) for b in range(256))
+def _byte_to_char(data: bytes, offsets: set[int]) -> dict[int, int]:
+    """String index of each offset into UTF-8 ``data``, in one pass over the wanted offsets.
 
-
-def _byte_to_char(marks: bytes, offsets: set[int]) -> dict[int, int]:
-    """String index of each offset into UTF-8 data, in one pass over the wanted offsets.
-
-    ``marks``: the data's bytes translated by ``_CONTINUATION_BYTES``. A character starts at
-    every byte but a continuation byte, so an offset's index is the offset less the
-    continuation bytes before it, counted in C between consecutive offsets.
+    Decoding runs of mostly-ASCII bytes is fast in C; only the bytes up to the last wanted
+    offset are decoded, each once.
     """
     mapping: dict[int, int] = {}
     previous_byte = previous_char = 0
     for offset in sorted(offsets):
-        previous_char += offset - previous_byte - marks.count(1, previous_byte, offset)
+        previous_char += len(data[previous_byte:offset].decode("utf-8"))
         previous_byte = offset
         mapping[offset] = previous_char
     return mapping
@@ -108,12 +103,12 @@ class MarkdownScan:
     The markup spans are made ready when first asked for (a parse alone never asks).
     """
 
-    __slots__ = ("_marks", "_markup", "_raw_markup", "_text", "headings", "tables")
+    __slots__ = ("_data", "_markup", "_raw_markup", "_text", "headings", "tables")
 
     def __init__(
         self,
         text: str,
-        marks: bytes | None,
+        data: bytes | None,
         headings: tuple[HeadingMark, ...],
         tables: tuple[TableMark, ...],
         raw_markup: list[Span],
@@ -121,8 +116,8 @@ class MarkdownScan:
         self.headings = headings
         self.tables = tables
         self._text = text
-        #: The source's UTF-8 continuation-byte marks (``_byte_to_char``); None for ASCII.
-        self._marks = marks
+        #: The source's UTF-8 bytes, for ``_byte_to_char``; None for ASCII.
+        self._data = data
         self._raw_markup = raw_markup
         self._markup: tuple[Span, ...] | None = None
 
@@ -130,13 +125,13 @@ class MarkdownScan:
         """``markup_spans``: sorted, disjoint, each trimmed of whitespace."""
         if self._markup is None:
             text, raw = self._text, self._raw_markup
-            if raw and self._marks is not None:
-                char = _byte_to_char(self._marks, set(itertools.chain.from_iterable(raw)))
+            if raw and self._data is not None:
+                char = _byte_to_char(self._data, set(itertools.chain.from_iterable(raw)))
                 raw = [(char[a], char[b]) for a, b in raw]
             if raw and (_QUOTE_FIRST_LINE.match(text) or _QUOTE_LINE.search(text)):
                 raw = [_with_quote_markers(text, a, b) for a, b in raw]
             self._markup = tuple(merged(text, raw))
-            self._marks, self._raw_markup = None, []
+            self._data, self._raw_markup = None, []
         return self._markup
 
 
@@ -274,16 +269,15 @@ def scan(text: str) -> MarkdownScan:
         for q in _QUOTE_BLANK.finditer(data, qs, qe):
             raw_markup.append((q.start(1), q.end(1)))
 
-    marks = None
-    if text.isascii():
+    ascii_only = text.isascii()
+    if ascii_only:
         char: Callable[[int], int] = int
     else:
-        marks = data.translate(_CONTINUATION_BYTES)
         wanted = {offset for mark in raw_headings for offset in mark[:2]}
         for start, end, head_end, rows in raw_tables:
             wanted.update((start, end, head_end), *rows)
         wanted.discard(-1)  # a table without a head row: as before, char(-1) fails loudly
-        char = _byte_to_char(marks, wanted).__getitem__
+        char = _byte_to_char(data, wanted).__getitem__
     headings = []
     for start, end, level, heading_text in raw_headings:
         s, e = trim(text, char(start), char(end))
@@ -292,7 +286,9 @@ def scan(text: str) -> MarkdownScan:
         _table_mark(text, char(s), char(e), char(h), [(char(a), char(b)) for a, b in r])
         for s, e, h, r in raw_tables
     ]
-    return MarkdownScan(text, marks, tuple(headings), tuple(tables), raw_markup)
+    return MarkdownScan(
+        text, None if ascii_only else data, tuple(headings), tuple(tables), raw_markup
+    )
 
 
 def _with_quote_markers(text: str, start: int, end: int) -> Span:
