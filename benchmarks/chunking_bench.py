@@ -58,13 +58,16 @@ HEADERS = [("#" * i, f"h{i}") for i in range(1, 7)]
 OURS = "ours: parse + chunk"
 CHONKIE_NAME = "chonkie: RecursiveChunker(256, MiniLM via tokie)"
 LANGCHAIN_NAME = "langchain: MarkdownHeader -> RecursiveCharacter(1000 chars)"
+LANGCHAIN_HTML_NAME = "langchain: HTMLHeaderTextSplitter -> RecursiveCharacter(1000 chars)"
 #: The peers whose ratio to ours is guarded against regressions.
-GUARDED = (CHONKIE_NAME, LANGCHAIN_NAME)
+GUARDED = (CHONKIE_NAME, LANGCHAIN_NAME, LANGCHAIN_HTML_NAME)
 #: Ours/peer this far below its recorded value is a regression. Five runs of the Rust book
 #: here (a 2-core machine shared with other jobs, load 6-10) spread ours/chonkie over about
 #: +-8% of their median, so 15% is past the noise and well short of the 1.6x that went unseen.
 REGRESSION_THRESHOLD = 0.15
 RECORDED = REPO_ROOT / "benchmarks" / "results" / "chunking.json"
+RECORDED_HTML = REPO_ROOT / "benchmarks" / "results" / "chunking-html.json"
+HTML_CORPUS = REPO_ROOT / ".." / "shared" / "corpus" / "html"
 WORKER = REPO_ROOT / "benchmarks" / "chunking_worker.py"
 
 
@@ -212,12 +215,14 @@ def run(
     docling_files: int = 4,
     peers: bool = True,
     refs: Mapping[str, str] | None = None,
+    html: bool = False,
 ) -> dict[str, Any]:
     """Figures for every contender: MB/s, chunks, and ours (parse+chunk) / peer ratios.
 
     ``refs``: name -> git ref of other versions of our code to time alongside (``RefWorker``).
+    ``html``: the corpus's HTML files against the peers that read HTML, instead of Markdown.
     """
-    files = sorted(corpus.resolve().glob("*.md"))
+    files = sorted(corpus.resolve().glob("*.html" if html else "*.md"))
     raws = [(p.name, p.read_bytes()) for p in files]
     texts = [raw.decode("utf-8") for _, raw in raws]
     nbytes = sum(len(raw) for _, raw in raws)
@@ -250,7 +255,8 @@ def run(
         "ours: chunk only": ours_chunk,
     }
     what = {
-        OURS: "Markdown -> sections -> Chunk rows (256 MiniLM tokens, exact offsets, ids)",
+        OURS: f"{'HTML' if html else 'Markdown'} -> sections -> Chunk rows "
+        "(256 MiniLM tokens, exact offsets, ids)",
         "ours: chunk only": "sections already parsed -> Chunk rows",
     }
     workers = []
@@ -260,7 +266,9 @@ def run(
         contenders[f"ours at {name} ({ref}): parse + chunk"] = worker
         what[f"ours at {name} ({ref}): parse + chunk"] = f"our code at git {ref}, own process"
     if peers:
-        for name, (chunk_text, emits) in peer_contenders().items():
+        for name, (chunk_text, emits) in (
+            html_peer_contenders() if html else peer_contenders()
+        ).items():
 
             def peer_run(chunk_text: Callable[[str], int] = chunk_text) -> int:
                 return sum(chunk_text(t) for t in texts)
@@ -274,7 +282,7 @@ def run(
             worker.close()
     for name, (seconds, cpu_seconds, n) in medians.items():
         figures[name] = _entry(seconds, cpu_seconds, nbytes, n, what[name])
-    if peers and docling_files > 0:
+    if peers and docling_files > 0 and not html:
         try:
             figures.update(_docling(files, passes, docling_files))
         except ImportError as exc:
@@ -285,6 +293,23 @@ def run(
         entry["cpu_ours_parse_chunk_over_this"] = round(ours_cpu / entry["cpu_mb_per_s"], 3)
     results["figures"] = figures
     return results
+
+
+def html_peer_contenders() -> dict[str, tuple[Callable[[str], int], str]]:
+    """The peers that read HTML: LangChain's header splitter (BeautifulSoup) then its
+    recursive splitter, as for Markdown."""
+    from langchain_text_splitters import HTMLHeaderTextSplitter, RecursiveCharacterTextSplitter
+
+    header_splitter = HTMLHeaderTextSplitter(
+        headers_to_split_on=[(f"h{i}", f"h{i}") for i in range(1, 7)]
+    )
+    recursive = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=0)
+    return {
+        LANGCHAIN_HTML_NAME: (
+            lambda t: len(recursive.split_documents(header_splitter.split_text(t))),
+            "strings with header metadata, sized in characters",
+        ),
+    }
 
 
 def peer_contenders() -> dict[str, tuple[Callable[[str], int], str]]:
@@ -360,7 +385,10 @@ def _docling(files: list[Path], passes: int, docling_files: int) -> dict[str, di
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--corpus", type=Path, help="default: the Rust book (--html: corpus/html)")
+    parser.add_argument(
+        "--html", action="store_true", help="HTML files against the peers that read HTML"
+    )
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--docling-files", type=int, default=4, help="0: leave docling out")
     parser.add_argument("--no-peers", action="store_true", help="measure ours only")
@@ -375,14 +403,19 @@ def main(argv: list[str] | None = None) -> None:
         "--record", action="store_true", help=f"record this run's figures in {RECORDED}"
     )
     parser.add_argument(
-        "--recorded", type=Path, default=RECORDED, help="the recorded run to compare with"
+        "--recorded",
+        type=Path,
+        help=f"the recorded run to compare with (default {RECORDED.name}, --html: "
+        f"{RECORDED_HTML.name})",
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 on a regression")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     refs = dict(r.split("=", 1) if "=" in r else (r, r) for r in args.ref)
+    corpus = args.corpus or (HTML_CORPUS if args.html else DEFAULT_CORPUS)
+    args.recorded = args.recorded or (RECORDED_HTML if args.html else RECORDED)
     recorded = recorded_ratios(args.recorded)
-    results = run(args.corpus, args.passes, args.docling_files, not args.no_peers, refs)
+    results = run(corpus, args.passes, args.docling_files, not args.no_peers, refs, html=args.html)
     given = argv if argv is not None else sys.argv[1:]
     results["command"] = " ".join(
         [".venv/bin/python -m benchmarks.chunking_bench", *map(shlex.quote, given)]
