@@ -130,8 +130,9 @@ class MarkdownScan:
                 raw = [(char[a], char[b]) for a, b in raw]
             if raw and (_QUOTE_FIRST_LINE.match(text) or _QUOTE_LINE.search(text)):
                 raw = [_with_quote_markers(text, a, b) for a, b in raw]
+            # Two threads may both get here: each computes the same spans from fields that
+            # stay as they are (clearing them would race with the other's reading).
             self._markup = tuple(merged(text, raw))
-            self._data, self._raw_markup = None, []
         return self._markup
 
 
