@@ -3,6 +3,18 @@
 Run by hand (peers come from the ``bench`` extra)::
 
     .venv/bin/python -m benchmarks.chunking_bench [--passes 5] [--docling-files 4]
+        [--ref "previous release=a32a1a2" --ref main=main] [--record] [--strict]
+
+``--ref NAME=GITREF`` adds another version of our code as a contender: its ``agrag_pipeline``
+(``git archive``) runs in a worker process (``chunking_worker``), timed in the same
+interleaved passes, so "ours against the previous release" is measured side by side.
+
+Regressions: each run compares ours/peer (chonkie's RecursiveChunker, LangChain's header +
+recursive splitters) with the ratios recorded in ``benchmarks/results/chunking.json`` (written
+by ``--record``) and prints a ``REGRESSION`` line for a ratio more than
+``REGRESSION_THRESHOLD`` below its record (``--strict``: exit status 1). Ratios measured side
+by side hold on a shared, noisy machine where absolute rates do not; the threshold is above
+the spread of repeated runs (see BENCHMARKS.md).
 
 Every contender reads the same files (the Rust book, 1.2 MB of Markdown) in one process; each
 figure is the median of ``passes`` passes, in MB/s of source bytes. The passes are interleaved
@@ -19,10 +31,19 @@ token-sized strings with offsets.
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
+import shlex
+import shutil
 import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,39 +52,157 @@ from agrag_pipeline.chunking.settings import ChunkerSettings
 from agrag_pipeline.chunking.tokens import TokenCounter, default_tokenizer_path
 from agrag_pipeline.parsing import parse_document
 
-DEFAULT_CORPUS = (
-    Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus" / "markdown" / "rust-book"
-)
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = REPO_ROOT / ".." / "shared" / "corpus" / "markdown" / "rust-book"
 HEADERS = [("#" * i, f"h{i}") for i in range(1, 7)]
+OURS = "ours: parse + chunk"
+CHONKIE_NAME = "chonkie: RecursiveChunker(256, MiniLM via tokie)"
+LANGCHAIN_NAME = "langchain: MarkdownHeader -> RecursiveCharacter(1000 chars)"
+LANGCHAIN_HTML_NAME = "langchain: HTMLHeaderTextSplitter -> RecursiveCharacter(1000 chars)"
+#: The peers whose ratio to ours is guarded against regressions.
+GUARDED = (CHONKIE_NAME, LANGCHAIN_NAME, LANGCHAIN_HTML_NAME)
+#: Ours/peer this far below its recorded value is a regression. Five runs of the Rust book
+#: here (a 2-core machine shared with other jobs, load 6-10) spread ours/chonkie over about
+#: +-8% of their median, so 15% is past the noise and well short of the 1.6x that went unseen.
+REGRESSION_THRESHOLD = 0.15
+RECORDED = REPO_ROOT / "benchmarks" / "results" / "chunking.json"
+RECORDED_HTML = REPO_ROOT / "benchmarks" / "results" / "chunking-html.json"
+HTML_CORPUS = REPO_ROOT / ".." / "shared" / "corpus" / "html"
+WORKER = REPO_ROOT / "benchmarks" / "chunking_worker.py"
+
+
+class RefWorker:
+    """Another version of our code (a git ref), parsing and chunking in its own process."""
+
+    def __init__(self, name: str, ref: str, files: list[Path]) -> None:
+        self.name, self.ref = name, ref
+        archive = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "archive", "--format=tar", ref, "agrag_pipeline"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        self._tree = Path(tempfile.mkdtemp(prefix="agrag-bench-ref-"))
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(self._tree, filter="data")
+        env = {**os.environ, "PYTHONPATH": str(self._tree), "HF_HUB_OFFLINE": "1"}
+        self._process = subprocess.Popen(
+            [sys.executable, str(WORKER), *map(str, files)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=self._tree,
+        )
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._stdin, self._stdout = self._process.stdin, self._process.stdout
+        if self._stdout.readline().strip() != "ready":
+            self.close()
+            raise RuntimeError(f"{name} ({ref}): the worker did not start")
+
+    def run(self) -> tuple[float, float, int]:
+        """One pass, timed in the worker: (seconds, CPU seconds, chunks)."""
+        self._stdin.write("go\n")
+        self._stdin.flush()
+        seconds, cpu_seconds, chunks = self._stdout.readline().split()
+        return float(seconds), float(cpu_seconds), int(chunks)
+
+    def close(self) -> None:
+        self._stdin.close()
+        self._process.wait(timeout=60)
+        shutil.rmtree(self._tree, ignore_errors=True)
+
+
+Contender = Callable[[], int] | RefWorker
+
+
+def _timed(fn: Contender) -> tuple[float, float, int]:
+    """(seconds, CPU seconds of this process, output count) of one call."""
+    if isinstance(fn, RefWorker):
+        return fn.run()
+    cpu, start = time.process_time(), time.perf_counter()
+    n = fn()
+    return time.perf_counter() - start, time.process_time() - cpu, n
 
 
 def _interleaved_medians(
-    contenders: dict[str, Callable[[], int]], passes: int
-) -> dict[str, tuple[float, int]]:
-    """Median seconds and output count of each contender, timed in turn within every pass."""
-    produced = {name: fn() for name, fn in contenders.items()}  # warm-up: lazy state, caches
+    contenders: Mapping[str, Contender], passes: int
+) -> dict[str, tuple[float, float, int]]:
+    """Median seconds, median CPU seconds and output count of each contender, timed in turn
+    within every pass."""
+    produced = {name: _timed(fn)[2] for name, fn in contenders.items()}  # warm-up: caches
     times: dict[str, list[float]] = {name: [] for name in contenders}
+    cpu_times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(passes):
         for name, fn in contenders.items():
-            start = time.perf_counter()
-            produced[name] = fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: (statistics.median(times[name]), produced[name]) for name in contenders}
+            seconds, cpu, produced[name] = _timed(fn)
+            times[name].append(seconds)
+            cpu_times[name].append(cpu)
+    return {
+        name: (statistics.median(times[name]), statistics.median(cpu_times[name]), produced[name])
+        for name in contenders
+    }
 
 
-def _median_seconds(fn: Callable[[], int], passes: int) -> tuple[float, int]:
-    times, produced = [], 0
-    for _ in range(passes):
-        start = time.perf_counter()
-        produced = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), produced
+def regressions(
+    now: Mapping[str, float],
+    recorded: Mapping[str, float],
+    threshold: float = REGRESSION_THRESHOLD,
+) -> list[str]:
+    """A line for each peer whose ours/peer speed ratio fell more than ``threshold`` below
+    its recorded value (peers missing from either side are skipped)."""
+    lines = []
+    for name in GUARDED:
+        if name in now and name in recorded and now[name] < recorded[name] * (1 - threshold):
+            drop = 1 - now[name] / recorded[name]
+            lines.append(
+                f"REGRESSION: ours (parse + chunk) / {name} is {now[name]:.2f}, "
+                f"{drop:.0%} below the recorded {recorded[name]:.2f} "
+                f"(threshold {threshold:.0%}): ours got slower"
+            )
+    return lines
 
 
-def _entry(seconds: float, nbytes: int, chunks: int, what: str) -> dict[str, Any]:
+def guarded_ratios(
+    figures: Mapping[str, Mapping[str, Any]], key: str = "ours_parse_chunk_over_this"
+) -> dict[str, float]:
+    """Ours/peer speed ratios of a run (``key``; the suite's is ``ours_over_this``), from CPU
+    time where measured (``cpu_`` + key): a process waiting for a core on a busy machine is
+    not charged for it, so these spread far less than wall-clock ratios (five runs here:
+    ours/chonkie 0.29-0.34 in CPU time, 0.18-0.35 in wall time)."""
+    return {name: e.get(f"cpu_{key}", e[key]) for name, e in figures.items() if key in e}
+
+
+def say_loudly(lines: list[str]) -> None:
+    """Each regression line, fenced with exclamation marks, on stdout and stderr."""
+    for line in lines:
+        for stream in (sys.stdout, sys.stderr):
+            print(f"\n{'!' * 100}\n!!! {line}\n{'!' * 100}", file=stream)
+
+
+def recorded_ratios(path: Path = RECORDED) -> dict[str, float]:
+    """``guarded_ratios`` of the recorded run (empty when none is recorded)."""
+    if not path.exists():
+        return {}
+    return guarded_ratios(json.loads(path.read_text())["figures"])
+
+
+def _median_seconds(fn: Callable[[], int], passes: int) -> tuple[float, float, int]:
+    runs = [_timed(fn) for _ in range(passes)]
+    return (
+        statistics.median(r[0] for r in runs),
+        statistics.median(r[1] for r in runs),
+        runs[-1][2],
+    )
+
+
+def _entry(
+    seconds: float, cpu_seconds: float, nbytes: int, chunks: int, what: str
+) -> dict[str, Any]:
     return {
         "mb_per_s": round(nbytes / 1e6 / seconds, 3),
+        "cpu_mb_per_s": round(nbytes / 1e6 / cpu_seconds, 3),
         "seconds": round(seconds, 4),
+        "cpu_seconds": round(cpu_seconds, 4),
         "bytes": nbytes,
         "chunks": chunks,
         "what": what,
@@ -75,9 +214,15 @@ def run(
     passes: int = 5,
     docling_files: int = 4,
     peers: bool = True,
+    refs: Mapping[str, str] | None = None,
+    html: bool = False,
 ) -> dict[str, Any]:
-    """Figures for every contender: MB/s, chunks, and ours (parse+chunk) / peer ratios."""
-    files = sorted(corpus.resolve().glob("*.md"))
+    """Figures for every contender: MB/s, chunks, and ours (parse+chunk) / peer ratios.
+
+    ``refs``: name -> git ref of other versions of our code to time alongside (``RefWorker``).
+    ``html``: the corpus's HTML files against the peers that read HTML, instead of Markdown.
+    """
+    files = sorted(corpus.resolve().glob("*.html" if html else "*.md"))
     raws = [(p.name, p.read_bytes()) for p in files]
     texts = [raw.decode("utf-8") for _, raw in raws]
     nbytes = sum(len(raw) for _, raw in raws)
@@ -105,33 +250,66 @@ def run(
             for p in parsed_docs
         )
 
-    contenders: dict[str, Callable[[], int]] = {
-        "ours: parse + chunk": ours_parse_chunk,
+    contenders: dict[str, Contender] = {
+        OURS: ours_parse_chunk,
         "ours: chunk only": ours_chunk,
     }
     what = {
-        "ours: parse + chunk": (
-            "Markdown -> sections -> Chunk rows (256 MiniLM tokens, exact offsets, ids)"
-        ),
+        OURS: f"{'HTML' if html else 'Markdown'} -> sections -> Chunk rows "
+        "(256 MiniLM tokens, exact offsets, ids)",
         "ours: chunk only": "sections already parsed -> Chunk rows",
     }
+    workers = []
+    for name, ref in (refs or {}).items():
+        worker = RefWorker(name, ref, files)
+        workers.append(worker)
+        contenders[f"ours at {name} ({ref}): parse + chunk"] = worker
+        what[f"ours at {name} ({ref}): parse + chunk"] = f"our code at git {ref}, own process"
     if peers:
-        for name, (chunk_text, emits) in peer_contenders().items():
+        for name, (chunk_text, emits) in (
+            html_peer_contenders() if html else peer_contenders()
+        ).items():
 
             def peer_run(chunk_text: Callable[[str], int] = chunk_text) -> int:
                 return sum(chunk_text(t) for t in texts)
 
             contenders[name] = peer_run
             what[name] = emits
-    for name, (seconds, n) in _interleaved_medians(contenders, passes).items():
-        figures[name] = _entry(seconds, nbytes, n, what[name])
-    if peers:
-        figures.update(_docling(files, passes, docling_files))
-    ours = figures["ours: parse + chunk"]["mb_per_s"]
+    try:
+        medians = _interleaved_medians(contenders, passes)
+    finally:
+        for worker in workers:
+            worker.close()
+    for name, (seconds, cpu_seconds, n) in medians.items():
+        figures[name] = _entry(seconds, cpu_seconds, nbytes, n, what[name])
+    if peers and docling_files > 0 and not html:
+        try:
+            figures.update(_docling(files, passes, docling_files))
+        except ImportError as exc:
+            results["left_out"] = f"docling: not installed ({exc.name})"
+    ours, ours_cpu = figures[OURS]["mb_per_s"], figures[OURS]["cpu_mb_per_s"]
     for entry in figures.values():
-        entry["ours_parse_chunk_over_this"] = round(ours / entry["mb_per_s"], 2)
+        entry["ours_parse_chunk_over_this"] = round(ours / entry["mb_per_s"], 3)
+        entry["cpu_ours_parse_chunk_over_this"] = round(ours_cpu / entry["cpu_mb_per_s"], 3)
     results["figures"] = figures
     return results
+
+
+def html_peer_contenders() -> dict[str, tuple[Callable[[str], int], str]]:
+    """The peers that read HTML: LangChain's header splitter (BeautifulSoup) then its
+    recursive splitter, as for Markdown."""
+    from langchain_text_splitters import HTMLHeaderTextSplitter, RecursiveCharacterTextSplitter
+
+    header_splitter = HTMLHeaderTextSplitter(
+        headers_to_split_on=[(f"h{i}", f"h{i}") for i in range(1, 7)]
+    )
+    recursive = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=0)
+    return {
+        LANGCHAIN_HTML_NAME: (
+            lambda t: len(recursive.split_documents(header_splitter.split_text(t))),
+            "strings with header metadata, sized in characters",
+        ),
+    }
 
 
 def peer_contenders() -> dict[str, tuple[Callable[[str], int], str]]:
@@ -148,7 +326,7 @@ def peer_contenders() -> dict[str, tuple[Callable[[str], int], str]]:
     # chonkie wraps a tokie.Tokenizer itself (TokieAutoTokenizer); its stubs do not say so.
     chonkie_chunker = RecursiveChunker(tokenizer=fast, chunk_size=256)  # type: ignore[arg-type,unused-ignore]
     return {
-        "langchain: MarkdownHeader -> RecursiveCharacter(1000 chars)": (
+        LANGCHAIN_NAME: (
             lambda t: len(recursive.split_documents(header_splitter.split_text(t))),
             "strings with header metadata, sized in characters",
         ),
@@ -156,7 +334,7 @@ def peer_contenders() -> dict[str, tuple[Callable[[str], int], str]]:
             lambda t: len(recursive.split_text(t)),
             "strings sized in characters",
         ),
-        "chonkie: RecursiveChunker(256, MiniLM via tokie)": (
+        CHONKIE_NAME: (
             lambda t: len(chonkie_chunker.chunk(t)),
             "token-sized strings with offsets",
         ),
@@ -196,8 +374,8 @@ def _docling(files: list[Path], passes: int, docling_files: int) -> dict[str, di
         return sum(chunk_file(path) for path in subset)
 
     docling_run()  # first conversion loads the pipeline
-    s, n = _median_seconds(docling_run, max(1, min(passes, 3)))
-    entry = _entry(s, subset_bytes, n, "DoclingDocument chunks with headings")
+    s, cpu, n = _median_seconds(docling_run, max(1, min(passes, 3)))
+    entry = _entry(s, cpu, subset_bytes, n, "DoclingDocument chunks with headings")
     entry["scope"] = (
         f"run on {len(subset)} chapters spread over the size range ({subset_bytes} bytes: "
         f"{', '.join(p.name for p in subset)}), MB/s taken from them (rate scales by bytes)"
@@ -207,25 +385,75 @@ def _docling(files: list[Path], passes: int, docling_files: int) -> dict[str, di
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--corpus", type=Path, help="default: the Rust book (--html: corpus/html)")
+    parser.add_argument(
+        "--html", action="store_true", help="HTML files against the peers that read HTML"
+    )
     parser.add_argument("--passes", type=int, default=5)
-    parser.add_argument("--docling-files", type=int, default=4)
+    parser.add_argument("--docling-files", type=int, default=4, help="0: leave docling out")
     parser.add_argument("--no-peers", action="store_true", help="measure ours only")
+    parser.add_argument(
+        "--ref",
+        action="append",
+        default=[],
+        metavar="NAME=GITREF",
+        help="time our code at a git ref alongside (repeatable)",
+    )
+    parser.add_argument(
+        "--record", action="store_true", help=f"record this run's figures in {RECORDED}"
+    )
+    parser.add_argument(
+        "--recorded",
+        type=Path,
+        help=f"the recorded run to compare with (default {RECORDED.name}, --html: "
+        f"{RECORDED_HTML.name})",
+    )
+    parser.add_argument("--strict", action="store_true", help="exit 1 on a regression")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    results = run(args.corpus, args.passes, args.docling_files, peers=not args.no_peers)
+    refs = dict(r.split("=", 1) if "=" in r else (r, r) for r in args.ref)
+    corpus = args.corpus or (HTML_CORPUS if args.html else DEFAULT_CORPUS)
+    args.recorded = args.recorded or (RECORDED_HTML if args.html else RECORDED)
+    recorded = recorded_ratios(args.recorded)
+    results = run(corpus, args.passes, args.docling_files, not args.no_peers, refs, html=args.html)
+    given = argv if argv is not None else sys.argv[1:]
+    results["command"] = " ".join(
+        [".venv/bin/python -m benchmarks.chunking_bench", *map(shlex.quote, given)]
+    )
+    results["date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    results["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    results["regressions"] = regressions(guarded_ratios(results["figures"]), recorded)
     if args.json:
         print(json.dumps(results, indent=2))
-        return
-    print(f"{results['files']} files of {results['corpus']}, median of {results['passes']} passes")
-    print(f"{'contender':<66} {'MB/s':>8} {'chunks':>7} {'ours/this':>9}")
-    for name, entry in results["figures"].items():
+    else:
         print(
-            f"{name:<66} {entry['mb_per_s']:>8.3f} {entry['chunks']:>7} "
-            f"{entry['ours_parse_chunk_over_this']:>9.2f}"
+            f"{results['files']} files of {results['corpus']}, median of {results['passes']} "
+            f"interleaved passes, load average {results['load_average']}"
         )
-        if "scope" in entry:
-            print(f"    ({entry['scope']})")
+        print(
+            f"{'contender':<66} {'MB/s':>7} {'CPU MB/s':>8} {'chunks':>6} "
+            f"{'ours/this':>9} {'CPU':>5} {'recorded CPU':>12}"
+        )
+        for name, entry in results["figures"].items():
+            was = f"{recorded[name]:.2f}" if name in recorded else "-"
+            print(
+                f"{name:<66} {entry['mb_per_s']:>7.2f} {entry['cpu_mb_per_s']:>8.2f} "
+                f"{entry['chunks']:>6} {entry['ours_parse_chunk_over_this']:>9.2f} "
+                f"{entry['cpu_ours_parse_chunk_over_this']:>5.2f} {was:>12}"
+            )
+            if "scope" in entry:
+                print(f"    ({entry['scope']})")
+        if "left_out" in results:
+            print(f"left out: {results['left_out']}")
+    say_loudly(results["regressions"])
+    if not results["regressions"] and recorded:
+        print(f"no regression against {args.recorded} (threshold {REGRESSION_THRESHOLD:.0%})")
+    if args.record:
+        args.recorded.parent.mkdir(parents=True, exist_ok=True)
+        args.recorded.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"recorded in {args.recorded}")
+    if args.strict and results["regressions"]:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report
+from benchmarks.chunking_bench import guarded_ratios, regressions, say_loudly
 from benchmarks.corpus import write_corpus
 from benchmarks.stages import RESULT_PREFIX
 
@@ -49,6 +50,21 @@ def run_stage(stage: str, root: Path, log: Path, options: list[str]) -> dict[str
         raise RuntimeError(f"stage {stage} failed (exit {done.returncode}); see {log}")
     figures: dict[str, Any] = json.loads(lines[-1][len(RESULT_PREFIX) :])
     return figures
+
+
+def chunk_regressions(documents: int, chunk: dict[str, Any]) -> list[str]:
+    """Ours/peer chunking ratios against the last saved run at this size, said loudly when
+    one fell past ``chunking_bench.REGRESSION_THRESHOLD``."""
+    saved = report.RESULTS_DIR / f"documents-{documents}.json"
+    before = json.loads(saved.read_text())["stages"].get("chunk") if saved.exists() else None
+    if not before:
+        return []
+    lines = regressions(
+        guarded_ratios(chunk["figures"], "ours_over_this"),
+        guarded_ratios(before["figures"], "ours_over_this"),
+    )
+    say_loudly(lines)
+    return lines
 
 
 def run_suite(
@@ -90,6 +106,8 @@ def run_suite(
         stage_start = time.perf_counter()
         results["stages"][stage] = run_stage(stage, root, work / f"{stage}.log", options[stage])
         print(f"{stage}: {time.perf_counter() - stage_start:.1f}s")
+        if stage == "chunk":
+            results["regressions"] = chunk_regressions(documents, results["stages"]["chunk"])
     if corpus.files.get("pdf", 0) > max_pdfs and "parse" in stages:
         results["left_out"].append(
             f"parsing: {max_pdfs} of the {corpus.files['pdf']} PDFs, spread over the corpus, "

@@ -29,6 +29,9 @@ is the count the embedder sees, special tokens included.
 from __future__ import annotations
 
 import copy
+import sys
+import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -43,6 +46,7 @@ from agrag_pipeline.chunking.markup import (
     invisible_spans,
     merged,
     trim_span,
+    visible_blocks,
     within,
 )
 from agrag_pipeline.chunking.packing import pack
@@ -50,12 +54,13 @@ from agrag_pipeline.chunking.settings import ChunkerSettings
 from agrag_pipeline.chunking.tables import split_table
 from agrag_pipeline.chunking.text_split import (
     Block,
+    Piece,
     blocks,
     blocks_and_texts,
     fit_pieces,
     strip_span,
 )
-from agrag_pipeline.chunking.tokens import TokenCounter
+from agrag_pipeline.chunking.tokens import TokenCounter, rare_characters
 from agrag_pipeline.fingerprints import chunker_hash
 from agrag_pipeline.models import Chunk, PageBox, PageProvenance, Section, TextProvenance
 from agrag_pipeline.models.base import utc_now
@@ -125,6 +130,9 @@ class _Draft:
     exact: bool
     #: Spans of ``text`` (offsets into it) left out of what is embedded.
     unembedded: list[Span] = field(default_factory=list)
+    #: The counted pieces of the text layer ``tokens`` was summed from, in order (apart by
+    #: whitespace unless ``exact`` is False); None where not known (tables).
+    units: Sequence[Piece] | None = None
 
 
 def _common_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -168,6 +176,8 @@ class StructureChunker:
             },
         )
         self._labels: dict[tuple[str, ...], int] = {(): 0}
+        #: This chunker with the counter's ``trusting`` view (texts without disputed characters).
+        self._trusting_worker: StructureChunker | None = None
 
     # -- public -----------------------------------------------------------------------------
 
@@ -180,19 +190,28 @@ class StructureChunker:
     ) -> list[Chunk]:
         """The document's chunks, ``index`` 0..n-1 in reading order, ids deterministic."""
         text = parsed.text_layer
-        trusting = self.counter.trusting(text)
+        rare = rare_characters(text)
+        # Counts of parts apart by whitespace sum to the count of the parts joined where the
+        # counter is additive and the text holds no whitespace it does not split at.
+        sums_exact = self.counter.additive and rare.isdisjoint(_UNSPLIT_SPACE)
+        trusting = self.counter.trusting(text, rare)
         if trusting is not self.counter:
             # Same settings and label cache; only the per-piece disputed-character check is off.
-            worker = copy.copy(self)
-            worker.counter = trusting
-            return worker._chunk_counted(parsed, schema_fingerprint, extraction_fingerprint)
-        return self._chunk_counted(parsed, schema_fingerprint, extraction_fingerprint)
+            if self._trusting_worker is None or self._trusting_worker.counter is not trusting:
+                worker = copy.copy(self)
+                worker.counter = trusting
+                self._trusting_worker = worker
+            return self._trusting_worker._chunk_counted(
+                parsed, schema_fingerprint, extraction_fingerprint, sums_exact
+            )
+        return self._chunk_counted(parsed, schema_fingerprint, extraction_fingerprint, sums_exact)
 
     def _chunk_counted(
         self,
         parsed: ParsedDocument,
         schema_fingerprint: str | None,
         extraction_fingerprint: str | None,
+        sums_exact: bool,
     ) -> list[Chunk]:
         text = parsed.text_layer
         invisible = invisible_spans(parsed)
@@ -222,13 +241,17 @@ class StructureChunker:
         # beyond their heading, and every prefix (a heading-only section's heading lives on in
         # the paths of the sections under it).
         carried: set[tuple[str, ...]] = set()
+        lines: dict[int, Span | None] = {}  # by id(section): each heading line found once
         for section, (s, e) in zip(sections, spans, strict=True):
-            line = heading_line(text, section)
+            line = lines[id(section)] = heading_line(text, section)
             if line is None or has_visible_text(text, max(line[1], s), e, invisible):
                 path = tuple(section.heading_path)
                 carried.update(path[:n] for n in range(1, len(path) + 1))
         drafts = self._drafts_within_limit(
-            text, groups, parsed.document.source_key, _Context(invisible, carried, title)
+            text,
+            groups,
+            parsed.document.source_key,
+            _Context(invisible, carried, title, lines, sums_exact),
         )
         return self._chunks(parsed, drafts, schema_fingerprint, extraction_fingerprint)
 
@@ -354,7 +377,8 @@ class StructureChunker:
         """Drafts of every group; any draft over the limit gets its group cut finer.
 
         A draft whose summed count is exact (additive tokenizer, pieces apart) is trusted;
-        the others are counted again as the embedder will see them.
+        the others are counted again as the embedder will see them, from the blocks counted
+        already where their sum is the count (``_embedded_tokens``).
         """
         per_group = [
             _finished(text, self._group_drafts(text, g, context.invisible), context) for g in groups
@@ -362,12 +386,31 @@ class StructureChunker:
         pending = list(range(len(groups)))
         specials = self.counter.special_tokens
         for _ in range(_MAX_REPAIRS + 1):
-            checks = [(gi, d) for gi in pending for d in per_group[gi] if not d.exact]
+            checks: list[_Draft] = []
+            summed: list[tuple[_Draft, int, list[Span], list[Span]]] = []
+            for gi in pending:
+                for d in per_group[gi]:
+                    if d.exact:
+                        continue
+                    found = _embedded_tokens(text, d) if context.sums_exact else None
+                    if found is None:
+                        checks.append(d)
+                    else:
+                        summed.append((d, *found))
             counts = self.counter.count_batch(
-                [contextual(d.heading_path, d.text, d.unembedded) for _, d in checks]
+                [contextual(d.heading_path, d.text, d.unembedded) for d in checks]
             )
-            for (_, d), n in zip(checks, counts, strict=True):
+            for d, n in zip(checks, counts, strict=True):
                 d.tokens, d.exact = n - self._label_tokens(d.heading_path), True
+            parts = self.counter.count_batch(
+                [text[a:b] for _, _, add, off in summed for a, b in (*add, *off)]
+            )
+            at = 0
+            for d, known, add, off in summed:
+                added = sum(parts[at : at + len(add)])
+                at += len(add)
+                d.tokens, d.exact = known + added - sum(parts[at : at + len(off)]), True
+                at += len(off)
             over: dict[int, int] = {}
             label_tokens = self._label_tokens
             limit = self.settings.max_tokens - specials
@@ -394,6 +437,12 @@ class StructureChunker:
         if group.kind == "whole":
             start, end = group.spans[0][0], group.spans[-1][1]
             touching = any(a[1] == b[0] for a, b in zip(group.spans, group.spans[1:], strict=False))
+            units: list[Piece] | None = []
+            for bl, bt in zip(group.blocks, group.block_tokens, strict=True):
+                if bl is None or bt is None or units is None:
+                    units = None
+                    continue
+                units.extend((s, e, n) for (s, e, _), n in zip(bl, bt, strict=True))
             return [
                 _Draft(
                     start,
@@ -405,6 +454,7 @@ class StructureChunker:
                     text[start:end],
                     sum(group.tokens),
                     additive and not touching,
+                    units=units,
                 )
             ]
         if group.kind == "table":
@@ -435,7 +485,7 @@ class StructureChunker:
             units, unit_tokens = blocks(text, span[0], span[1], st.keep_code_blocks_whole), None
         if invisible:
             # A block of nothing but markup is no piece: it could end up a chunk's overlap.
-            keep = [i for i, u in enumerate(units) if has_visible_text(text, u[0], u[1], invisible)]
+            keep = visible_blocks(text, units, invisible)
             if len(keep) < len(units):
                 units = [units[i] for i in keep]
                 unit_tokens = None if unit_tokens is None else [unit_tokens[i] for i in keep]
@@ -453,6 +503,7 @@ class StructureChunker:
                 text[p.start : p.end],
                 p.tokens,
                 additive and not p.joined,
+                units=p.units,
             )
             for p in packed
         ]
@@ -524,15 +575,17 @@ class StructureChunker:
             PROJECT_NAMESPACE, f"chunk:{document.id}:{document.content_hash}:{self.chunker_hash}:"
         )
         chunks: list[Chunk] = []
+        paged = parsed.paged
+        labels = self._labels  # every draft's path is counted (``_count_labels``)
         for index, draft in enumerate(drafts):
-            n = self._label_tokens(draft.heading_path) + draft.tokens + specials
+            n = labels[draft.heading_path] + draft.tokens + specials
             header = (
                 None
                 if draft.header is None
                 else CharSpan(start=draft.header[0], end=draft.header[1])
             )
             provenance: TextProvenance | PageProvenance
-            if parsed.paged:
+            if paged:
                 pages, boxes = _locate(parsed, draft)
                 provenance = PageProvenance(
                     start=draft.start,
@@ -584,6 +637,83 @@ class StructureChunker:
 _FINGERPRINT: TypeAdapter[str | None] = TypeAdapter(str | None)
 _CHUNK_GIVEN = frozenset(Chunk.model_fields) - {"embedding"}
 _TEXT_PROVENANCE_GIVEN = frozenset({"start", "end", "repeated_header"})
+#: Whitespace to Python that a BERT-style tokenizer does not split at (control characters it
+#: deletes, line and paragraph separators): around one, counts of parts may not add up.
+_UNSPLIT_SPACE = frozenset(
+    chr(c)
+    for c in range(sys.maxunicode + 1)
+    if chr(c).isspace() and chr(c) not in " \t\n\r" and unicodedata.category(chr(c)) != "Zs"
+)
+
+
+def _embedded_tokens(text: str, d: _Draft) -> tuple[int, list[Span], list[Span]] | None:
+    """Tokens of what draft ``d`` embeds, from the units it was counted from.
+
+    Returns the sum of the units it keeps whole or cuts, and the parts of units to count and
+    add (what a cut unit keeps) or to count and take off (what it loses, where that is
+    shorter and apart from the rest by whitespace). None where a sum might differ from the
+    count: units unknown (a table's repeated header), parts that would join into one word,
+    visible text outside every unit. Sound where the tokens of parts apart by whitespace sum
+    to the tokens of the parts joined (``_Context.sums_exact``).
+    """
+    units = d.units
+    if units is None:
+        return None
+    start, end = d.start, d.end
+    hidden = [(a + start, b + start) for a, b in d.unembedded]
+    for a, b in hidden:
+        if a > start and b < end and not (text[a - 1].isspace() or text[b].isspace()):
+            return None  # the text either side would join into one word
+    total = 0
+    add: list[Span] = []
+    take_off: list[Span] = []
+    at = start  # end of the last unit taken
+    h = 0  # the first hidden span that may reach the unit
+    for us, ue, n in units:
+        if ue <= start:
+            continue
+        if us >= end:
+            break
+        if us <= at and at > start:
+            return None  # touches the unit before it
+        if us > at and not text[at:us].isspace() and has_visible_text(text, at, us, hidden):
+            return None
+        at = ue
+        cs, ce = max(us, start), min(ue, end)
+        while h < len(hidden) and hidden[h][1] <= cs:
+            h += 1
+        lost: list[Span] = [(us, cs)] if cs > us else []
+        j = h
+        while j < len(hidden) and hidden[j][0] < ce:
+            a, b = hidden[j]
+            lost.append((a if a > cs else cs, b if b < ce else ce))
+            j += 1
+        if ce < ue:
+            lost.append((ce, ue))
+        if not lost:
+            total += n
+            continue
+        kept: list[Span] = []
+        k = us
+        for a, b in lost:
+            if a > k:
+                kept.append((k, a))
+            k = b
+        if k < ue:
+            kept.append((k, ue))
+        kept = [(a, b) for a, b in kept if not text[a:b].isspace()]
+        if sum(b - a for a, b in lost) < sum(b - a for a, b in kept) and all(
+            (a == us or text[a - 1].isspace() or text[a].isspace())
+            and (b == ue or text[b - 1].isspace() or text[b].isspace())
+            for a, b in lost
+        ):
+            total += n
+            take_off.extend(lost)
+        else:
+            add.extend(kept)
+    if end > at and has_visible_text(text, max(at, start), end, hidden):
+        return None
+    return total, add, take_off
 
 
 @dataclass(frozen=True, slots=True)
@@ -594,6 +724,11 @@ class _Context:
     carried: set[tuple[str, ...]]
     #: The document's title (``markup.document_title``); None for a document without headings.
     title: str | None
+    #: Each section's ``heading_line``, by ``id(section)``.
+    lines: dict[int, Span | None]
+    #: Counts of parts apart by whitespace sum to the count of the parts joined: the counter
+    #: is additive and the text holds no whitespace it does not split at.
+    sums_exact: bool = False
 
 
 def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft]:
@@ -620,7 +755,7 @@ def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft
         hidden = list(markup)
         for section in d.sections:
             if section.heading is not None and tuple(section.heading_path) == d.heading_path:
-                line = heading_line(text, section)
+                line = context.lines[id(section)]
                 if line is not None and line[0] < d.end and line[1] > d.start:
                     hidden.append((max(line[0], d.start), min(line[1], d.end)))
         if not hidden:

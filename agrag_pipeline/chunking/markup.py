@@ -17,33 +17,27 @@ from __future__ import annotations
 import bisect
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import PurePosixPath
-from typing import Any
-
-import pyromark
 
 from agrag_pipeline.models import Section
 from agrag_pipeline.parsing.markdown import MEDIA_TYPE as MARKDOWN
-from agrag_pipeline.parsing.markdown import _byte_to_char
+from agrag_pipeline.parsing.markdown import Span, markup_spans, merged
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
-Span = tuple[int, int]
+__all__ = [
+    "Span",
+    "document_title",
+    "has_visible_text",
+    "heading_line",
+    "invisible_spans",
+    "markdown_invisible_spans",
+    "merged",
+    "trim_span",
+    "visible_blocks",
+    "within",
+]
 
-_OPTIONS = (
-    pyromark.Options.ENABLE_TABLES
-    | pyromark.Options.ENABLE_STRIKETHROUGH
-    | pyromark.Options.ENABLE_TASKLISTS
-    | pyromark.Options.ENABLE_YAML_STYLE_METADATA_BLOCKS
-)
-_MARKDOWN = pyromark.Markdown(options=_OPTIONS)
-#: Comments and tags inside an HTML block (the text between tags is visible and stays).
-_HTML_MARKUP = re.compile(r"<!--.*?-->|<[^<>]*>", re.DOTALL)
-#: Events whose payload a reader sees.
-_VISIBLE_EVENTS = frozenset(
-    {"Text", "Code", "InlineMath", "DisplayMath", "FootnoteReference", "TaskListMarker"}
-)
-_QUOTE_BLANK = re.compile(rb"^([ \t>]*>)[ \t]*$", re.MULTILINE)
 _FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*['\"]?(.+?)['\"]?[ \t]*$", re.MULTILINE)
 _SETEXT_UNDERLINE = re.compile(r"[ \t]*(=+|-+)[ \t]*")
 _ALNUM = re.compile(r"\w+")
@@ -57,123 +51,64 @@ def invisible_spans(parsed: ParsedDocument) -> list[Span]:
 
 
 def markdown_invisible_spans(text: str) -> list[Span]:
-    """``invisible_spans`` of a Markdown source (string indices)."""
-    raw: list[Span] = []  # UTF-8 byte ranges
-    top: list[Span] = []  # ranges of the top-level blocks, for the gaps between them
-    depth = 0
-    #: Open blocks (range, holds visible text yet), innermost last.
-    open_blocks: list[list[Any]] = []
-    quotes: list[Span] = []
-    data = text.encode("utf-8")
-    events: Iterator[tuple[Any, Any]] = _MARKDOWN.events_with_range(text)
-    for event, rng in events:
-        if event.__class__ is str:
-            continue
-        kind, value = next(iter(event.items()))
-        if kind in _VISIBLE_EVENTS:
-            if open_blocks and open_blocks[-1][1] is False and str(value).strip():
-                for block in open_blocks:
-                    block[1] = True
-            continue
-        if kind == "Start":
-            open_blocks.append([rng, False])
-            if value == "BlockQuote" or (value.__class__ is dict and "BlockQuote" in value):
-                quotes.append((rng["start"], rng["end"]))
-            if depth == 0:
-                top.append((rng["start"], rng["end"]))
-                tag = value if value.__class__ is str else next(iter(value))
-                if tag == "MetadataBlock":
-                    raw.append((rng["start"], rng["end"]))
-            tag = value if value.__class__ is str else next(iter(value))
-            if tag == "HtmlBlock":
-                # The whole block at once: a comment may run over several lines (and events).
-                html = data[rng["start"] : rng["end"]].decode("utf-8")
-                base = rng["start"]
-                for m in _HTML_MARKUP.finditer(html):
-                    a = base + len(html[: m.start()].encode("utf-8"))
-                    raw.append((a, a + len(m.group().encode("utf-8"))))
-            depth += 1
-        elif kind == "End":
-            depth -= 1
-            block_range, seen = open_blocks.pop()
-            if not seen:
-                # A block holding no text a reader sees (a quote or list item of a comment).
-                raw.append((block_range["start"], block_range["end"]))
-        elif kind == "InlineHtml":
-            raw.append((rng["start"], rng["end"]))
-    # What lies between top-level blocks is what the parser consumed without an event: link
-    # reference definitions (and nothing else but whitespace).
-    at = 0
-    for start, end in [*top, (len(data), len(data))]:
-        if start > at and data[at:start].strip():
-            raw.append((at, start))
-        at = max(at, end)
-    # Blank lines of a block quote (nothing but ``>``) show nothing either.
-    for qs, qe in quotes:
-        for q in _QUOTE_BLANK.finditer(data, qs, qe):
-            raw.append((q.start(1), q.end(1)))
-    if not raw:
-        return []
-    if text.isascii():
-        spans = raw
-    else:
-        char = _byte_to_char(text, {o for span in raw for o in span})
-        spans = [(char[a], char[b]) for a, b in raw]
-    return merged(text, [_with_quote_markers(text, a, b) for a, b in spans])
+    """``invisible_spans`` of a Markdown source (string indices): ``markdown.markup_spans``.
 
-
-def _with_quote_markers(text: str, start: int, end: int) -> Span:
-    """A span that starts a line inside a block quote takes the line's ``>`` markers along."""
-    line_start = text.rfind("\n", 0, start) + 1
-    prefix = text[line_start:start]
-    if prefix and ">" in prefix and not prefix.strip(" \t>"):
-        return line_start, end
-    return start, end
-
-
-def merged(text: str, spans: list[Span]) -> list[Span]:
-    """Spans sorted, trimmed of whitespace and joined where only whitespace parts them."""
-    out: list[Span] = []
-    for a, b in sorted(spans):
-        while a < b and text[a].isspace():
-            a += 1
-        while b > a and text[b - 1].isspace():
-            b -= 1
-        if a >= b:
-            continue
-        if out and (out[-1][1] >= a or not text[out[-1][1] : a].strip()):
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
+    Found in the parser's own walk over the source's events, kept for the last source: a
+    document parsed and then chunked is walked once.
+    """
+    return markup_spans(text)
 
 
 def has_visible_text(text: str, start: int, end: int, spans: Sequence[Span]) -> bool:
     """True when ``text[start:end]`` holds a non-whitespace character outside ``spans``."""
     i = max(bisect.bisect_right(spans, (start, sys.maxsize)) - 1, 0)
     at = start
-    while at < end:
-        while i < len(spans) and spans[i][1] <= at:
-            i += 1
-        stop = end if i >= len(spans) else min(end, max(spans[i][0], at))
-        if text[at:stop].strip():
+    n = len(spans)
+    while i < n:
+        a, b = spans[i]
+        i += 1
+        if b <= at:
+            continue
+        if a >= end:
+            break
+        if a > at and not text[at:a].isspace():
             return True
-        if i >= len(spans):
+        at = b
+        if at >= end:
             return False
-        at = max(stop, spans[i][1])
-    return False
+    return at < end and not text[at:end].isspace()
+
+
+def visible_blocks(
+    text: str, blocks: Sequence[tuple[int, int, str]], spans: Sequence[Span]
+) -> list[int]:
+    """Indices of the ``blocks`` (ascending, disjoint) that ``has_visible_text`` outside
+    ``spans``, in one sweep: a block that no span reaches needs no look."""
+    keep: list[int] = []
+    j, n = 0, len(spans)
+    for i, (start, end, _) in enumerate(blocks):
+        while j < n and spans[j][1] <= start:
+            j += 1
+        if j >= n or spans[j][0] >= end:
+            if end > start and not text[start:end].isspace():
+                keep.append(i)
+        elif has_visible_text(text, start, end, spans):
+            keep.append(i)
+    return keep
 
 
 def within(spans: Sequence[Span], start: int, end: int) -> list[Span]:
     """The parts of ``spans`` inside ``[start, end)``."""
     i = max(bisect.bisect_right(spans, (start, sys.maxsize)) - 1, 0)
     out: list[Span] = []
-    for a, b in spans[i:]:
+    n = len(spans)
+    while i < n:
+        a, b = spans[i]
+        i += 1
         if a >= end:
             break
-        a, b = max(a, start), min(b, end)
-        if a < b:
-            out.append((a, b))
+        if b > start:
+            out.append((a if a > start else start, b if b < end else end))
     return out
 
 

@@ -28,24 +28,28 @@ class Packed(NamedTuple):
 
     ``joined`` is True when two of its pieces touch with no whitespace between (pieces of one
     over-long word): there the summed count may differ from the joined text's count.
+    ``units`` are the counted pieces (and overlap words) it is made of, in order.
     """
 
     start: int
     end: int
     tokens: int
     joined: bool = False
+    units: tuple[Piece, ...] = ()
 
 
 def overlap_start(
     text: str, start: int, end: int, overlap_tokens: int, counter: TokenCounter
-) -> tuple[int, int]:
-    """Start and tokens of the longest whole-word suffix of ``text[start:end]`` within budget.
+) -> tuple[int, int, list[Piece]]:
+    """Start, tokens and words of the longest whole-word suffix of ``text[start:end]`` within
+    budget (each word with its count, in order).
 
-    Returns ``(end, 0)`` when no word fits.
+    Returns ``(end, 0, [])`` when no word fits.
     """
     if overlap_tokens <= 0:
-        return end, 0
+        return end, 0, []
     words = [(m.start(), m.end()) for m in _WORD.finditer(text, start, end)]
+    taken: list[Piece] = []
     best_start, total = end, 0
     i = len(words)
     while i > 0:
@@ -53,13 +57,14 @@ def overlap_start(
         # to exceed the budget unless some words count zero (e.g. control characters only).
         batch = words[max(0, i - overlap_tokens - 1) : i]
         counts = counter.count_batch([text[s:e] for s, e in batch])
-        for (s, _), n in zip(reversed(batch), reversed(counts), strict=True):
+        for (s, e), n in zip(reversed(batch), reversed(counts), strict=True):
             if total + n > overlap_tokens:
-                return best_start, total
+                return best_start, total, taken[::-1]
             total += n
             best_start = s
+            taken.append((s, e, n))
         i -= len(batch)
-    return best_start, total
+    return best_start, total, taken[::-1]
 
 
 def pack(
@@ -78,13 +83,17 @@ def pack(
     cur_start: int | None = None
     cur_end = 0
     cur_tokens = 0
+    cur_units: list[Piece] = []
     has_new = joined = False
-    for s, e, n in pieces:
+    for piece in pieces:
+        s, e, n = piece
         if has_new and cur_tokens + n > target:
             assert cur_start is not None
-            out.append(Packed(cur_start, cur_end, cur_tokens, joined))
+            out.append(Packed(cur_start, cur_end, cur_tokens, joined, tuple(cur_units)))
             joined = False
-            ov_start, cur_tokens = overlap_start(text, cur_start, cur_end, overlap_tokens, counter)
+            ov_start, cur_tokens, cur_units = overlap_start(
+                text, cur_start, cur_end, overlap_tokens, counter
+            )
             cur_start = ov_start if ov_start < cur_end else None
             has_new = False
         if cur_start is None:
@@ -93,8 +102,9 @@ def pack(
             joined = True
         cur_end = e
         cur_tokens += n
+        cur_units.append(piece)
         has_new = True
     if has_new:
         assert cur_start is not None
-        out.append(Packed(cur_start, cur_end, cur_tokens, joined))
+        out.append(Packed(cur_start, cur_end, cur_tokens, joined, tuple(cur_units)))
     return out

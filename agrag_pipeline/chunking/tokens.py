@@ -14,6 +14,7 @@ import hashlib
 import json
 import unicodedata
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
@@ -70,6 +71,7 @@ class TokenCounter:
         self._hf.no_padding()
         #: False on a view from ``trusting`` (a text known to hold no disputed character).
         self._check = True
+        self._trusting: TokenCounter | None = None
         if backend == "tokie":
             self._tokie = tokie.Tokenizer.from_json(str(self.path))
             self._tokie.no_truncation()
@@ -95,22 +97,27 @@ class TokenCounter:
         if self.backend == "tokie":
             if sum(map(len, texts)) < PARALLEL_BATCH_CHARS:
                 count = self._tokie.count_tokens
-                return [count(t) for t in texts]
+                return list(map(count, texts))
             return [int(n) for n in self._tokie.count_tokens_batch(list(texts))]
         encodings = self._hf.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encodings]
 
-    def trusting(self, text: str) -> TokenCounter:
+    def trusting(self, text: str, rare: AbstractSet[str] | None = None) -> TokenCounter:
         """This counter, or a view that skips the per-text check for parts of ``text``.
 
         The chunker counts many pieces of one text layer: checking the layer once for disputed
-        characters covers every piece of it.
+        characters covers every piece of it. ``rare``: ``rare_characters(text)``, if known.
         """
-        if self.backend != "tokie" or disputed(text):
+        if self.backend != "tokie":
             return self
-        view = copy.copy(self)
-        view._check = False
-        return view
+        if any(map(_disputed_char, rare_characters(text) if rare is None else rare)):
+            return self
+        if self._trusting is None:
+            view = copy.copy(self)
+            view._check = False
+            view._trusting = view
+            self._trusting = view
+        return self._trusting
 
     def __repr__(self) -> str:
         return f"TokenCounter({str(self.path)!r}, backend={self.backend!r})"
@@ -122,16 +129,21 @@ def _disputed_char(ch: str) -> bool:
 
 
 def disputed(text: str) -> bool:
-    """True when ``text`` holds a character tokie may count differently from HF tokenizers.
+    """True when ``text`` holds a character tokie may count differently from HF tokenizers."""
+    return any(map(_disputed_char, rare_characters(text)))
+
+
+def rare_characters(text: str) -> AbstractSet[str]:
+    """The distinct characters of ``text`` other than tab, LF, CR and printable ASCII.
 
     Most text is ASCII with a few other characters: the safe ASCII bytes are deleted in C (a
     UTF-8 sequence of another character has no ASCII byte, so it stays whole) and only the
-    distinct characters left are looked up.
+    distinct characters left are collected.
     """
     rest = text.encode("utf-8", "surrogatepass").translate(None, _SAFE_ASCII)
     if not rest:
-        return False
-    return any(map(_disputed_char, set(rest.decode("utf-8", "surrogatepass"))))
+        return frozenset()
+    return set(rest.decode("utf-8", "surrogatepass"))
 
 
 def _splits_at_whitespace(config: dict[str, object]) -> bool:

@@ -14,11 +14,20 @@ Conventions:
   row, so a repeated header still renders as a table; ``table_rows`` are the body rows.
 - YAML front matter (``---`` … ``---`` at the very top) is content of the level-0 section, never
   mistaken for a Setext heading.
+
+Markup no reader sees (``markup_spans``: HTML comments and tags, link reference definitions,
+front matter, blocks of nothing else) is found in the same walk over the parser's events as the
+headings and tables, and the walk of the last source is kept: the chunker asks for the markup
+of the text it was just given to chunk, and one walk is most of a parse (issue 25: a second
+walk made parse + chunk 1.6x slower).
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from typing import Any
 
 import pyromark
@@ -27,6 +36,8 @@ from agrag_pipeline.models import Document, Section
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections, trim
 
 MEDIA_TYPE = "text/markdown"
+
+Span = tuple[int, int]
 
 _OPTIONS = (
     pyromark.Options.ENABLE_TABLES
@@ -45,9 +56,21 @@ _CONTAINERS = frozenset(
         "DefinitionListDefinition",
     }
 )
-#: Inline events whose payload is heading text.
-_TEXT_EVENTS = ("Text", "Code", "InlineMath", "DisplayMath", "FootnoteReference")
+#: Inline events whose payload is heading text ("Text" is handled apart, first).
+_TEXT_EVENTS = frozenset({"Code", "InlineMath", "DisplayMath", "FootnoteReference"})
+#: Inline events whose payload a reader sees ("Text" is handled apart, first).
+_VISIBLE_EVENTS = frozenset(
+    {"Code", "InlineMath", "DisplayMath", "FootnoteReference", "TaskListMarker"}
+)
 _LEVELS = {"H1": 1, "H2": 2, "H3": 3, "H4": 4, "H5": 5, "H6": 6}
+#: Comments and tags inside an HTML block (the text between tags is visible and stays).
+_HTML_MARKUP = re.compile(rb"<!--.*?-->|<[^<>]*>", re.DOTALL)
+#: A line that starts with ``>`` markers (after blanks): a block quote's, or one in HTML. A
+#: pattern that starts with a newline is searched fast (``^`` in multi-line mode is not).
+_QUOTE_LINE = re.compile(r"\n[ \t]*>")
+_QUOTE_FIRST_LINE = re.compile(r"[ \t]*>")
+#: A block quote's line of nothing but ``>`` markers.
+_QUOTE_BLANK = re.compile(rb"^([ \t>]*>)[ \t]*$", re.MULTILINE)
 
 
 def _tag(value: Any) -> str:
@@ -59,13 +82,12 @@ _MARKDOWN = pyromark.Markdown(options=_OPTIONS)
 _BREAKS = frozenset({"SoftBreak", "HardBreak"})
 
 
-def _byte_to_char(text: str, offsets: set[int]) -> dict[int, int]:
-    """String index of each UTF-8 byte offset of ``text``, in one pass over the wanted offsets.
+def _byte_to_char(data: bytes, offsets: set[int]) -> dict[int, int]:
+    """String index of each offset into UTF-8 ``data``, in one pass over the wanted offsets.
 
     Decoding runs of mostly-ASCII bytes is fast in C; only the bytes up to the last wanted
     offset are decoded, each once.
     """
-    data = text.encode("utf-8")
     mapping: dict[int, int] = {}
     previous_byte = previous_char = 0
     for offset in sorted(offsets):
@@ -75,69 +97,188 @@ def _byte_to_char(text: str, offsets: set[int]) -> dict[int, int]:
     return mapping
 
 
+class MarkdownScan:
+    """What one walk over a Markdown source's events finds, in string indices.
+
+    The markup spans are made ready when first asked for (a parse alone never asks).
+    """
+
+    __slots__ = ("_data", "_markup", "_raw_markup", "_text", "headings", "tables")
+
+    def __init__(
+        self,
+        text: str,
+        data: bytes | None,
+        headings: tuple[HeadingMark, ...],
+        tables: tuple[TableMark, ...],
+        raw_markup: list[Span],
+    ) -> None:
+        self.headings = headings
+        self.tables = tables
+        self._text = text
+        #: The source's UTF-8 bytes, for ``_byte_to_char``; None for ASCII.
+        self._data = data
+        self._raw_markup = raw_markup
+        self._markup: tuple[Span, ...] | None = None
+
+    def markup(self) -> tuple[Span, ...]:
+        """``markup_spans``: sorted, disjoint, each trimmed of whitespace."""
+        if self._markup is None:
+            text, raw = self._text, self._raw_markup
+            if raw and self._data is not None:
+                char = _byte_to_char(self._data, set(itertools.chain.from_iterable(raw)))
+                raw = [(char[a], char[b]) for a, b in raw]
+            if raw and (_QUOTE_FIRST_LINE.match(text) or _QUOTE_LINE.search(text)):
+                raw = [_with_quote_markers(text, a, b) for a, b in raw]
+            # Two threads may both get here: each computes the same spans from fields that
+            # stay as they are (clearing them would race with the other's reading).
+            self._markup = tuple(merged(text, raw))
+        return self._markup
+
+
 def parse(text: str, document: Document) -> list[Section]:
     """Sections of decoded Markdown ``text``."""
+    found = scan(text)
+    return build_sections(text, document, found.headings, found.tables)
+
+
+def markup_spans(text: str) -> list[Span]:
+    """Sorted, disjoint spans of a Markdown source that render to no reader-visible text.
+
+    HTML comments and tags (inline, or inside an HTML block: the text between tags stays),
+    YAML front matter, link reference definitions (what the parser consumes between top-level
+    blocks without an event), blocks holding no visible text (a list item or quote of a
+    comment), and the blank lines of a block quote. Each is trimmed of whitespace; spans
+    parted by whitespace only are joined. A ``<!--`` in a code span or fence is text.
+    """
+    return list(scan(text).markup())
+
+
+@lru_cache(maxsize=1)
+def scan(text: str) -> MarkdownScan:
+    """Headings, tables and markup of ``text``, from one walk over the parser's events.
+
+    The last source's result is kept (a pure function of the text): parse then chunk of one
+    document, even from a text layer read back from storage, walk it once.
+    """
     raw_headings: list[tuple[int, int, int, str]] = []  # byte start, byte end, level, text
     raw_tables: list[tuple[int, int, int, list[tuple[int, int]]]] = []
-    depth = 0
-    heading: tuple[int, int, int, list[str]] | None = None
+    raw_markup: list[Span] = []  # UTF-8 byte ranges
+    top: list[Span] = []  # ranges of the top-level blocks, for the gaps between them
+    quotes: list[Span] = []
+    data = text.encode("utf-8")
+    depth = 0  # open block containers (a heading inside one is no document heading)
+    nest = 0  # open elements of any kind (Start without its End yet)
+    #: How many of the open elements, outermost first, hold visible text yet. The ones that do
+    #: are always the outermost ones: visible text marks every open element at once.
+    seen = 0
+    heading: list[str] | None = None  # the open document heading's text parts
+    heading_at: tuple[int, int, int] = (0, 0, 0)  # its byte start, byte end, level
     table: list[Any] | None = None  # byte start, byte end, head end, rows
 
-    # ~50 events per KB of source: the common ones (text, code, breaks) are dismissed with as
-    # few operations as possible; only headings, tables and block containers are looked at.
-    # Typed loosely: the class checks below are what narrow an event (isinstance is slower).
+    # ~50 events per KB of source: text and breaks (most of them) are dismissed with as few
+    # operations as possible. Typed loosely: the class checks below are what narrow an event
+    # (isinstance is slower). An End event's range is its element's (as its Start's).
     events: Iterator[tuple[Any, Any]] = _MARKDOWN.events_with_range(text)
     for event, rng in events:
-        if heading is not None:
-            if event.__class__ is str:
-                if event in _BREAKS:
-                    heading[3].append(" ")
-                continue
-            kind, value = next(iter(event.items()))
-            if kind in _TEXT_EVENTS:
-                heading[3].append(str(value))
-            elif kind == "End" and _tag(value) == "Heading":
-                start, end, level, parts = heading
-                raw_headings.append((start, end, level, " ".join("".join(parts).split())))
-                heading = None
+        if event.__class__ is str:
+            if heading is not None and event in _BREAKS:
+                heading.append(" ")
             continue
-        if event.__class__ is str or "Text" in event:
+        if "Text" in event:
+            if seen < nest and event["Text"].strip():
+                seen = nest
+            if heading is not None:
+                heading.append(event["Text"])
             continue
-        value = event.get("Start")
-        if value is not None:
-            tag = _tag(value)
+        if "Start" in event:
+            value = event["Start"]
+            tag = value if value.__class__ is str else next(iter(value))
+            if nest == 0:
+                top.append((rng["start"], rng["end"]))
+                if tag == "MetadataBlock":
+                    raw_markup.append((rng["start"], rng["end"]))
+            nest += 1
             if tag in _CONTAINERS:
                 depth += 1
+                if tag == "BlockQuote":
+                    quotes.append((rng["start"], rng["end"]))
+            elif tag == "HtmlBlock":
+                # The whole block at once: a comment may run over several lines (and events).
+                # On the UTF-8 bytes: the pattern's characters are ASCII, which no other
+                # character's bytes hold, so it matches the same text.
+                raw_markup.extend(
+                    m.span() for m in _HTML_MARKUP.finditer(data, rng["start"], rng["end"])
+                )
             elif tag == "Heading":
                 if depth == 0:
-                    level = _LEVELS[value["Heading"]["level"]]
-                    heading = (rng["start"], rng["end"], level, [])
+                    heading = []
+                    heading_at = (rng["start"], rng["end"], _LEVELS[value["Heading"]["level"]])
             elif tag == "TableRow":
                 if table is not None:
                     table[3].append((rng["start"], rng["end"]))
             elif tag == "Table" and table is None:
                 table = [rng["start"], rng["end"], -1, []]
             continue
-        value = event.get("End")
-        if value is not None:
-            tag = _tag(value)
+        if "End" in event:
+            if seen == nest:
+                seen -= 1
+            else:
+                # An element holding no text a reader sees (a quote or list item of a comment).
+                raw_markup.append((rng["start"], rng["end"]))
+            nest -= 1
+            value = event["End"]
+            tag = value if value.__class__ is str else next(iter(value))
             if tag in _CONTAINERS:
                 depth -= 1
+            elif heading is not None:
+                if tag == "Heading":
+                    start, end, level = heading_at
+                    raw_headings.append((start, end, level, " ".join("".join(heading).split())))
+                    heading = None
             elif table is not None:
                 if tag == "TableHead":
                     table[2] = rng["end"]
                 elif tag == "Table":
                     raw_tables.append((table[0], table[1], table[2], table[3]))
                     table = None
+            continue
+        if "Code" in event:
+            if seen < nest and event["Code"].strip():
+                seen = nest
+            if heading is not None:
+                heading.append(event["Code"])
+            continue
+        ((kind, value),) = event.items()
+        if kind == "InlineHtml":
+            raw_markup.append((rng["start"], rng["end"]))
+        elif kind in _VISIBLE_EVENTS:
+            if seen < nest and str(value).strip():
+                seen = nest
+            if heading is not None and kind in _TEXT_EVENTS:
+                heading.append(str(value))
 
-    if text.isascii():
+    # What lies between top-level blocks is what the parser consumed without an event: link
+    # reference definitions (and nothing else but whitespace).
+    at = 0
+    for start, end in [*top, (len(data), len(data))]:
+        if start > at and data[at:start].strip():
+            raw_markup.append((at, start))
+        at = max(at, end)
+    # Blank lines of a block quote (nothing but ``>``) show nothing either.
+    for qs, qe in quotes:
+        for q in _QUOTE_BLANK.finditer(data, qs, qe):
+            raw_markup.append((q.start(1), q.end(1)))
+
+    ascii_only = text.isascii()
+    if ascii_only:
         char: Callable[[int], int] = int
     else:
         wanted = {offset for mark in raw_headings for offset in mark[:2]}
         for start, end, head_end, rows in raw_tables:
             wanted.update((start, end, head_end), *rows)
         wanted.discard(-1)  # a table without a head row: as before, char(-1) fails loudly
-        char = _byte_to_char(text, wanted).__getitem__
+        char = _byte_to_char(data, wanted).__getitem__
     headings = []
     for start, end, level, heading_text in raw_headings:
         s, e = trim(text, char(start), char(end))
@@ -146,7 +287,35 @@ def parse(text: str, document: Document) -> list[Section]:
         _table_mark(text, char(s), char(e), char(h), [(char(a), char(b)) for a, b in r])
         for s, e, h, r in raw_tables
     ]
-    return build_sections(text, document, headings, tables)
+    return MarkdownScan(
+        text, None if ascii_only else data, tuple(headings), tuple(tables), raw_markup
+    )
+
+
+def _with_quote_markers(text: str, start: int, end: int) -> Span:
+    """A span that starts a line inside a block quote takes the line's ``>`` markers along."""
+    line_start = text.rfind("\n", 0, start) + 1
+    prefix = text[line_start:start]
+    if prefix and ">" in prefix and not prefix.strip(" \t>"):
+        return line_start, end
+    return start, end
+
+
+def merged(text: str, spans: list[Span]) -> list[Span]:
+    """Spans sorted, trimmed of whitespace and joined where only whitespace parts them."""
+    out: list[Span] = []
+    for a, b in sorted(spans):
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if a >= b:
+            continue
+        if out and (out[-1][1] >= a or not text[out[-1][1] : a].strip()):
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def _table_mark(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from uuid import UUID
 
 from agrag_pipeline.models import CharSpan, Document, PageBox, Section
@@ -77,6 +78,8 @@ class _Builder:
     #: ``Section.node_id_for(document.id, document.content_hash, position)`` by position.
     section_id: Callable[[str], UUID]
     sections: list[Section] = field(default_factory=list)
+    #: One creation time per document: a section's rows differ between runs only there.
+    created_at: datetime = field(default_factory=utc_now)
 
     def add(
         self,
@@ -102,7 +105,7 @@ class _Builder:
         # ``trusted.unvalidated``; the tests validate every section of the corpus).
         values = {
             "id": section_id,
-            "created_at": utc_now(),
+            "created_at": self.created_at,
             "metadata": {},
             "document_id": self.document.id,
             "content_hash": self.document.content_hash,

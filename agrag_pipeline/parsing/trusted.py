@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Set
 from typing import Any, TypeVar
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from pydantic import BaseModel
 
@@ -33,7 +33,20 @@ class Uuid5Series:
     def __call__(self, suffix: str) -> UUID:
         sha = self._prefix.copy()
         sha.update(suffix.encode("utf-8"))
-        return UUID(bytes=sha.digest()[:16], version=5)
+        # What ``UUID(bytes=..., version=5)`` sets, without its argument checks.
+        value = int.from_bytes(sha.digest()[:16]) & _VERSION_CLEAR | _VERSION_5
+        uid = _new_uuid(UUID)
+        _set(uid, "int", value)
+        _set(uid, "is_safe", _UNKNOWN)
+        return uid
+
+
+#: The RFC 4122 variant and version bits of a UUID's integer: cleared, then set for version 5.
+_VERSION_CLEAR = ~(0xC000 << 48) & ~(0xF000 << 64) & ((1 << 128) - 1)
+_VERSION_5 = (0x8000 << 48) | (5 << 76)
+_UNKNOWN = SafeUUID.unknown
+_new_uuid = object.__new__
+_set = object.__setattr__
 
 
 def unvalidated(cls: type[ModelT], values: dict[str, Any], fields_set: Set[str]) -> ModelT:
