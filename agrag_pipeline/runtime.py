@@ -124,8 +124,9 @@ def _default_settings_path() -> Path:
 
 #: Bumped when the snapshot or parse steps change what they write for the same input.
 SNAPSHOT_VERSION = "1"
-#: 2: PDFs read with PDFium (words, columns, headings, OCR); 3: PDF compound hyphens kept.
-PARSE_VERSION = "3"
+#: 2: PDFs read with PDFium (words, columns, headings, OCR); 3: PDF compound hyphens kept;
+#: 4: every parse scored for reading quality, PDF text in Unicode codes without a map kept.
+PARSE_VERSION = "4"
 #: all-MiniLM-L6-v2 reads at most 256 word pieces (special tokens included).
 DEFAULT_MAX_SEQUENCE_TOKENS = 256
 

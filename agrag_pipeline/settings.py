@@ -137,10 +137,21 @@ class OcrSettings(_Frozen):
         return languages
 
 
+class QualitySettings(_Frozen):
+    """The reading-quality score (``parsing.quality``): only its check reads this, so changing
+    it re-parses nothing."""
+
+    #: The sections check ``reading_quality`` warns (never fails) for a document scoring below
+    #: this. Clean corpus documents score 0.92 or more; each defect of issue 20 scores under it
+    #: (BENCHMARKS.md, "Reading quality").
+    warn_below: float = Field(default=0.8, ge=0.0, le=1.0)
+
+
 class ParsingSettings(_Frozen):
     """How documents are parsed into text and sections."""
 
     ocr: OcrSettings = Field(default_factory=OcrSettings)
+    quality: QualitySettings = Field(default_factory=QualitySettings)
 
 
 #: What is not a document by default: licences, VCS and dependency folders, lock files, Office

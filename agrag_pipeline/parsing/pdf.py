@@ -149,6 +149,7 @@ def parse(
     text = builder.text()
     warnings += ocr_log.warnings()
     unmapped = sum(p.unmapped for p in pages)
+    document.metadata.update(ocr_log.measures(pages))
     if unmapped:
         warnings.append(f"{unmapped} glyphs without a Unicode mapping were left out of the text")
     if furniture:
@@ -184,6 +185,22 @@ class _OcrLog:
     unavailable: list[int] = field(default_factory=list)
     reason: str = ""
     engine: str = ""
+    words: int = 0
+    confidence: float = 0.0  # summed over ``words``
+
+    def measures(self, pages: list[PageRead]) -> dict[str, int | float | str]:
+        """What the reading-quality score (``parsing.quality``) needs from the parse: glyphs
+        read from text layers and those without a Unicode map; words OCR read, and how sure."""
+        from agrag_pipeline.parsing import quality
+
+        out: dict[str, int | float | str] = {
+            quality.GLYPHS_KEY: sum(p.chars for p in pages if p.number not in self.read),
+            quality.UNMAPPED_KEY: sum(p.unmapped for p in pages),
+        }
+        if self.words:
+            out[quality.OCR_WORDS_KEY] = self.words
+            out[quality.OCR_CONFIDENCE_KEY] = round(self.confidence / self.words, 1)
+        return out
 
     def warnings(self) -> list[str]:
         out = []
@@ -255,6 +272,8 @@ def _ocr(
         return read
     log.read.append(number)
     log.engine = ocr.ENGINE
+    log.words += len(words)
+    log.confidence += sum(w.confidence for w in words)
     out = PageRead(number, read.width, read.height)
     groups: dict[tuple[int, int], list[ocr.OcrWord]] = {}
     for word in words:
