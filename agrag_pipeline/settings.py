@@ -118,6 +118,12 @@ class OcrSettings(_Frozen):
     #: Detect a page turned by 90/180/270 degrees (when reading it as it is is not clearly right)
     #: and turn it back before reading it.
     detect_orientation: bool = True
+    #: Read a page in the language of its script and words where Tesseract has it installed:
+    #: a page in a script none of ``languages`` reads (Arabic, Han, Cyrillic: seen by orientation
+    #: detection) is read with that script's language, a Latin page whose words are clearly of
+    #: another installed language (Polish read as English) with that one first. False: only
+    #: ``languages``.
+    auto_languages: bool = True
     #: Seconds one page may take (orientation, recognition and retries together).
     page_timeout_s: float = Field(default=60.0, gt=0.0)
     #: A PDF or image in which OCR found no words at all (a photo, a diagram, a blank page) is a

@@ -187,6 +187,9 @@ class _OcrLog:
     engine: str = ""
     words: int = 0
     confidence: float = 0.0  # summed over ``words``
+    languages: list[str] = field(default_factory=list)  # Tesseract's, per page ("pol+eng")
+    #: What OCR said of its pages ("page 2: the page looks like Arabic script, ...").
+    notes: list[str] = field(default_factory=list)
 
     def measures(self, pages: list[PageRead]) -> dict[str, int | float | str]:
         """What the reading-quality score (``parsing.quality``) needs from the parse: glyphs
@@ -200,10 +203,11 @@ class _OcrLog:
         if self.words:
             out[quality.OCR_WORDS_KEY] = self.words
             out[quality.OCR_CONFIDENCE_KEY] = round(self.confidence / self.words, 1)
+            out["ocr_languages"] = ", ".join(self.languages)
         return out
 
     def warnings(self) -> list[str]:
-        out = []
+        out = list(self.notes)
         if self.read:
             out.append(f"text by OCR ({self.engine}) on {_pages(self.read)}")
         if self.empty:
@@ -266,6 +270,7 @@ def _ocr(
         log.unavailable.append(number)
         log.reason = str(exc)
         return read
+    log.notes += [w for w in result.warnings if "OCR found no words" not in w]
     words = [w for w in result.words if w.text.strip()]
     if not words:
         log.empty.append(number)
@@ -274,6 +279,8 @@ def _ocr(
     log.engine = ocr.ENGINE
     log.words += len(words)
     log.confidence += sum(w.confidence for w in words)
+    if result.languages not in log.languages:
+        log.languages.append(result.languages)
     out = PageRead(number, read.width, read.height)
     groups: dict[tuple[int, int], list[ocr.OcrWord]] = {}
     for word in words:
@@ -285,7 +292,7 @@ def _ocr(
         x1 = max(w.box[2] for w in group)
         bottom = max(w.box[3] for w in group)
         line = Line(
-            text=" ".join(w.text.strip() for w in group),
+            text=ocr.join_words([w.text.strip() for w in group]),
             box=(x0, top, x1, bottom),
             top=top,
             bottom=bottom,

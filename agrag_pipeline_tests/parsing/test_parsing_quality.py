@@ -22,7 +22,7 @@ from agrag_pipeline.settings import OcrSettings, ParsingSettings, QualitySetting
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WARN_BELOW = QualitySettings().warn_below
-ENGLISH_ONLY = ParsingSettings(ocr=OcrSettings(languages=["eng"]))
+ENGLISH_ONLY = ParsingSettings(ocr=OcrSettings(languages=["eng"], auto_languages=False))
 #: What a clean text scores at least, and how much a defect takes off at least.
 CLEAN = 0.95
 VISIBLE = 0.05
