@@ -238,15 +238,31 @@ class _OcrLog:
 
 
 def _needs_ocr(read: PageRead) -> bool:
-    """No text, mostly unmapped glyphs, or an invisible text layer over a scanned image.
+    """No text, mostly unmapped glyphs, or an invisible text layer over a scanned image that
+    does not read as words of a language.
 
     Invisible text with no image under it is kept as text (a searchable layer someone meant
-    to be found); over an image it is re-read by OCR, and kept where OCR cannot run.
+    to be found); over an image it is a scanner's OCR layer, kept when it reads well (a page
+    whose text layer is right is never replaced by OCR: ``quality``), re-read by OCR otherwise,
+    and kept where OCR cannot run.
     """
     if read.chars == 0 or read.unmapped > read.chars:
         return True
     visible = read.chars - read.invisible
-    return read.invisible > visible and read.image_area >= 0.25
+    return read.invisible > visible and read.image_area >= 0.25 and not _reads_well(read)
+
+
+#: An invisible text layer reads well with at least this reading-quality score and a language
+#: recognised in it (too few words to tell: OCR decides).
+_READS_WELL = 0.9
+
+
+def _reads_well(read: PageRead) -> bool:
+    from agrag_pipeline.parsing import quality
+
+    parts = [i.text if isinstance(i, Line) else " ".join(map(" ".join, i.rows)) for i in read.items]
+    measured = quality.assess("\n".join(parts))
+    return measured.language is not None and measured.score >= _READS_WELL
 
 
 def _ocr(

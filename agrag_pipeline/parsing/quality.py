@@ -133,8 +133,8 @@ _VOWELS = frozenset("aeiouyáàâäãåāăąéèêëēėęěíìîïīįıóò�
 #: Characters that may join two letters inside a word.
 _JOINERS = frozenset("-‐‑–'’._/&@:+·")
 _CID = re.compile(r"\(cid:\d+\)")
-#: Web and mail addresses: no words, whatever their letters.
-_ADDRESS = re.compile(r"://|^www\.|@|\.(com|org|net|html?)\b", re.I)
+#: Web and mail addresses, HTML entities: no words, whatever their letters.
+_ADDRESS = re.compile(r"://|^www\.|@|\.(com|org|net|html?)\b|&#?\w+;", re.I)
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
 _SPACED_RUN = re.compile(r"(?<!\S)(?:[^\W\d_] ){3,}[^\W\d_](?!\S)")
 _STRIP = ".,;:!?()[]{}\"'“”‘’«»„‚<>*#|`~^="

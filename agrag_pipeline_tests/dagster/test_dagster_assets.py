@@ -340,6 +340,11 @@ def test_a_document_read_badly_materialises_with_a_reading_quality_warning(tmp_p
     assert not warned.passed and warned.severity == dg.AssetCheckSeverity.WARN
     assert "wrong code page" in (warned.description or "")
     assert warned.metadata["score"].value < 0.8
+    # The partition shows the score as a number (the UI plots it) and its reasons.
+    shown = materialization_metadata(result, "sections")["mojibake.txt"]
+    assert isinstance(shown["reading_quality"], float) and shown["reading_quality"] < 0.8
+    assert "wrong code page" in shown["reading_quality_reasons"]
+    assert shown["language"] == "pl"
 
 
 def test_check_evaluations_name_their_document(sample_run) -> None:  # type: ignore[no-untyped-def]
