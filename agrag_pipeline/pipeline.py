@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agrag_pipeline.chunking.chunker import CHUNKER_NAME
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Chunk, Document
-from agrag_pipeline.parsing import parse_document
+from agrag_pipeline.parsing import image, parse_document, pdf
 from agrag_pipeline.parsing.errors import DocumentError
 from agrag_pipeline.parsing.parsed import LayoutSpan, ParsedDocument
 from agrag_pipeline.storage import Warehouse
@@ -163,6 +163,9 @@ def current_document(warehouse: Warehouse, source_key: str) -> Document:
     return document
 
 
+#: Media types OCR may read (PDF pages, images): their parse depends on the OCR engine.
+_READ_BY_OCR = frozenset({pdf.MEDIA_TYPE, *image.MEDIA_TYPES})
+
 #: Prefix of what a parser recorded in the document's metadata (``text_encoding``...), kept in
 #: the sections table's metadata so a reused parse reports it too.
 PARSER_METADATA = "parsed."
@@ -178,12 +181,13 @@ def build_sections(
 ) -> SectionsResult:
     """Parse the snapshotted version and store its text layer, layout and sections.
 
-    Sections already stored for this version by this parser version (and, for a PDF, by this
-    OCR engine, version and settings: ``ocr_engine``) are reused, not redone, unless ``force``.
+    Sections already stored for this version by this parser version (and, for a PDF or an image,
+    by this OCR engine, version and settings: ``ocr_engine``) are reused, not redone, unless
+    ``force``.
     """
     assert document.id is not None
     wanted = {"content_hash": document.content_hash, "parse_version": parse_version}
-    if ocr is not None and document.media_type == "application/pdf":
+    if ocr is not None and document.media_type in _READ_BY_OCR:
         from agrag_pipeline.fingerprints import canonical_json
         from agrag_pipeline.parsing.ocr import engine_fingerprint
 

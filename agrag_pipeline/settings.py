@@ -132,6 +132,12 @@ class OcrSettings(_Frozen):
     #: Detect a page turned by 90/180/270 degrees (when reading it as it is is not clearly right)
     #: and turn it back before reading it.
     detect_orientation: bool = True
+    #: Read a page in the language of its script and words where Tesseract has it installed:
+    #: a page in a script none of ``languages`` reads (Arabic, Han, Cyrillic: seen by orientation
+    #: detection) is read with that script's language, a Latin page whose words are clearly of
+    #: another installed language (Polish read as English) with that one first. False: only
+    #: ``languages``.
+    auto_languages: bool = True
     #: Seconds one page may take (orientation, recognition and retries together).
     page_timeout_s: float = Field(default=60.0, gt=0.0)
     #: A PDF or image in which OCR found no words at all (a photo, a diagram, a blank page) is a
@@ -151,10 +157,21 @@ class OcrSettings(_Frozen):
         return languages
 
 
+class QualitySettings(_Frozen):
+    """The reading-quality score (``parsing.quality``): only its check reads this, so changing
+    it re-parses nothing."""
+
+    #: The sections check ``reading_quality`` warns (never fails) for a document scoring below
+    #: this. Clean corpus documents score 0.92 or more; each defect of issue 20 scores under it
+    #: (BENCHMARKS.md, "Reading quality").
+    warn_below: float = Field(default=0.8, ge=0.0, le=1.0)
+
+
 class ParsingSettings(_Frozen):
     """How documents are parsed into text and sections."""
 
     ocr: OcrSettings = Field(default_factory=OcrSettings)
+    quality: QualitySettings = Field(default_factory=QualitySettings)
 
 
 #: What is not a document by default: licences, VCS and dependency folders, lock files, Office

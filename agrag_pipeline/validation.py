@@ -15,11 +15,15 @@ from typing import Any
 import numpy as np
 
 from agrag_pipeline.models import Chunk
+from agrag_pipeline.parsing import quality
 from agrag_pipeline.parsing.contract import contract_violations
 from agrag_pipeline.pipeline import current_document, load_chunks, load_parsed
+from agrag_pipeline.settings import QualitySettings
 from agrag_pipeline.storage import Warehouse
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+#: ``parsing.quality.warn_below``'s default.
+DEFAULT_WARN_BELOW = QualitySettings().warn_below
 _MAX_EXAMPLES = 5
 UNIT_NORM_TOLERANCE = 1e-3
 
@@ -30,6 +34,8 @@ class CheckOutcome:
     passed: bool
     description: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: "error": a broken promise; "warn": worth a look, the document is kept as it is.
+    severity: str = "error"
 
 
 CHUNK_CHECKS = (
@@ -37,7 +43,7 @@ CHUNK_CHECKS = (
     "chunk_indices_contiguous",
     "chunk_fingerprints_well_formed",
 )
-SECTION_CHECKS = ("section_spans_reproduce_text",)
+SECTION_CHECKS = ("section_spans_reproduce_text", "reading_quality")
 EMBEDDING_CHECKS = (
     "embedding_per_chunk",
     "embedding_dimension",
@@ -45,7 +51,9 @@ EMBEDDING_CHECKS = (
 )
 
 
-def check_sections(warehouse: Warehouse, source_key: str) -> list[CheckOutcome]:
+def check_sections(
+    warehouse: Warehouse, source_key: str, *, warn_below: float = DEFAULT_WARN_BELOW
+) -> list[CheckOutcome]:
     def run() -> list[CheckOutcome]:
         parsed = load_parsed(warehouse, current_document(warehouse, source_key))
         problems = contract_violations(parsed)
@@ -58,10 +66,37 @@ def check_sections(warehouse: Warehouse, source_key: str) -> list[CheckOutcome]:
                 if not problems
                 else f"{len(problems)} problems, first: {problems[0]}",
                 {"sections": len(parsed.sections), "problems": problems[:_MAX_EXAMPLES]},
-            )
+            ),
+            reading_quality_outcome(parsed.document.metadata, warn_below),
         ]
 
     return _guarded(SECTION_CHECKS, run)
+
+
+def reading_quality_outcome(metadata: dict[str, Any], warn_below: float) -> CheckOutcome:
+    """A warning (never a failure) when the parse's reading-quality score (``parsing.quality``,
+    recorded in the document's metadata) is below ``warn_below``, with the reasons."""
+    name = "reading_quality"
+    recorded = metadata.get(quality.SCORE_KEY)
+    if recorded is None:
+        return CheckOutcome(name, True, "no score: the document has no text to read")
+    score = float(recorded)
+    reasons = str(metadata.get(quality.REASONS_KEY) or "")
+    meta = {
+        "score": score,
+        "warn_below": warn_below,
+        "language": metadata.get(quality.LANGUAGE_KEY),
+        "reasons": reasons or None,
+    }
+    if score >= warn_below:
+        return CheckOutcome(name, True, f"reading quality {score:.2f}", meta)
+    return CheckOutcome(
+        name,
+        False,
+        f"reading quality {score:.2f} is below {warn_below:g}: {reasons or 'no reason given'}",
+        meta,
+        severity="warn",
+    )
 
 
 def check_chunks(

@@ -8,5 +8,6 @@ SNAPSHOT_VERSION = "1"
 #: Bumped when the parse step changes what it writes for the same input.
 #: 2: PDFs read with PDFium (words, columns, headings, OCR); 3: PDF compound hyphens kept;
 #: 4: PDF ligatures keep every letter, tight lines of two sizes apart, dates not headers, images
-#: without a resolution tag read at the size of a paper page.
-PARSE_VERSION = "4"
+#: without a resolution tag read at the size of a paper page; 5: every parse scored for reading
+#: quality, PDF text in Unicode codes without a map kept, OCR in the page's own language.
+PARSE_VERSION = "5"

@@ -236,7 +236,9 @@ def build_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
             ),
             md.sections_metadata,
             upstream="raw_documents",
-            evaluate=lambda key: check_sections(rt.warehouse, key),
+            evaluate=lambda key: check_sections(
+                rt.warehouse, key, warn_below=rt.settings.parsing.quality.warn_below
+            ),
         )
 
     @dg.asset(

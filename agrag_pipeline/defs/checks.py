@@ -33,6 +33,10 @@ CHECK_DESCRIPTIONS: dict[str, str] = {
     "section_spans_reproduce_text": "Every section is a valid row of the parser contract: its "
     "span lies inside the document's text layer, sections are in order, and together they cover "
     "the text (parsing/contract.py).",
+    "reading_quality": "The parse's reading-quality score (0-1: words of the document's "
+    "language, misread and garbled words, mojibake, unmapped glyphs, OCR confidence; "
+    "parsing/quality.py) is at least parsing.quality.warn_below; below it the check warns, with "
+    "the reasons, and never fails.",
     "chunk_offsets_reproduce_text": "Each chunk's provenance offsets, applied to the stored text "
     "layer, give back exactly the chunk's text.",
     "chunk_indices_contiguous": "Chunk indices run 0, 1, 2, ... with no gap or repeat.",
@@ -49,6 +53,8 @@ CHECK_DESCRIPTIONS: dict[str, str] = {
     "entity_graph_matches_tables": "The graph database holds exactly the MENTIONS edges from "
     "the document's chunks that its entity_mentions table lists: none missing, none left over.",
 }
+
+_SEVERITY = {"error": dg.AssetCheckSeverity.ERROR, "warn": dg.AssetCheckSeverity.WARN}
 
 CHECKS_BY_ASSET: dict[str, Sequence[str]] = {
     "sections": SECTION_CHECKS,
@@ -87,13 +93,14 @@ def report_checks(
     selected = {k.name for k in context.selected_asset_check_keys if k.asset_key == asset_key}
     if not selected:
         return
-    failed = 0
+    failed = warned = 0
     for key in context.partition_keys:
         target = targets.get(key)
         for outcome in evaluate(key):
             if outcome.name not in selected:
                 continue
-            failed += 0 if outcome.passed else 1
+            failed += 0 if outcome.passed or outcome.severity == "warn" else 1
+            warned += 0 if outcome.passed or outcome.severity != "warn" else 1
             context.log_event(
                 dg.AssetCheckEvaluation(
                     asset_key=asset_key,
@@ -105,7 +112,7 @@ def report_checks(
                         "source_key": key,
                         **{k: v for k, v in outcome.metadata.items() if v is not None},
                     },
-                    severity=dg.AssetCheckSeverity.ERROR,
+                    severity=_SEVERITY[outcome.severity],
                     target_materialization_data=(
                         AssetCheckEvaluationTargetMaterializationData(
                             storage_id=target.storage_id,
@@ -119,6 +126,8 @@ def report_checks(
             )
     if failed:
         context.log.warning(f"{asset}: {failed} check evaluations failed (see the checks tab)")
+    if warned:
+        context.log.warning(f"{asset}: {warned} check evaluations warn (see the checks tab)")
     assets_def = context.assets_def
     for name in sorted(selected):
         output = assets_def.get_output_name_for_asset_check_key(dg.AssetCheckKey(asset_key, name))

@@ -18,6 +18,7 @@ from urllib.parse import quote
 import dagster as dg
 import pyarrow as pa
 
+from agrag_pipeline.parsing.quality import SCORE_KEY
 from agrag_pipeline.pipeline import ChunksResult, EmbeddingsResult, SectionsResult, SnapshotResult
 from agrag_pipeline.reporting import chunk_preview_markdown
 from agrag_pipeline.storage.tables import CHUNK_SCHEMA, SECTION_SCHEMA
@@ -125,9 +126,16 @@ def sections_metadata(result: SectionsResult, warehouse: Warehouse) -> dict[str,
         "outline": dg.MetadataValue.md("\n".join(f"- {h}" for h in outline) or "(no headings)"),
         "warnings": dg.MetadataValue.json(parsed.warnings),
         **{key: str(value) for key, value in sorted(parsed.document.metadata.items())},
+        **_reading_quality(parsed.document.metadata),
         **_uri(warehouse, result.path),
         "text_layer_path": dg.MetadataValue.path(warehouse.uri(result.text_layer_path)),
     }
+
+
+def _reading_quality(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The reading-quality score as a number, so the UI can plot and compare it."""
+    score = metadata.get(SCORE_KEY)
+    return {SCORE_KEY: dg.MetadataValue.float(float(score))} if score is not None else {}
 
 
 def chunks_metadata(result: ChunksResult, warehouse: Warehouse) -> dict[str, Any]:

@@ -16,6 +16,10 @@ Documented results for bad input (every error is a ``DocumentError`` naming the 
   ``ParseTimeoutError``;
 - an image (PNG, JPEG, TIFF and its pages, WebP, BMP, GIF) is a scan: ``image`` reads it by the
   PDF path below, OCR included; a frame over ``image.MAX_PIXELS``: ``DocumentTooLargeError``;
+- every parse that gives text is scored for reading quality (``quality``: the share of words
+  of the document's language, garbled and misread words, mojibake, unmapped glyphs, OCR
+  confidence), recorded as ``reading_quality`` (0-1), ``reading_quality_reasons`` and
+  ``language`` in the document's metadata;
 - a PDF page without a usable text layer (a scan) is read by OCR (``parsing.ocr``, settings in
   ``parsing``: ``ParsingSettings``); a PDF that still has no text: ``EmptyDocumentError`` with
   the reason and the pages ("no text layer and OCR found no text on pages 1–4").
@@ -40,6 +44,7 @@ from agrag_pipeline.parsing import (
     pdf,
     plaintext,
     powerpoint,
+    quality,
     spreadsheet,
     word,
 )
@@ -207,8 +212,9 @@ def parse_document(
     try:
         with deadline_scope(Deadline(source_key, time_budget_s)):
             if parsing is not None and parser in _TAKES_SETTINGS:
-                return parser(raw, document, parsing=parsing)
-            return parser(raw, document)
+                parsed = parser(raw, document, parsing=parsing)
+            else:
+                parsed = parser(raw, document)
     except DocumentError:
         raise
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
@@ -217,6 +223,22 @@ def parse_document(
         raise CorruptDocumentError(
             source_key, f"could not be parsed as {media_type}: {type(exc).__name__}: {exc}"
         ) from exc
+    _record_reading_quality(parsed)
+    return parsed
+
+
+def _record_reading_quality(parsed: ParsedDocument) -> None:
+    """The document's reading-quality score (``quality``) into its metadata. A text layer without
+    words has none; a failure to measure is a warning, never a failed parse."""
+    if not parsed.text_layer.strip():
+        return
+    try:
+        tables = [(s.start, s.end) for s in parsed.sections if s.kind == "table"]
+        measured = quality.assess(parsed.text_layer, parsed.document.metadata, tables)
+    except Exception as exc:  # the text was read; only its score is missing
+        parsed.warnings.append(f"reading quality not measured: {type(exc).__name__}: {exc}")
+        return
+    parsed.document.metadata.update(measured.metadata())
 
 
 __all__ = [

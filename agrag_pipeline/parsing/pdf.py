@@ -152,6 +152,7 @@ def parse(
     text = builder.text()
     warnings += ocr_log.warnings()
     unmapped = sum(p.unmapped for p in pages)
+    document.metadata.update(ocr_log.measures(pages))
     if unmapped:
         warnings.append(f"{unmapped} glyphs without a Unicode mapping were left out of the text")
     if furniture:
@@ -187,9 +188,29 @@ class _OcrLog:
     unavailable: list[int] = field(default_factory=list)
     reason: str = ""
     engine: str = ""
+    words: int = 0
+    confidence: float = 0.0  # summed over ``words``
+    languages: list[str] = field(default_factory=list)  # Tesseract's, per page ("pol+eng")
+    #: What OCR said of its pages ("page 2: the page looks like Arabic script, ...").
+    notes: list[str] = field(default_factory=list)
+
+    def measures(self, pages: list[PageRead]) -> dict[str, int | float | str]:
+        """What the reading-quality score (``parsing.quality``) needs from the parse: glyphs
+        read from text layers and those without a Unicode map; words OCR read, and how sure."""
+        from agrag_pipeline.parsing import quality
+
+        out: dict[str, int | float | str] = {
+            quality.GLYPHS_KEY: sum(p.chars for p in pages if p.number not in self.read),
+            quality.UNMAPPED_KEY: sum(p.unmapped for p in pages),
+        }
+        if self.words:
+            out[quality.OCR_WORDS_KEY] = self.words
+            out[quality.OCR_CONFIDENCE_KEY] = round(self.confidence / self.words, 1)
+            out["ocr_languages"] = ", ".join(self.languages)
+        return out
 
     def warnings(self) -> list[str]:
-        out = []
+        out = list(self.notes)
         if self.read:
             out.append(f"text by OCR ({self.engine}) on {_pages(self.read)}")
         if self.empty:
@@ -220,15 +241,31 @@ class _OcrLog:
 
 
 def _needs_ocr(read: PageRead) -> bool:
-    """No text, mostly unmapped glyphs, or an invisible text layer over a scanned image.
+    """No text, mostly unmapped glyphs, or an invisible text layer over a scanned image that
+    does not read as words of a language.
 
     Invisible text with no image under it is kept as text (a searchable layer someone meant
-    to be found); over an image it is re-read by OCR, and kept where OCR cannot run.
+    to be found); over an image it is a scanner's OCR layer, kept when it reads well (a page
+    whose text layer is right is never replaced by OCR: ``quality``), re-read by OCR otherwise,
+    and kept where OCR cannot run.
     """
     if read.chars == 0 or read.unmapped > read.chars:
         return True
     visible = read.chars - read.invisible
-    return read.invisible > visible and read.image_area >= 0.25
+    return read.invisible > visible and read.image_area >= 0.25 and not _reads_well(read)
+
+
+#: An invisible text layer reads well with at least this reading-quality score and a language
+#: recognised in it (too few words to tell: OCR decides).
+_READS_WELL = 0.9
+
+
+def _reads_well(read: PageRead) -> bool:
+    from agrag_pipeline.parsing import quality
+
+    parts = [i.text if isinstance(i, Line) else " ".join(map(" ".join, i.rows)) for i in read.items]
+    measured = quality.assess("\n".join(parts))
+    return measured.language is not None and measured.score >= _READS_WELL
 
 
 def _ocr(
@@ -252,12 +289,17 @@ def _ocr(
         log.unavailable.append(number)
         log.reason = str(exc)
         return read
+    log.notes += [w for w in result.warnings if "OCR found no words" not in w]
     words = [w for w in result.words if w.text.strip()]
     if not words:
         log.empty.append(number)
         return read
     log.read.append(number)
     log.engine = ocr.ENGINE
+    log.words += len(words)
+    log.confidence += sum(w.confidence for w in words)
+    if result.languages not in log.languages:
+        log.languages.append(result.languages)
     out = PageRead(number, read.width, read.height)
     groups: dict[tuple[int, int], list[ocr.OcrWord]] = {}
     for word in words:
@@ -269,7 +311,7 @@ def _ocr(
         x1 = max(w.box[2] for w in group)
         bottom = max(w.box[3] for w in group)
         line = Line(
-            text=" ".join(w.text.strip() for w in group),
+            text=ocr.join_words([w.text.strip() for w in group]),
             box=(x0, top, x1, bottom),
             top=top,
             bottom=bottom,

@@ -157,6 +157,56 @@ class _Fonts:
         return found
 
 
+class _CodesTakenAsText:
+    """Characters PDFium flags as unmapped (``FPDFText_HasUnicodeMapError``): no ToUnicode map
+    or encoding gave them, so it took the character code for the character.
+
+    Where a font's codes *are* Unicode (an ``Identity-H`` font whose codes are the code points,
+    as TCPDF and other generators write Polish or Chinese without a ToUnicode map) that text is
+    right, and dropping it sent correct pages to OCR in the wrong language. Where the codes are
+    glyph ids, they read as control characters and letters at random. So per font: its flagged
+    characters are kept when none of its flagged codes was a control, unassigned or private-use
+    character, most are letters, and the letters are of at most two scripts (Latin with Han,
+    say); otherwise they are dropped and counted unmapped.
+    """
+
+    def __init__(self) -> None:
+        self.flagged: dict[int, list[Char]] = {}
+        self.distrusted: set[int] = set()
+
+    @staticmethod
+    def _font(obj: Any) -> int:
+        return ctypes.cast(pdfium_c.FPDFTextObj_GetFont(obj), ctypes.c_void_p).value or 0
+
+    def add(self, obj: Any, char: Char) -> None:
+        self.flagged.setdefault(self._font(obj), []).append(char)
+
+    def distrust(self, obj: Any) -> None:
+        self.distrusted.add(self._font(obj))
+
+    def settle(self, chars: list[Char], out: PageRead) -> list[Char]:
+        """``chars`` without the flagged characters of fonts whose codes are no text."""
+        dropped: set[int] = set()
+        for font, flagged in self.flagged.items():
+            if font in self.distrusted or not _reads_as_text(flagged):
+                dropped.update(id(c) for c in flagged)
+        if not dropped:
+            return chars
+        out.unmapped += len(dropped)
+        return [c for c in chars if id(c) not in dropped]
+
+
+def _reads_as_text(chars: list[Char]) -> bool:
+    letters = [c.text[0] for c in chars if c.text[0].isalpha()]
+    if len(letters) * 2 < len(chars):
+        return False
+    scripts = set()
+    for letter in letters:
+        name = unicodedata.name(letter, "?").split(" ", 1)[0]
+        scripts.add("CJK" if name in ("CJK", "HIRAGANA", "KATAKANA", "HANGUL") else name)
+    return len(scripts) <= 2
+
+
 def _frame(
     rotation: int, width: float, height: float
 ) -> tuple[float, float, Any]:  # shown width, height, point transform
@@ -199,6 +249,7 @@ def read_chars(
     get_object = pdfium_c.FPDFText_GetTextObject
     map_error = pdfium_c.FPDFText_HasUnicodeMapError
     get_origin = pdfium_c.FPDFText_GetCharOrigin
+    codes = _CodesTakenAsText()
     rect_ref = ctypes.byref(rect)
     origin_x, origin_y = ctypes.c_double(), ctypes.c_double()
     origin_refs = (ctypes.byref(origin_x), ctypes.byref(origin_y))
@@ -224,8 +275,11 @@ def read_chars(
         if mode in (3, 7):  # invisible: a scanner's OCR layer, usually (see ``pdf._needs_ocr``)
             out.invisible += 1
         category = unicodedata.category(ch)
-        if map_error(tp, i) == 1 or category in ("Cc", "Cs", "Co", "Cn") or ch == "\ufffd":
+        flagged = map_error(tp, i) == 1  # no map gave the character: PDFium took its code
+        if category in ("Cc", "Cs", "Co", "Cn") or ch == "\ufffd":
             out.unmapped += 1
+            if flagged:
+                codes.distrust(obj)
             continue
         if category == "Cf" and ch not in "\u200c\u200d":
             continue  # format marks (bidi controls): order is ours to give
@@ -266,6 +320,9 @@ def read_chars(
         if quarter:
             char.index = -quarter - 1  # marks turned text (set aside into its own frame)
         chars.append(char)
+        if flagged:
+            codes.add(obj, char)
+    chars = codes.settle(chars, out)
     out.chars = len(chars)
     return chars
 

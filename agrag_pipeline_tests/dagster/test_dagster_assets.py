@@ -11,6 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dagster_support import (
+    RANGE_END,
+    RANGE_START,
+    REPO_ROOT,
     SAMPLE_RAW_ROOT,
     check_evaluations,
     make_project,
@@ -118,7 +121,8 @@ def test_asset_checks_pass_per_partition_on_good_outputs(sample_run) -> None:  #
     for (asset, name, partition), passed in evaluations.items():
         assert partition in SAMPLE_KEYS
         assert passed, f"{asset}.{name} failed for {partition}"
-    assert len(evaluations) == 8 * len(SAMPLE_KEYS)
+    assert ("sections", "reading_quality") in names
+    assert len(evaluations) == 9 * len(SAMPLE_KEYS)
 
 
 def test_the_graph_asset_reports_each_documents_nodes_and_edges(sample_run) -> None:  # type: ignore[no-untyped-def]
@@ -157,7 +161,7 @@ def test_asset_checks_fail_on_deliberately_broken_outputs(tmp_path: Path) -> Non
         assert project.materialize(["wiki.md"]).success
     warehouse = Warehouse(str(project.warehouse))
     document_id = Document.node_id_for("wiki.md")
-    assert [o.passed for o in check_sections(warehouse, "wiki.md")] == [True]
+    assert [o.passed for o in check_sections(warehouse, "wiki.md")] == [True, True]
     sections_table = warehouse.read_table("sections", document_id)
     sections = sections_from_table(sections_table)
     sections[-1] = sections[-1].model_copy(update={"end": sections[-1].end + 10_000})
@@ -166,7 +170,8 @@ def test_asset_checks_fail_on_deliberately_broken_outputs(tmp_path: Path) -> Non
         document_id,
         with_metadata(sections_to_table(sections), read_metadata(sections_table)),
     )
-    assert [o.passed for o in check_sections(warehouse, "wiki.md")] == [False]
+    outcomes_after = {o.name: o.passed for o in check_sections(warehouse, "wiki.md")}
+    assert outcomes_after == {"section_spans_reproduce_text": False, "reading_quality": True}
     table = warehouse.read_table("chunks", document_id)
     chunks = chunks_from_table(table)
     broken = [
@@ -290,7 +295,7 @@ def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current
                 assert mat is not None and mat.tags["dagster/data_version"] == code_version
         # Dagster's own per-partition check status: passed and current for every document.
         check_keys = [k for k in graph.asset_check_keys]
-        assert len(check_keys) == 8  # 1 sections, 3 chunks, 3 embeddings, 1 graph
+        assert len(check_keys) == 9  # 2 sections, 3 chunks, 3 embeddings, 1 graph
         infos = instance.event_log_storage.get_asset_check_partition_info(check_keys)
         status = {
             (i.check_key.name, i.partition_key): (i.latest_execution_status.value, i.is_current)
@@ -302,6 +307,44 @@ def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current
         for result in (batched, single):
             tags = instance.get_run_by_id(result.run_id).tags
             assert runtime.fingerprint_tags().items() <= tags.items()
+
+
+def test_a_document_read_badly_materialises_with_a_reading_quality_warning(tmp_path: Path) -> None:
+    # Polish decoded with the wrong code page before it reached us ("Wartoœæ p³atnoœci"): the
+    # run succeeds, and the sections check warns (severity WARN, not a failure) with the reasons.
+    text = (REPO_ROOT / "agrag_pipeline_tests" / "fixtures" / "invoice_pl.txt").read_text("utf-8")
+    files = {
+        "faktura.txt": text.encode(),
+        "mojibake.txt": text.encode("cp1250").decode("cp1252").encode(),
+    }
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, files)
+        keys = sorted(files)
+        project.register(keys)
+        job = project.definitions().resolve_job_def("ingest_documents")
+        result = job.execute_in_process(
+            instance=instance,
+            tags={RANGE_START: keys[0], RANGE_END: keys[-1]},
+            asset_selection=[dg.AssetKey("raw_documents"), dg.AssetKey("sections")],
+        )
+    assert result.success
+    found = {}
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_CHECK_EVALUATION":
+            data = event.event_specific_data
+            if data.check_name == "reading_quality":
+                found[data.partition] = data
+    assert set(found) == set(keys)
+    assert found["faktura.txt"].passed
+    warned = found["mojibake.txt"]
+    assert not warned.passed and warned.severity == dg.AssetCheckSeverity.WARN
+    assert "wrong code page" in (warned.description or "")
+    assert warned.metadata["score"].value < 0.8
+    # The partition shows the score as a number (the UI plots it) and its reasons.
+    shown = materialization_metadata(result, "sections")["mojibake.txt"]
+    assert isinstance(shown["reading_quality"], float) and shown["reading_quality"] < 0.8
+    assert "wrong code page" in shown["reading_quality_reasons"]
+    assert shown["language"] == "pl"
 
 
 def test_check_evaluations_name_their_document(sample_run) -> None:  # type: ignore[no-untyped-def]

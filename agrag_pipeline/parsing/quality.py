@@ -1,0 +1,729 @@
+"""Reading quality: a score in [0, 1] for how well a document's text was read, and why not 1.
+
+Why: a parse can succeed and still give wrong text (a ligature that lost a letter, two lines
+interleaved letter by letter, OCR in the wrong language, text decoded with the wrong code page,
+a shrunk scan read as noise), and nothing said so. The score makes such a document stand out:
+``parse_document`` computes it once per parse and records it in the document's metadata
+(``reading_quality``, ``reading_quality_reasons``, ``language``), stored with the sections and
+shown on their partition; the sections asset check ``reading_quality`` warns below
+``parsing.quality.warn_below``.
+
+Signals, cheap and linear in the text (a long text is sampled: ``MAX_SAMPLE_CHARS``), measured
+for each script that holds a tenth of the letters and weighed by its share:
+
+- **unknown words**: the share of words missing from the word list of the text's language
+  (``wordfreq``'s lists: Apache-2.0 code, CC-BY-SA 4.0 data, read at run time, never copied
+  here). The language is the script's candidate whose list knows most of the words, if any
+  clearly does (``identify_language``). Clean text has unknown words too (names, terms, code):
+  only the share beyond ``UNKNOWN_ALLOWANCE`` counts. Chinese, Japanese and Korean, written
+  without spaces, are checked character by character;
+- **misread words**: distinct lower-case words one letter off a common word ("diferent"):
+  rare in clean text, the mark of a ligature that lost a letter or an OCR slip;
+- **odd letter sequences**: letter trigrams no word of the language has ("tsheev", two lines'
+  letters interleaved; letters decoded wrongly): the signal that still speaks when the words
+  are so garbled that no language is recognised;
+- **garbled words**: letters of two scripts in one word, letters split by a symbol
+  ("p³atnoœci"), an unknown Latin word of five letters without a vowel;
+- **mojibake**: text decoded with the wrong code page (``ftfy``'s badness, Apache-2.0);
+- **letter-spaced runs** ("d i f f e r e n t"), replacement characters (U+FFFD, ``(cid:N)``,
+  private use);
+- **unmapped glyphs** a PDF's fonts did not map to characters, and the **OCR confidence** of
+  the words OCR read (both measured by the parser, in the document's metadata: ``glyphs``,
+  ``unmapped_glyphs``, ``ocr_words``, ``ocr_confidence``).
+
+Each signal gives a penalty in [0, 1]; the score is the product of ``1 - penalty``, and the
+reasons are the signals that lowered it by a point or more, largest first, with examples.
+Weights and allowances are measured on the corpus and on each defect (BENCHMARKS.md,
+"Reading quality").
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Keys of what the score records in ``Document.metadata``.
+SCORE_KEY = "reading_quality"
+REASONS_KEY = "reading_quality_reasons"
+LANGUAGE_KEY = "language"
+#: Keys the PDF parser records for the score (PDFs and images; absent elsewhere).
+GLYPHS_KEY = "glyphs"
+UNMAPPED_KEY = "unmapped_glyphs"
+OCR_WORDS_KEY = "ocr_words"
+OCR_CONFIDENCE_KEY = "ocr_confidence"
+
+#: A longer text is read in ``_WINDOWS`` evenly spaced windows adding up to this.
+MAX_SAMPLE_CHARS = 200_000
+_WINDOWS = 10
+#: Fewer words (characters, for Chinese, Japanese and Korean) than this say nothing about a
+#: language: the word signals stay silent.
+MIN_WORDS = 20
+#: A script is measured when it holds this share of the letters.
+MIN_SCRIPT_SHARE = 0.1
+#: Share of unknown words clean text has anyway (names, terms, code, abbreviations); corpus
+#: documents reach 0.16, tables of names 0.24.
+UNKNOWN_ALLOWANCE = 0.2
+#: The same for characters of Chinese, Japanese and Korean missing from their lists.
+UNKNOWN_CHARACTER_ALLOWANCE = 0.02
+#: Misread words are lower case (names are capitalised) and at least this long, counted once
+#: each among at least ``MIN_MISREAD_VOCABULARY`` distinct words (one typo in a short note is no
+#: defect); clean text has this share anyway (terms one letter off a word: "deref", "toml").
+MIN_MISREAD_LETTERS = 5
+MIN_MISREAD_VOCABULARY = 50
+MISREAD_ALLOWANCE = 0.01
+#: Share of letter trigrams no word of the language has in clean text (names, terms, foreign
+#: words): corpus documents reach 0.02, a list of the languages of translations 0.08.
+SEQUENCE_ALLOWANCE = 0.04
+#: A language is recognised when its "small" list knows this share of the words, or a smaller
+#: share but clearly more than the runner-up's; the candidates compared are the script's
+#: ``_SHORTLIST`` languages whose most frequent words the text uses most. Measured: English
+#: prose 0.8-1.0, a Polish invoice read by English OCR 0.49, placeholder Latin (lorem ipsum)
+#: 0.28-0.40 with runners-up close behind.
+MIN_KNOWN_SHARE = 0.45
+MIN_CLEAR_SHARE = 0.3
+CLEAR_MARGIN = 1.5
+_SHORTLIST = 4
+#: How many of a language's most frequent words identify it, and how many count as common
+#: (a misread word is one letter away from one of these).
+_PROFILE_WORDS = 400
+_COMMON_WORDS = 20_000
+#: What each signal costs per share of the text it affects (1.0: a share of 0.1 costs 0.1).
+_WEIGHTS = {
+    "unknown": 2.0,
+    "misread": 8.0,
+    "sequences": 5.0,
+    "garbled": 4.0,
+    "mojibake": 8.0,
+    "spaced": 0.6,
+    "replacement": 10.0,
+    "unmapped": 2.0,
+}
+#: Mean OCR confidence (Tesseract, 0-100) at or above which OCR text costs nothing; clean scans
+#: read at 88-96, noise at 40-60.
+GOOD_OCR_CONFIDENCE = 85.0
+
+_LATIN = "en de fr es it pt nl pl cs sk sl sh sv da nb fi hu ro tr id ms ca lt lv vi fil is"
+#: wordfreq languages per script: the candidates a text in that script is measured against.
+SCRIPT_LANGUAGES: dict[str, tuple[str, ...]] = {
+    "Latin": tuple(_LATIN.split()),
+    "Cyrillic": ("ru", "uk", "bg", "mk"),
+    "Greek": ("el",),
+    "Arabic": ("ar", "fa", "ur"),
+    "Hebrew": ("he",),
+    "Devanagari": ("hi",),
+    "Bengali": ("bn",),
+    "Tamil": ("ta",),
+    "Han": ("zh", "ja"),
+    "Kana": ("ja",),
+    "Hangul": ("ko",),
+}
+#: Scripts written without spaces between words: read character by character. Kanji and kana
+#: are one part of a text (Japanese), as are hanja and hangul (Korean).
+_CHARACTER_SCRIPTS = frozenset({"Han", "Kana", "Hangul"})
+_COMPATIBLE = ({"Han", "Kana"}, {"Han", "Hangul"})
+
+_VOWELS = frozenset("aeiouyáàâäãåāăąéèêëēėęěíìîïīįıóòôöõøōőœúùûüūůűųýÿæ")
+#: Characters that may join two letters inside a word.
+_JOINERS = frozenset("-‐‑–'’._/&@:+·")
+_CID = re.compile(r"\(cid:\d+\)")
+#: Web and mail addresses, HTML entities: no words, whatever their letters.
+_ADDRESS = re.compile(r"://|^www\.|@|\.(com|org|net|html?)\b|&#?\w+;", re.I)
+_LETTER_RUN = re.compile(r"[^\W\d_]+")
+_SPACED_RUN = re.compile(r"(?<!\S)(?:[^\W\d_] ){3,}[^\W\d_](?!\S)")
+_STRIP = ".,;:!?()[]{}\"'“”‘’«»„‚<>*#|`~^="
+
+
+@dataclass(frozen=True)
+class Penalty:
+    """One signal that lowered the score: by how much (0-1) and why, in words a reader follows."""
+
+    signal: str
+    penalty: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReadingQuality:
+    """A document's reading-quality score, its language and script, and what lowered it."""
+
+    score: float
+    language: str | None = None
+    script: str | None = None
+    penalties: tuple[Penalty, ...] = ()
+    #: The measured shares behind the penalties (their text's main script), for benchmarks.
+    measures: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def reasons(self) -> list[str]:
+        return [p.reason for p in self.penalties]
+
+    def metadata(self) -> dict[str, str]:
+        """What is recorded in ``Document.metadata`` (strings, as the sections table keeps)."""
+        out = {SCORE_KEY: f"{self.score:.2f}"}
+        if self.penalties:
+            out[REASONS_KEY] = "; ".join(self.reasons)
+        if self.language:
+            out[LANGUAGE_KEY] = self.language
+        return out
+
+
+# -- word lists ----------------------------------------------------------------------------------
+
+
+def _available(language: str) -> bool:
+    import wordfreq
+
+    return language in wordfreq.available_languages("small")
+
+
+def _buckets(language: str, wordlist: str, limit: int | None = None) -> Iterator[list[str]]:
+    """A wordfreq list's frequency buckets, most frequent first, ``limit`` words at most.
+
+    wordfreq's documented "cBpack" format (``wordfreq.read_cBpack``): a gzipped msgpack list,
+    a header, then one list of words per centibel of frequency. Read as a stream, so the head of
+    a list costs only what it holds. ``wordlist``: "small" or "best" (the largest there is).
+    """
+    import msgpack
+    import wordfreq
+
+    path = wordfreq.available_languages(wordlist)[language]
+    seen = 0
+    with gzip.open(path, "rb") as stream:
+        unpacker = msgpack.Unpacker(stream, raw=False)
+        unpacker.read_array_header()
+        header = unpacker.unpack()
+        if not isinstance(header, dict) or header.get("format") != "cB":
+            raise ValueError(f"unexpected word list header in {path}: {header!r}")
+        for bucket in unpacker:
+            yield bucket
+            seen += len(bucket)
+            if limit is not None and seen >= limit:
+                return
+
+
+@functools.lru_cache(maxsize=64)
+def _profile(language: str) -> frozenset[str]:
+    """The language's most frequent words: what tells languages apart at a glance."""
+    words: list[str] = []
+    for bucket in _buckets(language, "small", _PROFILE_WORDS):
+        words += bucket
+    return frozenset(words[:_PROFILE_WORDS])
+
+
+@functools.lru_cache(maxsize=8)
+def _small(language: str) -> frozenset[str]:
+    """The language's "small" list: 30-60 thousand words, a few MB, read in 0.1 s."""
+    return frozenset(w for bucket in _buckets(language, "small") for w in bucket)
+
+
+@dataclass(frozen=True)
+class _Lexicon:
+    words: frozenset[str]  # the largest list: what counts as a word
+    common: frozenset[str]  # what a misread word is one letter away from
+    alphabet: str  # the letters its words are made of
+
+
+#: The largest lists (300-600 thousand words: 50-60 MB and about a second each): only the text's
+#: languages' stay loaded.
+@functools.lru_cache(maxsize=3)
+def _lexicon(language: str) -> _Lexicon:
+    words: list[str] = []
+    for bucket in _buckets(language, "best"):
+        words += bucket
+    common = frozenset(words[:_COMMON_WORDS])
+    alphabet = "".join(sorted({c for w in common for c in w if c.isalpha()}))
+    return _Lexicon(frozenset(words), common, alphabet)
+
+
+@functools.lru_cache(maxsize=8)
+def _characters(language: str) -> frozenset[str]:
+    """Every character of the language's words (Chinese, Japanese, Korean)."""
+    return frozenset(c for word in _small(language) for c in word)
+
+
+def _letter_trigrams(word: str) -> list[str]:
+    marked = f"^{word}$"
+    return [marked[i : i + 3] for i in range(len(marked) - 2)]
+
+
+@functools.lru_cache(maxsize=8)
+def _trigrams(language: str) -> frozenset[str]:
+    """Every three-letter sequence (word starts and ends marked) of the language's words."""
+    return frozenset(t for word in _small(language) for t in _letter_trigrams(word))
+
+
+# -- scripts and tokens ----------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=8192)
+def _script(ch: str) -> str:
+    """The script of a letter, from its Unicode name ("LATIN SMALL LETTER A" -> "Latin")."""
+    name = unicodedata.name(ch, "")
+    first = name.split(" ", 1)[0]
+    if first in ("FULLWIDTH", "HALFWIDTH"):
+        first = name.split(" ", 2)[1]
+    if first == "CJK":
+        return "Han"
+    if first in ("HIRAGANA", "KATAKANA"):
+        return "Kana"
+    return first.capitalize() if first else "Unknown"
+
+
+def _part(script: str) -> str:
+    """The part of a text a script belongs to: kanji go with kana, hanja with hangul."""
+    return "Han" if script in ("Kana", "Hangul") else script
+
+
+def script_shares(text: str) -> list[tuple[str, float]]:
+    """The scripts of ``text``'s letters with their shares, largest first. Chinese, Japanese and
+    Korean are named by what sets them apart: kana make Han text Japanese ("Kana"), hangul
+    Korean ("Hangul")."""
+    counts: Counter[str] = Counter(_script(c) for c in text if c.isalpha())
+    total = sum(counts.values())
+    if not total:
+        return []
+    parts: Counter[str] = Counter()
+    for script, n in counts.items():
+        parts[_part(script)] += n
+    out = []
+    for part, n in parts.most_common():
+        if part == "Han" and counts.get("Hangul", 0) * 2 >= n:
+            part = "Hangul"
+        elif part == "Han" and counts.get("Kana", 0) >= 0.05 * n:
+            part = "Kana"
+        out.append((part, n / total))
+    return out
+
+
+def dominant_script(text: str) -> str | None:
+    """The script most letters of ``text`` are written in, or None without letters."""
+    shares = script_shares(text)
+    return shares[0][0] if shares else None
+
+
+def _without(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    parts, at = [], 0
+    for start, end in sorted(spans):
+        parts.append(text[at:start])
+        at = max(at, end)
+    parts.append(text[at:])
+    return "\n".join(parts)
+
+
+def _sample(text: str) -> str:
+    if len(text) <= MAX_SAMPLE_CHARS:
+        return text
+    step = len(text) // _WINDOWS
+    size = MAX_SAMPLE_CHARS // _WINDOWS
+    parts = []
+    for k in range(_WINDOWS):
+        window = text[k * step : k * step + size]
+        # Whole words only: cut after the first and before the last space.
+        first, last = window.find(" "), window.rfind(" ")
+        parts.append(window[first + 1 : last] if 0 <= first < last else window)
+    return "\n".join(parts)
+
+
+def _in_script(token: str, script: str | None) -> bool:
+    """Most of the token's letters are of ``script`` (None: any)."""
+    letters = [c for c in token if c.isalpha()]
+    if not letters:
+        return False
+    if script is None:
+        return True
+    return sum(_part(_script(c)) == _part(script) for c in letters) * 2 > len(letters)
+
+
+def _word_tokens(text: str, language: str, script: str | None = None) -> list[str]:
+    """wordfreq's words of ``text`` (lower case, as its lists have them) with two letters or
+    more and no digit ("ch12" or a hexadecimal id is no word, and no misreading)."""
+    import wordfreq
+
+    return [
+        t
+        for t in wordfreq.tokenize(text, language)
+        if sum(c.isalpha() for c in t) >= 2
+        and not any(c.isdigit() for c in t)
+        and _in_script(t, script)
+    ]
+
+
+def _raw_tokens(text: str, script: str | None = None) -> list[str]:
+    """Whitespace-separated tokens with a letter, outer punctuation stripped, case kept."""
+    out = []
+    for raw in text.split():
+        token = raw.strip(_STRIP)
+        if _in_script(token, script):
+            out.append(token)
+    return out
+
+
+# -- language --------------------------------------------------------------------------------
+
+
+def _candidates(script: str | None) -> list[str]:
+    return [c for c in SCRIPT_LANGUAGES.get(script or "", ()) if _available(c)]
+
+
+def _shortlist(tokens: list[str], script: str | None) -> list[str]:
+    """The script's ``_SHORTLIST`` candidates whose most frequent words ``tokens`` use most."""
+    candidates = _candidates(script)
+    return sorted(candidates, key=lambda c: -sum(t in _profile(c) for t in tokens))[:_SHORTLIST]
+
+
+def identify_language(text: str, script: str | None = None) -> tuple[str | None, float]:
+    """The wordfreq language of ``text`` (its words in ``script``, by default its main script),
+    and the share of those words its list knows; None when no language is clearly recognised.
+
+    Used by OCR too (``ocr``): a Latin page read with ``eng`` whose words are Polish is read
+    again with ``pol``.
+    """
+    script = script or dominant_script(text)
+    candidates = _candidates(script)
+    if not candidates:
+        return None, 0.0
+    if script in _CHARACTER_SCRIPTS:
+        return candidates[0], 1.0
+    tokens = _word_tokens(text, "en", script)[:5000]
+    if not tokens:
+        return None, 0.0
+    # Shortlisted by their most frequent words (the head of each list: fast), decided by the
+    # share of words each one's list knows: placeholder Latin is "Italian" by a hair, and is
+    # no language at all.
+    shortlist = _shortlist(tokens, script)
+    if "en" in candidates and "en" not in shortlist:
+        shortlist.append("en")
+    shares = sorted(
+        ((sum(t in _small(c) for t in tokens) / len(tokens), c) for c in shortlist), reverse=True
+    )
+    best_share, best = shares[0]
+    runner_up = shares[1][0] if len(shares) > 1 else 0.0
+    clear = best_share >= MIN_CLEAR_SHARE and best_share >= CLEAR_MARGIN * runner_up
+    if best_share < MIN_KNOWN_SHARE and not clear:
+        return None, best_share
+    return best, best_share
+
+
+# -- the score ------------------------------------------------------------------------------
+
+
+def assess(
+    text: str,
+    metadata: dict[str, Any] | None = None,
+    tables: Iterable[tuple[int, int]] = (),
+) -> ReadingQuality:
+    """The reading quality of a text layer and of what its parser measured (``metadata``).
+
+    ``tables`` are spans of the text the word signals leave out while enough words remain:
+    cells hold names, codes and figures that no word list knows.
+    """
+    full = _sample(text)
+    sample = _sample(_without(text, tables)) if tables else full
+    if len(_raw_tokens(sample)) < MIN_WORDS:
+        sample = full
+    parts = [(s, share) for s, share in script_shares(sample) if share >= MIN_SCRIPT_SHARE]
+    penalties: list[Penalty] = []
+    measures: dict[str, float] = {}
+    languages: list[str] = []
+    for k, (script, share) in enumerate(parts):
+        part_measures: dict[str, float] = measures if k == 0 else {}
+        language, found = _script_penalties(sample, script, part_measures)
+        if language:
+            languages.append(language)
+        for p in found:
+            reason = p.reason if len(parts) == 1 else f"{script} text: {p.reason}"
+            penalties.append(Penalty(p.signal, p.penalty * share, reason))
+    raw = _raw_tokens(full)
+    penalties += _character_penalties(full, raw, measures)
+    penalties += _parser_penalties(metadata or {}, measures)
+    penalties = sorted((p for p in penalties if p.penalty >= 0.01), key=lambda p: -p.penalty)
+    score = math.prod(1.0 - p.penalty for p in penalties)
+    return ReadingQuality(
+        score=round(max(0.0, min(1.0, score)), 4),
+        language="+".join(languages) or None,
+        script=parts[0][0] if parts else None,
+        penalties=tuple(penalties),
+        measures=measures,
+    )
+
+
+def _share_penalty(signal: str, share: float) -> float:
+    return min(1.0, _WEIGHTS[signal] * max(share, 0.0))
+
+
+def _examples(words: Iterable[str], n: int = 3) -> str:
+    shown = [w for w, _ in Counter(words).most_common(n)]
+    return ", ".join(f"'{_printable(w[:30])}'" for w in shown)
+
+
+def _printable(text: str) -> str:
+    """Control and invisible characters as escapes (a reason is read on a screen)."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def _script_penalties(
+    sample: str, script: str, measures: dict[str, float]
+) -> tuple[str | None, list[Penalty]]:
+    """The language of ``sample``'s text in ``script`` and what its words cost."""
+    if script in _CHARACTER_SCRIPTS:
+        return _character_script_penalties(sample, script, measures)
+    raw = _raw_tokens(sample, script)
+    if len(raw) < MIN_WORDS:
+        return None, []
+    language, known_share = identify_language(sample, script)
+    measures["language_share"] = known_share
+    if language is None:
+        # No language we know (placeholder Latin, names and figures, or letters so garbled
+        # that no list knows them): only the letter sequences words are built of can tell.
+        tokens = _word_tokens(sample, "en", script)
+        return None, _sequence_penalties(sample, script, _shortlist(tokens, script)[:2], measures)
+    return language, _word_penalties(sample, script, raw, language, measures)
+
+
+def _character_script_penalties(
+    sample: str, script: str, measures: dict[str, float]
+) -> tuple[str | None, list[Penalty]]:
+    language, _ = identify_language(sample, script)
+    if language is None:
+        return None, []
+    characters = [c for c in sample if c.isalpha() and _script(c) in _CHARACTER_SCRIPTS]
+    if len(characters) < MIN_WORDS:
+        return language, []
+    known = _characters(language)
+    unknown = [c for c in characters if c not in known]
+    share = len(unknown) / len(characters)
+    measures["unknown"] = share
+    return language, [
+        Penalty(
+            "unknown",
+            _share_penalty("unknown", (share - UNKNOWN_CHARACTER_ALLOWANCE) * 4),
+            f"{share:.0%} of the characters are in no word of the {language} word list "
+            f"(e.g. {_examples(unknown)})",
+        )
+    ]
+
+
+def _edits(word: str, alphabet: str) -> Iterator[str]:
+    """Every string one edit from ``word``: a letter left out, swapped, changed or added."""
+    for i in range(len(word) + 1):
+        head, tail = word[:i], word[i:]
+        if tail:
+            yield head + tail[1:]
+            if len(tail) > 1:
+                yield head + tail[1] + tail[0] + tail[2:]
+            for c in alphabet:
+                if c != tail[0]:
+                    yield head + c + tail[1:]
+        for c in alphabet:
+            yield head + c + tail
+
+
+def _word_penalties(
+    sample: str, script: str, raw: list[str], language: str, measures: dict[str, float]
+) -> list[Penalty]:
+    lexicon = _lexicon(language)
+    # English words in another language's text (terms, names of things) are words too.
+    english = _small("en") if language != "en" and _available("en") else frozenset()
+
+    def known(word: str) -> bool:
+        return word in lexicon.words or word in english
+
+    tokens = _word_tokens(sample, language, script)
+    total = max(len(tokens), 1)
+    unknown = [t for t in tokens if not known(t)]
+    vocabulary = {t for t in raw if t.isalpha() and t.islower() and len(t) >= MIN_MISREAD_LETTERS}
+    misread = [
+        w
+        for w in sorted(vocabulary)
+        if not known(w) and any(e in lexicon.common for e in _edits(w, lexicon.alphabet))
+    ]
+    garbled = [t for t in raw if _garbled(t, known(t.lower()))]
+    unknown_share = len(unknown) / total
+    misread_share = len(misread) / max(len(vocabulary), MIN_MISREAD_VOCABULARY)
+    garbled_share = len(garbled) / max(len(raw), 1)
+    measures.update(unknown=unknown_share, misread=misread_share, garbled=garbled_share)
+    return [
+        Penalty(
+            "unknown",
+            _share_penalty("unknown", unknown_share - UNKNOWN_ALLOWANCE),
+            f"{unknown_share:.0%} of the words are not in the {language} word list "
+            f"(e.g. {_examples(unknown)})",
+        ),
+        Penalty(
+            "misread",
+            _share_penalty("misread", misread_share - MISREAD_ALLOWANCE),
+            f"{len(misread)} words are one letter off a common word (e.g. {_examples(misread)})",
+        ),
+        Penalty(
+            "garbled",
+            _share_penalty("garbled", garbled_share),
+            f"{len(garbled)} words mix scripts or are split by symbols (e.g. {_examples(garbled)})",
+        ),
+        *_sequence_penalties(sample, script, [language, "en"], measures, language),
+    ]
+
+
+def _junk(ch: str) -> bool:
+    """A character that never stands between two letters of a word: a non-ASCII symbol,
+    superscript digit or punctuation mark ("p³atnoœci", "za¿ó³æ"), a control or unassigned one.
+    ASCII punctuation is not junk: code and markup put it inside words."""
+    if ch.isalnum() or ch in _JOINERS or ord(ch) < 0x80:
+        return False
+    return unicodedata.category(ch) in ("No", "So", "Sk", "Sc", "Po", "Co", "Cn", "Cc", "Cs")
+
+
+def _garbled(token: str, known: bool) -> bool:
+    """A word no language writes: letters of two scripts, letters split by a symbol, or an
+    unknown Latin word of five letters or more without a vowel."""
+    letters = [c for c in token if c.isalpha()]
+    if len(letters) < 2 or _ADDRESS.search(token):
+        return False
+    for run in _LETTER_RUN.findall(token):  # markup may glue words of two scripts: not a word
+        scripts = {_script(c) for c in run}
+        if len(scripts) > 1 and not any(scripts <= group for group in _COMPATIBLE):
+            return True
+    for a, b, c in zip(token, token[1:], token[2:], strict=False):
+        if _junk(b) and a.isalpha() and c.isalpha() and _script(a) not in _CHARACTER_SCRIPTS:
+            return True
+    if known or {_script(c) for c in letters} != {"Latin"}:
+        return False
+    lowered = "".join(letters).lower()
+    return len(lowered) >= 5 and not any(c in _VOWELS for c in lowered)
+
+
+def _sequence_penalties(
+    sample: str,
+    script: str,
+    languages: list[str],
+    measures: dict[str, float],
+    language: str | None = None,
+) -> list[Penalty]:
+    """Letter sequences no word of ``languages`` has ("tsheev", "ionfg": two lines' letters
+    interleaved; shifted or misdecoded letters): rare in real text, names included."""
+    languages = [c for c in dict.fromkeys(languages) if _available(c)]
+    if not languages:
+        return []
+    known: frozenset[str] = frozenset().union(*(_trigrams(c) for c in languages))
+    # Words of four letters or more: shorter ones are as often abbreviations ("zh", "pt").
+    words = [t for t in _word_tokens(sample, languages[0], script) if t.isalpha() and len(t) > 3]
+    grams = [g for w in words for g in _letter_trigrams(w)]
+    if len(words) < MIN_WORDS:
+        return []
+    odd = [w for w in words if any(g not in known for g in _letter_trigrams(w))]
+    share = sum(g not in known for g in grams) / len(grams)
+    measures["odd_sequences"] = share
+    where = f"the {language} word list" if language else f"any of {', '.join(languages)}"
+    return [
+        Penalty(
+            "sequences",
+            _share_penalty("sequences", share - SEQUENCE_ALLOWANCE),
+            f"{share:.0%} of the letter sequences occur in no word of {where} "
+            f"(e.g. {_examples(odd)})",
+        )
+    ]
+
+
+def _character_penalties(text: str, raw: list[str], measures: dict[str, float]) -> list[Penalty]:
+    import ftfy.badness
+
+    words = max(len(raw), 1)
+    out = []
+    bad = ftfy.badness.badness(text)
+    measures["mojibake"] = bad / words
+    if bad:
+        found = [_around(text, m.start()) for m in ftfy.badness.BADNESS_RE.finditer(text)]
+        out.append(
+            Penalty(
+                "mojibake",
+                _share_penalty("mojibake", bad / words),
+                f"{bad} character sequences look like text decoded with the wrong code page "
+                f"(e.g. {_examples(found)})",
+            )
+        )
+    spaced = _SPACED_RUN.findall(text)
+    letters = sum(len(run) // 2 + 1 for run in spaced)
+    measures["spaced"] = letters / words
+    if spaced:
+        out.append(
+            Penalty(
+                "spaced",
+                _share_penalty("spaced", letters / words),
+                f"{len(spaced)} runs of letters set apart by spaces (e.g. {_examples(spaced)})",
+            )
+        )
+    replaced = text.count("\ufffd") + len(_CID.findall(text))
+    replaced += sum(1 for c in text if unicodedata.category(c) == "Co")
+    measures["replacement"] = replaced / words
+    if replaced:
+        out.append(
+            Penalty(
+                "replacement",
+                _share_penalty("replacement", replaced / words),
+                f"{replaced} characters could not be decoded (U+FFFD, '(cid:N)', private use)",
+            )
+        )
+    return out
+
+
+def _around(text: str, at: int) -> str:
+    """The whitespace-delimited word of ``text`` that holds position ``at``."""
+    start = max(text.rfind(" ", 0, at), text.rfind("\n", 0, at)) + 1
+    ends = [e for e in (text.find(" ", at), text.find("\n", at)) if e >= 0]
+    return text[start : min(ends) if ends else len(text)].strip(_STRIP) or text[at]
+
+
+def _number(metadata: dict[str, Any], key: str) -> float:
+    try:
+        value = float(metadata.get(key, 0) or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    return value if math.isfinite(value) else 0.0
+
+
+def _parser_penalties(metadata: dict[str, Any], measures: dict[str, float]) -> list[Penalty]:
+    out = []
+    glyphs, unmapped = _number(metadata, GLYPHS_KEY), _number(metadata, UNMAPPED_KEY)
+    if unmapped:
+        share = unmapped / max(glyphs + unmapped, 1.0)
+        measures["unmapped"] = share
+        out.append(
+            Penalty(
+                "unmapped",
+                _share_penalty("unmapped", share),
+                f"{int(unmapped)} of {int(glyphs + unmapped)} glyphs have no Unicode mapping "
+                "and were left out",
+            )
+        )
+    ocr_words = _number(metadata, OCR_WORDS_KEY)
+    if ocr_words:
+        confidence = _number(metadata, OCR_CONFIDENCE_KEY)
+        measures["ocr_confidence"] = confidence
+        shortfall = max(0.0, GOOD_OCR_CONFIDENCE - confidence) / GOOD_OCR_CONFIDENCE
+        out.append(
+            Penalty(
+                "ocr_confidence",
+                min(1.0, 1.5 * shortfall),
+                f"OCR read {int(ocr_words)} words with a mean confidence of {confidence:.0f}%",
+            )
+        )
+    return out
+
+
+__all__ = [
+    "LANGUAGE_KEY",
+    "REASONS_KEY",
+    "SCORE_KEY",
+    "Penalty",
+    "ReadingQuality",
+    "assess",
+    "dominant_script",
+    "identify_language",
+    "script_shares",
+]
