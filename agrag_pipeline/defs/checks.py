@@ -71,16 +71,19 @@ def check_specs(asset: str) -> list[dg.AssetCheckSpec]:
 def report_checks(
     context: dg.AssetExecutionContext,
     asset: str,
+    keys: list[str],
     targets: dict[str, Pointer],
     evaluate: Callable[[str], list[CheckOutcome]],
 ) -> Iterator[dg.Output[None]]:
-    """Evaluate the selected checks per document; log one evaluation per document and check."""
+    """Evaluate the selected checks for each of ``keys`` (the documents materialised in this
+    step); log one evaluation per document and check. A document that was not materialised is
+    not evaluated: its checks read "execution failed" in a failed run."""
     asset_key = dg.AssetKey(asset)
     selected = {k.name for k in context.selected_asset_check_keys if k.asset_key == asset_key}
     if not selected:
         return
     failed = 0
-    for key in context.partition_keys:
+    for key in keys:
         target = targets.get(key)
         for outcome in evaluate(key):
             if outcome.name not in selected:

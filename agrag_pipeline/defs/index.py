@@ -21,6 +21,8 @@ from agrag_pipeline.runtime import PROJECT_ROOT
 from agrag_pipeline.sinks.index import IndexUpdate, update_document
 from agrag_pipeline.storage import Warehouse
 
+#: The search_index asset's code version (its failure records name it).
+INDEX_CODE_VERSION = "index-1"
 DEFAULT_QUESTIONS = PROJECT_ROOT / "data" / "eval" / "rust-book-questions.tsv"
 
 
@@ -42,7 +44,7 @@ def build_index_assets() -> list[dg.AssetsDefinition]:
 
     @dg.asset(
         deps=["embeddings"],
-        **per_document_asset("search_index", "index-1", stage="index"),
+        **per_document_asset("search_index", INDEX_CODE_VERSION, stage="index"),
         kinds={"python", "lancedb"},
         description="Each document's chunks and vectors in the LanceDB index under the warehouse "
         "(index/): dense and BM25 search; replaced per document, never rebuilt.",
@@ -52,15 +54,17 @@ def build_index_assets() -> list[dg.AssetsDefinition]:
     ) -> Iterator:
         rt = pipeline.runtime()
         index = rt.search_index
-        yield from _materialize(
-            context,
-            rt,
-            "search_index",
-            lambda key: update_document(rt.warehouse, index, key),
-            index_metadata,
-            upstream="embeddings",
-        )
-        index.ensure_fts_index()
+        try:
+            yield from _materialize(
+                context,
+                rt,
+                "search_index",
+                lambda key: update_document(rt.warehouse, index, key),
+                index_metadata,
+                upstream="embeddings",
+            )
+        finally:  # also when the step ends by naming the documents it could not index
+            index.ensure_fts_index()
 
     @dg.asset(
         name="retrieval_score",
