@@ -94,6 +94,15 @@ def test_sensor_handles_new_changed_deleted_and_unchanged_documents(tmp_path: Pa
         third = _tick(project, defs, second.cursor)
         assert third.run_requests == []
 
+        # A tick that only removes a deleted document says so in its result, as the UI shows it.
+        (project.raw_root / "keep.md").unlink()
+        fourth = _tick(project, defs, third.cursor)
+        assert fourth.run_requests == []
+        assert fourth.skip_reason is not None
+        message = fourth.skip_reason.skip_message or ""
+        assert message.startswith("removed 1 deleted document(s) and their outputs: keep.md;")
+        assert "1 deleted" in message
+
 
 def test_a_fresh_sensor_over_a_materialised_warehouse_redoes_nothing(tmp_path: Path) -> None:
     with dg.instance_for_test() as instance:
