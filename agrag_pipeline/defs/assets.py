@@ -58,6 +58,7 @@ from pydantic import Field
 
 from agrag_pipeline.batch import Outcome, run_isolated
 from agrag_pipeline.defs import metadata as md
+from agrag_pipeline.defs.backfill_tags import tag_backfill
 from agrag_pipeline.defs.checks import check_specs, report_checks
 from agrag_pipeline.defs.partitions import batched_backfills, documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
@@ -128,13 +129,39 @@ def latest_materializations(
     }
 
 
+def materialized_in_run(instance: dg.DagsterInstance, run_id: str, asset: str) -> set[str]:
+    """The partitions of ``asset`` this run materialised (read from the run's own events, so a
+    concurrent run of the same documents changes nothing here)."""
+    asset_key = dg.AssetKey(asset)
+    found: set[str] = set()
+    cursor = None
+    while True:
+        page = instance.get_records_for_run(
+            run_id, cursor, of_type=DagsterEventType.ASSET_MATERIALIZATION, limit=1000
+        )
+        for record in page.records:
+            event = record.event_log_entry.dagster_event
+            if event is not None and event.asset_key == asset_key and event.partition:
+                found.add(event.partition)
+        if not page.has_more:
+            return found
+        cursor = page.cursor
+
+
 def _tag_run(context: dg.AssetExecutionContext, runtime: Runtime) -> None:
     """Give the run the fingerprint tags, however it was launched (UI, sensor, CLI), so runs
     can be filtered by fingerprint, and its worker's pid and host, so run monitoring can fail
-    it if that process dies (``run_launcher.py``); one write, only when a tag is missing."""
+    it if that process dies (``run_launcher.py``); one write, only when a tag is missing. The
+    backfill a run belongs to gets the fingerprint tags too (``backfill_tags.py``)."""
     tags = {**runtime.fingerprint_tags(), **worker_tags()}
     if any(context.run.tags.get(k) != v for k, v in tags.items()):
         context.instance.add_run_tags(context.run.run_id, tags)
+    backfill_id = context.run.tags.get(BACKFILL_ID_TAG)
+    if backfill_id:  # the Runs page lists the backfill, filtered by its own tags
+        try:
+            tag_backfill(context.instance, backfill_id, runtime.fingerprint_tags())
+        except Exception as exc:  # a convenience for the UI: never fail a step for it
+            context.log.warning(f"could not tag backfill {backfill_id}: {exc}")
 
 
 @dataclass(frozen=True)
@@ -252,11 +279,12 @@ def _materialize(
     keys = list(context.partition_keys)
     place = _place_in_run(context)
     inputs = latest_materializations(context.instance, upstream, keys) if upstream else {}
-    blocked = [
-        k
-        for k in keys
-        if place.upstream_runs and (k not in inputs or inputs[k].run_id != context.run.run_id)
-    ]
+    made_upstream = (
+        materialized_in_run(context.instance, context.run.run_id, upstream)
+        if upstream and place.upstream_runs
+        else None
+    )
+    blocked = [k for k in keys if made_upstream is not None and k not in made_upstream]
     code_version = context.assets_def.code_versions_by_key[dg.AssetKey(step)]
 
     def failed_on(key: str) -> dict[str, Any]:

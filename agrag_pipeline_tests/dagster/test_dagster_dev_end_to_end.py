@@ -298,6 +298,13 @@ def test_dagster_dev_shows_every_partition_checked_fresh_and_tagged_after_batche
     wait_for_run(served, single, {"SUCCESS"})
     assert_every_partition_checked_and_fresh(served, keys)
     assert_fingerprint_tags(served, [*run_ids, single])
+    # The Runs page lists the backfill as one row (its runs hidden): filtering by a fingerprint
+    # finds it, though it was launched without tags.
+    fingerprint = next(iter(Runtime.from_files(DEFAULT_SETTINGS_PATH).fingerprint_tags().items()))
+    feed = served.server.graphql(
+        RUNS_FEED_QUERY, {"tags": [{"key": fingerprint[0], "value": fingerprint[1]}]}
+    )["runsFeedOrError"]
+    assert launched["backfillId"] in {entry["id"] for entry in feed["results"]}, feed
 
 
 #: Broken documents a user may drop among good ones: both fail at sections.
@@ -305,6 +312,16 @@ BROKEN = ("broken/truncated.pdf", "broken/junk.docx")
 #: Every per-document asset, sinks included.
 PER_DOCUMENT = (*PIPELINE, "graph", "search_index")
 FINISHED_RUN = {"SUCCESS", "FAILURE", "CANCELED"}
+
+RUNS_FEED_QUERY = """
+query RunsFeed($tags: [ExecutionTag!]) {
+  runsFeedOrError(limit: 50, view: ROOTS, filter: {tags: $tags}) {
+    __typename
+    ... on RunsFeedConnection { results { __typename id tags { key value } } }
+    ... on PythonError { message stack }
+  }
+}
+"""
 
 STEP_FAILURES_QUERY = """
 query StepFailures($runId: ID!) {
@@ -362,7 +379,7 @@ def wait_for_backfill_runs(served: Served, backfill_id: str) -> list[dict[str, A
         raise AssertionError(f"{exc}\n--- log ---\n{served.server.log_tail()}") from exc
 
 
-def assert_failed_exactly(served: Served, good: list[str], broken: list[str]) -> None:
+def assert_failed_exactly(served: Served, good: list[str], broken: list[str], run_id: str) -> None:
     """Dagster's own partition status, as the UI's Partitions tab and the Materialize dialog's
     "Failed" preset read it: the broken documents failed on every asset after raw_documents,
     the good ones materialised on every asset."""
@@ -379,7 +396,7 @@ def assert_failed_exactly(served: Served, good: list[str], broken: list[str]) ->
         asset: (sorted(keys), []) if asset == "raw_documents" else (sorted(good), sorted(broken))
         for asset in PER_DOCUMENT
     }
-    assert seen == expected, served.server.log_tail()
+    assert seen == expected, f"run {run_id}:\n{served.server.run_errors(run_id)}"
 
 
 def step_failures_and_errors(served: Served, run_id: str) -> tuple[list[str], list[str]]:
@@ -418,7 +435,7 @@ def test_dagster_dev_shows_broken_documents_failed_on_every_asset_they_did_not_r
     assert launched["__typename"] == "LaunchBackfillSuccess", launched
     [run] = wait_for_backfill_runs(served, launched["backfillId"])
     assert run["status"] == "FAILURE"
-    assert_failed_exactly(served, good, broken)
+    assert_failed_exactly(served, good, broken, run["runId"])
     # The run says how many documents failed and which, once: one step failure naming both,
     # one ERROR line per broken document (where it failed), none repeated at later steps.
     failures, errors = step_failures_and_errors(served, run["runId"])
@@ -429,7 +446,7 @@ def test_dagster_dev_shows_broken_documents_failed_on_every_asset_they_did_not_r
     # One broken document alone, all its assets, as a retry from the UI: failed again.
     single = launch_partition_run(served, BROKEN[0], PER_DOCUMENT)
     wait_for_run(served, single, {"FAILURE"})
-    assert_failed_exactly(served, good, broken)
+    assert_failed_exactly(served, good, broken, single)
 
     # The nightly schedule, tested from the UI: it leaves the broken documents (they would fail
     # the same way) and refreshes a changed one; its run changes no partition's status but that.
@@ -455,7 +472,7 @@ def test_dagster_dev_shows_broken_documents_failed_on_every_asset_they_did_not_r
     )["launchRun"]
     assert nightly["__typename"] == "LaunchRunSuccess", nightly
     wait_for_run(served, nightly["run"]["runId"], {"SUCCESS"})
-    assert_failed_exactly(served, good, broken)
+    assert_failed_exactly(served, good, broken, nightly["run"]["runId"])
 
 
 def run_worker_pid(served: Served, run_id: str) -> int | None:
