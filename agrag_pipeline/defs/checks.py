@@ -24,6 +24,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 from agrag_pipeline.defs.metadata import Pointer
 from agrag_pipeline.defs.partitions import documents_partitions
 from agrag_pipeline.sinks.graph.step import GRAPH_CHECKS
+from agrag_pipeline.sinks.index_step import INDEX_CHECKS
 from agrag_pipeline.validation import CHUNK_CHECKS, EMBEDDING_CHECKS, SECTION_CHECKS, CheckOutcome
 
 #: What each check verifies, shown on the check's page (the definition, not one evaluation).
@@ -42,6 +43,8 @@ CHECK_DESCRIPTIONS: dict[str, str] = {
     "unit length.",
     "graph_matches_tables": "The graph database holds exactly the document's nodes and edges "
     "listed in its graph_nodes/graph_edges tables: none missing, none left over.",
+    "index_matches_embeddings": "The search index holds exactly one row per chunk of the "
+    "document's embeddings: none missing, none left over.",
 }
 
 CHECKS_BY_ASSET: dict[str, Sequence[str]] = {
@@ -49,6 +52,7 @@ CHECKS_BY_ASSET: dict[str, Sequence[str]] = {
     "chunks": CHUNK_CHECKS,
     "embeddings": EMBEDDING_CHECKS,
     "graph": GRAPH_CHECKS,
+    "search_index": INDEX_CHECKS,
 }
 
 

@@ -1,7 +1,9 @@
 """The ``search_index`` asset (LanceDB, per document) and the ``retrieval_score`` asset.
 
 ``search_index`` is downstream of ``embeddings``, partitioned and batched like the others: each
-document's rows are replaced in the index (delete by document id, then add), never a rebuild.
+document's rows are replaced in the index (delete by document id, then add), never a rebuild;
+a document without embeddings fails (it is not a deletion), and each indexed document is
+checked (``index_matches_embeddings``: one row per chunk of its embeddings).
 ``retrieval_score`` scores the index on a labelled questions file and reports recall@1/5/10 and
 MRR@10 per mode as numeric metadata, which the UI plots over materialisations: a settings
 change shows up as a step in those plots. The logic is in ``sinks.index`` and ``retrieval``.
@@ -18,7 +20,8 @@ from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.retrieval.commands import evaluate_index
 from agrag_pipeline.retrieval.evaluate import table
 from agrag_pipeline.runtime import PROJECT_ROOT
-from agrag_pipeline.sinks.index import IndexUpdate, update_document
+from agrag_pipeline.sinks.index import IndexUpdate
+from agrag_pipeline.sinks.index_step import check_index_document, index_document
 from agrag_pipeline.storage import Warehouse
 
 #: The search_index asset's code version (its failure records name it).
@@ -28,7 +31,7 @@ DEFAULT_QUESTIONS = PROJECT_ROOT / "data" / "eval" / "rust-book-questions.tsv"
 
 def index_metadata(result: IndexUpdate, warehouse: Warehouse) -> dict[str, Any]:
     return {
-        "agrag/status": "removed" if result.removed else "ok",
+        "agrag/status": "removed from the index" if result.removed else "ok",
         "dagster/row_count": result.rows,
         "source_key": result.source_key,
         "document_id": result.document_id,
@@ -59,9 +62,10 @@ def build_index_assets() -> list[dg.AssetsDefinition]:
                 context,
                 rt,
                 "search_index",
-                lambda key: update_document(rt.warehouse, index, key),
+                lambda key: index_document(rt.warehouse, index, key),
                 index_metadata,
                 upstream="embeddings",
+                evaluate=lambda key: check_index_document(rt.warehouse, index, key),
             )
         finally:  # also when the step ends by naming the documents it could not index
             index.ensure_fts_index()

@@ -123,7 +123,8 @@ def test_asset_checks_pass_per_partition_on_good_outputs(sample_run) -> None:  #
     for (asset, name, partition), passed in evaluations.items():
         assert partition in SAMPLE_KEYS
         assert passed, f"{asset}.{name} failed for {partition}"
-    assert len(evaluations) == 8 * len(SAMPLE_KEYS)
+    assert ("search_index", "index_matches_embeddings") in names
+    assert len(evaluations) == 9 * len(SAMPLE_KEYS)
 
 
 def test_the_graph_asset_reports_each_documents_nodes_and_edges(sample_run) -> None:  # type: ignore[no-untyped-def]
@@ -279,6 +280,82 @@ def test_a_run_whose_only_document_fails_is_a_failed_run_and_its_partition_faile
         assert {a: statuses[a] for a in DOWNSTREAM} == {a: (set(), {"bad.md"}) for a in DOWNSTREAM}
 
 
+def test_a_backfill_launched_without_tags_is_found_by_the_fingerprints_of_its_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Runs page lists a backfill as one row filtered by the backfill's own tags: one
+    launched from the UI (no tags) gets its runs' fingerprint tags."""
+    from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+    from dagster._core.definitions.events import AssetKeyPartitionKey
+    from dagster._core.execution.backfill import BulkActionsFilter, PartitionBackfill
+
+    key = "doc.md"
+    with shipped_instance(tmp_path, monkeypatch) as instance:
+        project = make_project(tmp_path, instance, {key: b"# Doc\n\nText.\n"})
+        project.register([key])
+        defs = project.definitions()
+        subset = AssetGraphSubset.from_asset_partition_set(
+            {AssetKeyPartitionKey(dg.AssetKey(a), key) for a in DOWNSTREAM},
+            defs.resolve_asset_graph(),
+        )
+        instance.add_backfill(
+            PartitionBackfill.from_asset_graph_subset(
+                backfill_id="uibackfill",
+                asset_graph_subset=subset,
+                dynamic_partitions_store=instance,
+                backfill_timestamp=0.0,
+                tags={},
+                title=None,
+                description=None,
+                run_config=None,
+            )
+        )
+        fingerprints = project.resource.runtime().fingerprint_tags()
+        assert instance.get_backfills(filters=BulkActionsFilter(tags=fingerprints)) == []
+        job = defs.resolve_job_def("ingest_documents")
+        tags = {"dagster/partition": key, "dagster/backfill": "uibackfill"}
+        assert job.execute_in_process(instance=instance, tags=tags).success
+        [found] = instance.get_backfills(filters=BulkActionsFilter(tags=fingerprints))
+        assert found.backfill_id == "uibackfill"
+
+
+def test_indexing_a_document_that_failed_upstream_fails_instead_of_reading_as_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """search_index run alone for a document that failed at sections: a failure naming why (its
+    partition "Failed"), not a materialisation saying "removed" as for a deleted document; and
+    its check compares the index with the document's embeddings."""
+    files: dict[str, Path | bytes] = {"bad.md": b"\x00\x01 binary", "good.md": b"# G\n\nText.\n"}
+    with shipped_instance(tmp_path, monkeypatch) as instance:
+        project = make_project(tmp_path, instance, files)
+        keys = sorted(files)
+        project.register(keys)
+        project.materialize(keys, raise_on_error=False)
+        job = project.definitions().resolve_job_def("ingest_documents")
+        alone = job.execute_in_process(
+            instance=instance,
+            asset_selection=[dg.AssetKey("search_index")],
+            tags={"dagster/partition": "bad.md"},
+            raise_on_error=False,
+        )
+        assert not alone.success
+        assert materialization_metadata(alone, "search_index") == {}
+        [failure] = [e for e in alone.all_events if e.event_type_value == "STEP_FAILURE"]
+        message = failure.event_specific_data.error.message
+        assert "no embeddings are stored" in message and "sections failed" in message
+        assert partition_statuses(instance)["search_index"] == ({"good.md"}, {"bad.md"})
+
+        from agrag_pipeline.sinks.index_step import check_index_document
+
+        runtime = project.resource.runtime()
+        index = runtime.search_index
+        [passed] = check_index_document(runtime.warehouse, index, "good.md")
+        assert passed.passed, passed.description
+        index.delete_document(str(Document.node_id_for("good.md")))
+        [failed] = check_index_document(runtime.warehouse, index, "good.md")
+        assert not failed.passed and failed.metadata["missing"] == failed.metadata["expected_rows"]
+
+
 def test_a_new_version_replaces_outputs_and_a_failed_one_keeps_them(tmp_path: Path) -> None:
     with dg.instance_for_test() as instance:
         project = make_project(tmp_path, instance, {"doc.md": b"# One\n\nFirst version.\n"})
@@ -333,7 +410,7 @@ def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current
                 assert mat is not None and mat.tags["dagster/data_version"] == code_version
         # Dagster's own per-partition check status: passed and current for every document.
         check_keys = [k for k in graph.asset_check_keys]
-        assert len(check_keys) == 8  # 1 sections, 3 chunks, 3 embeddings, 1 graph
+        assert len(check_keys) == 9  # 1 sections, 3 chunks, 3 embeddings, 1 graph, 1 index
         infos = instance.event_log_storage.get_asset_check_partition_info(check_keys)
         status = {
             (i.check_key.name, i.partition_key): (i.latest_execution_status.value, i.is_current)
