@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.storage import Warehouse
@@ -47,8 +47,13 @@ def run_isolated(
     work: Callable[[str], T],
     warehouse: Warehouse | None = None,
     on_error: Callable[[str, str], None] | None = None,
+    failure_context: Callable[[str], Mapping[str, Any]] | None = None,
 ) -> list[Outcome[T]]:
-    """Call ``work(key)`` for each key; a failure becomes an ``Outcome`` with its message."""
+    """Call ``work(key)`` for each key; a failure becomes an ``Outcome`` with its message.
+
+    ``failure_context(key)`` adds to a failure's record what it failed on (the document's
+    version, the step's code version), so a later run can tell it would fail the same way.
+    """
     outcomes: list[Outcome[T]] = []
     for key in source_keys:
         try:
@@ -65,6 +70,11 @@ def run_isolated(
                     "at": datetime.now(UTC).isoformat(),
                     "traceback": traceback.format_exc(limit=8),
                 }
+                if failure_context is not None:
+                    try:
+                        record = {**failure_context(key), **record}
+                    except Exception as context_exc:  # never lose the failure for its context
+                        log.warning("%s: no failure context: %s", _printable(key), context_exc)
                 record_error = _best_effort(
                     key,
                     "record the failure",

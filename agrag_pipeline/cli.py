@@ -360,6 +360,13 @@ def _summarise_run(summary: RunSummary, result: Any, keys: list[str], home: Path
             if status is not None and status.value == "failed" and key not in failed:
                 failed[key] = f"{asset}: {_plain(meta.get('error'))}"
         elif event.event_type_value == "STEP_FAILURE":
+            # A step that ends the run names the documents it could not make and why.
+            user_failure = event.event_specific_data.user_failure_data
+            named = user_failure.metadata.get("failed") if user_failure else None
+            if named is not None and isinstance(named.value, dict):
+                for key, why in named.value.items():
+                    failed.setdefault(key, str(why))
+                continue
             step_failures.append(
                 f"step {event.step_key}: {event.event_specific_data.error.message}"
             )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -295,6 +295,39 @@ def stale_documents(
                 stale.append(key)
                 break
     return stale
+
+
+def failed_as_before(
+    warehouse: Warehouse,
+    raw_root: Path,
+    source_keys: Sequence[str],
+    code_versions: Mapping[str, str],
+) -> dict[str, str]:
+    """Keys that failed on the raw file's current version with the current code and settings
+    of the step that failed (its code version, in the failure record): running them again
+    would fail again. key -> the step and its error."""
+    found: dict[str, str] = {}
+    for key in source_keys:
+        try:
+            failures = warehouse.read_failures(Document.node_id_for(key))
+        except Exception:  # an unreadable record: run the document, which rewrites it
+            continue
+        same_code = [
+            (step, record)
+            for step, record in failures.items()
+            if record.get("content_hash") and record.get("code_version") == code_versions.get(step)
+        ]
+        if not same_code:
+            continue
+        try:
+            current = _hash_source(raw_root, key, raw_root / key)
+        except OSError:
+            continue
+        for step, record in same_code:
+            if record["content_hash"] == current:
+                found[key] = f"{step}: {record.get('error')}"
+                break
+    return found
 
 
 def contiguous_runs(

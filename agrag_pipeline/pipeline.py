@@ -519,6 +519,14 @@ def _version_metadata(document: Document) -> dict[str, Any]:
     }
 
 
+def require_stored(warehouse: Warehouse, document: Document, what: str) -> None:
+    """Raise ``StaleInputError`` unless ``what`` (a step's table) is stored for the document,
+    naming the upstream failure if one is recorded (for steps outside this module: sinks)."""
+    assert document.id is not None
+    if not warehouse.has_table(what, document.id):
+        raise _missing(warehouse, document, what)
+
+
 def _require_version(warehouse: Warehouse, table: Any, document: Document, what: str) -> None:
     stored = read_metadata(table).get("content_hash")
     if stored != document.content_hash:

@@ -2,11 +2,19 @@
 
 How runs are cut: each asset body loops over ``context.partition_keys`` (a backfill hands it up
 to ``DOCUMENTS_PER_RUN`` documents in one process, under ``BackfillPolicy.multi_run``), calls
-the core per document, writes files itself through the warehouse and returns one
-``MaterializeResult``; per-document metadata goes to each partition with
-``add_asset_metadata(partition_key=...)``. We chose this over an IO manager because a run
-covers many partitions: an IO manager would get one object for the whole range and could not
-report per-document metadata or isolate one bad document from the others.
+the core per document and writes files itself through the warehouse. We chose this over an IO
+manager because a run covers many partitions: an IO manager would get one object for the whole
+range and could not report per-document metadata or isolate one bad document from the others.
+
+How failures are told: a document that fails gets Dagster's own "Failed" partition status on
+every asset it did not reach, and the run that failed it ends failed, naming it. Dagster gives a
+batched step one output for all its partitions and cannot fail one of them
+(dagster-io/dagster#17836), so each step logs one materialisation per document it made and none
+for the others, its output derives none (``_OWN_EVENTS``) but lets the run go on for the good
+documents, and the run's last step raises a ``Failure`` naming the documents not made. Dagster
+computes a partition's "Failed" status from exactly that: a failed run that planned the
+partition (one planned event per partition: ``instance_storage.py``) and did not materialise
+it. The other documents are materialised, and their checks evaluated, as in a run that succeeds.
 
 How checks are reported: defined on the assets (``check_specs``), evaluated by the asset step
 right after its materialisations, one evaluation per document and check that targets that
@@ -17,20 +25,32 @@ partitions of a run (dagster-io/dagster#18649, #34013) and computes the logical 
 ranged run from a hash over the whole range, so any content-derived or Dagster-computed data
 version differs between a batched run and a single-document run of the same, unchanged
 document, and the UI then shows the downstream partition as falsely "Unsynced". So every asset
-records its *code version* (which folds in the settings fingerprints) as its data version: the
+records its *code version* (which folds in the settings fingerprints) as its data version (the
+tags Dagster would derive, written by ``_provenance_tags`` on each document's materialisation): the
 same in batched and single runs, so Dagster's staleness is exactly "these outputs were made with
 other settings or code", for every partition. What it cannot show is a changed raw file: that is
 found by content hash (the sensor and the nightly refresh), which re-runs the whole chain for
 the document; each partition's metadata names its real version (``content_hash``) and links the
-upstream materialisation it was made from. The alternative (per-document materialisation events
-logged by hand after the framework's) doubles the materialisation events and was not chosen.
+upstream materialisation it was made from. (Since each document's materialisation is now logged
+by hand, a per-document content version could be recorded the same way; not done yet.)
 """
 
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import dagster as dg
+from dagster._core.definitions.data_version import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DATA_VERSION_TAG,
+    DEFAULT_DATA_VERSION,
+    NULL_EVENT_POINTER,
+    get_input_data_version_tag,
+    get_input_event_pointer_tag,
+)
+from dagster._core.definitions.source_asset import SYSTEM_METADATA_KEY_SOURCE_ASSET_OBSERVATION
 from dagster._core.events import DagsterEventType
 from dagster._core.launcher import DefaultRunLauncher
 from dagster._core.storage.tags import BACKFILL_ID_TAG
@@ -38,11 +58,13 @@ from pydantic import Field
 
 from agrag_pipeline.batch import Outcome, run_isolated
 from agrag_pipeline.defs import metadata as md
+from agrag_pipeline.defs.backfill_tags import tag_backfill
 from agrag_pipeline.defs.checks import check_specs, report_checks
 from agrag_pipeline.defs.partitions import batched_backfills, documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.defs.run_launcher import worker_tags
 from agrag_pipeline.embedding.threads import limit_threads, share_of_cores
+from agrag_pipeline.models import Document
 from agrag_pipeline.pipeline import (
     build_chunks,
     build_embeddings,
@@ -59,6 +81,14 @@ T = TypeVar("T")
 GROUP = "ingestion"
 OWNERS = ["team:agrag-pipeline"]
 ASSET_NAMES = ("raw_documents", "sections", "chunks", "embeddings")
+#: Every per-document step in pipeline order (the failure records' step names).
+PIPELINE_ORDER = (*ASSET_NAMES, "graph", "search_index")
+#: How many documents a step's failure names before it says "and N more".
+NAMED_IN_FAILURE = 20
+#: Output metadata that tells Dagster the step logged its asset's materialisations itself:
+#: Dagster's own marker for bodies that log their events per partition (it is how a source
+#: asset's observation function reports), so the output derives none for the whole range.
+_OWN_EVENTS = SYSTEM_METADATA_KEY_SOURCE_ASSET_OBSERVATION
 
 
 class StepConfig(dg.Config):
@@ -84,19 +114,146 @@ def latest_materializations(
         limit=len(ids),
     ).records
     return {
-        r.partition_key: md.Pointer(asset, r.partition_key, r.run_id, r.storage_id, r.timestamp)
+        r.partition_key: md.Pointer(
+            asset,
+            r.partition_key,
+            r.run_id,
+            r.storage_id,
+            r.timestamp,
+            ((r.asset_materialization.tags or {}) if r.asset_materialization else {}).get(
+                DATA_VERSION_TAG
+            ),
+        )
         for r in records
         if r.partition_key is not None
     }
 
 
+def materialized_in_run(instance: dg.DagsterInstance, run_id: str, asset: str) -> set[str]:
+    """The partitions of ``asset`` this run materialised (read from the run's own events, so a
+    concurrent run of the same documents changes nothing here)."""
+    asset_key = dg.AssetKey(asset)
+    found: set[str] = set()
+    cursor = None
+    while True:
+        page = instance.get_records_for_run(
+            run_id, cursor, of_type=DagsterEventType.ASSET_MATERIALIZATION, limit=1000
+        )
+        for record in page.records:
+            event = record.event_log_entry.dagster_event
+            if event is not None and event.asset_key == asset_key and event.partition:
+                found.add(event.partition)
+        if not page.has_more:
+            return found
+        cursor = page.cursor
+
+
 def _tag_run(context: dg.AssetExecutionContext, runtime: Runtime) -> None:
     """Give the run the fingerprint tags, however it was launched (UI, sensor, CLI), so runs
     can be filtered by fingerprint, and its worker's pid and host, so run monitoring can fail
-    it if that process dies (``run_launcher.py``); one write, only when a tag is missing."""
+    it if that process dies (``run_launcher.py``); one write, only when a tag is missing. The
+    backfill a run belongs to gets the fingerprint tags too (``backfill_tags.py``)."""
     tags = {**runtime.fingerprint_tags(), **worker_tags()}
     if any(context.run.tags.get(k) != v for k, v in tags.items()):
         context.instance.add_run_tags(context.run.run_id, tags)
+    backfill_id = context.run.tags.get(BACKFILL_ID_TAG)
+    if backfill_id:  # the Runs page lists the backfill, filtered by its own tags
+        try:
+            tag_backfill(context.instance, backfill_id, runtime.fingerprint_tags())
+        except Exception as exc:  # a convenience for the UI: never fail a step for it
+            context.log.warning(f"could not tag backfill {backfill_id}: {exc}")
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where a step stands in its run's execution plan (re-executions included)."""
+
+    #: The step this one depends on runs in this run (its failures block documents here).
+    upstream_runs: bool
+    #: No step of this run depends on this one: it ends the run's work for its documents.
+    last: bool
+    #: Of the last steps that depend on the same step, this one runs last: it names the
+    #: documents that failed upstream (the others name only their own failures, so each
+    #: failed document is summarised once).
+    names_upstream_failures: bool
+
+
+def _place_in_run(context: dg.AssetExecutionContext) -> _Place:
+    step_context = context.get_step_execution_context()
+    plan = step_context.execution_plan
+    me = step_context.step
+    order = [s.key for s in plan.get_steps_to_execute_in_topo_order()]
+
+    def sources(key: str) -> frozenset[str]:
+        step = plan.get_step_by_key(key)
+        return frozenset(
+            h.step_key for i in step.step_inputs for h in i.get_step_output_handle_dependencies()
+        ) & frozenset(order)
+
+    last_steps = [k for k in order if not any(k in sources(other) for other in order)]
+    siblings = [k for k in last_steps if sources(k) == sources(me.key)]
+    return _Place(
+        upstream_runs=bool(sources(me.key)),
+        last=me.key in last_steps,
+        names_upstream_failures=bool(siblings) and siblings[-1] == me.key,
+    )
+
+
+def _provenance_tags(
+    code_version: str | None, upstream: str | None, pointer: md.Pointer | None
+) -> dict[str, str]:
+    """The data-version tags Dagster writes on a materialisation it derives from an output:
+    the code version as data version (see the module docstring) and the upstream partition's
+    materialisation this one was made from, so staleness is computed per document."""
+    if code_version is None:
+        return {}
+    tags = {
+        CODE_VERSION_TAG: code_version,
+        DATA_VERSION_TAG: code_version,
+        DATA_VERSION_IS_USER_PROVIDED_TAG: "true",
+    }
+    if upstream is not None:
+        key = dg.AssetKey(upstream)
+        tags[get_input_data_version_tag(key)] = (
+            pointer.data_version if pointer and pointer.data_version else DEFAULT_DATA_VERSION.value
+        )
+        tags[get_input_event_pointer_tag(key)] = (
+            str(pointer.storage_id) if pointer else NULL_EVENT_POINTER
+        )
+    return tags
+
+
+def _why_not_made(warehouse: Warehouse, key: str) -> str:
+    """Where a document stopped, from its failure records: the earliest step that failed."""
+    try:
+        failures = warehouse.read_failures(Document.node_id_for(key))
+    except Exception as exc:  # the summary must not fail on a record it cannot read
+        return f"its failure record could not be read: {exc}"
+    order = {name: i for i, name in enumerate(PIPELINE_ORDER)}
+    for step in sorted(failures, key=lambda s: order.get(s, len(order))):
+        error = str(failures[step].get("error") or "").strip().splitlines()
+        return f"{step} failed: {error[0][:300] if error else 'no error recorded'}"
+    return "an earlier asset was not made for it in this run"
+
+
+def documents_failed(step: str, total: int, not_made: dict[str, str], made: int) -> dg.Failure:
+    """The step's failure naming the documents it could not make, so the run ends failed and
+    Dagster marks exactly those partitions failed (the others were materialised)."""
+    shown = sorted(not_made)[:NAMED_IN_FAILURE]
+    more = len(not_made) - len(shown)
+    lines = [f"- {key}: {not_made[key]}" for key in shown]
+    if more > 0:
+        lines.append(f"- and {more} more (the run's log names each one)")
+    return dg.Failure(
+        description=f"{len(not_made)} of {total} documents failed ({step} was made for "
+        f"{made}):\n" + "\n".join(lines),
+        metadata={
+            "failed_documents": len(not_made),
+            "documents": total,
+            "failed": dg.MetadataValue.json(dict(sorted(not_made.items()))),
+        },
+        allow_retries=False,
+    )
 
 
 def _materialize(
@@ -108,46 +265,91 @@ def _materialize(
     upstream: str | None = None,
     evaluate: Callable[[str], list[CheckOutcome]] | None = None,
 ) -> Iterator[Any]:
-    """Run ``work`` per document, report each partition, then its checks.
+    """Run ``work`` per document; materialise only the documents it made, then their checks.
 
-    Fails the step only if every document failed; otherwise a failed document is a partition
-    whose metadata says ``agrag/status: failed`` with the error, and whose checks fail.
+    A batched step cannot fail one partition (dagster-io/dagster#17836), so: each document
+    made gets its own materialisation (with the data-version tags Dagster would derive), the
+    step's output records none (``_OWN_EVENTS``) but still lets the next step of the run go
+    on, and the run's last step fails naming the documents not made. A failed run that
+    planned a partition and did not materialise it is what Dagster shows as a "Failed"
+    partition: exactly those documents, on every asset they did not reach. A document whose
+    upstream failed in this run is not tried again (its error is logged once, where it failed).
     """
     _tag_run(context, runtime)
     keys = list(context.partition_keys)
-    outcomes: list[Outcome[T]] = run_isolated(
-        step, keys, work, runtime.warehouse, on_error=lambda _key, msg: context.log.error(msg)
-    )
+    place = _place_in_run(context)
     inputs = latest_materializations(context.instance, upstream, keys) if upstream else {}
+    made_upstream = (
+        materialized_in_run(context.instance, context.run.run_id, upstream)
+        if upstream and place.upstream_runs
+        else None
+    )
+    blocked = [k for k in keys if made_upstream is not None and k not in made_upstream]
+    code_version = context.assets_def.code_versions_by_key[dg.AssetKey(step)]
+
+    def failed_on(key: str) -> dict[str, Any]:
+        """The version and the code and settings (code version) a failure happened on; not
+        the version for a failed snapshot (the stored one is the one before the file's)."""
+        found: dict[str, Any] = {"code_version": code_version} if code_version else {}
+        if step != "raw_documents":
+            document = runtime.warehouse.get_document(Document.node_id_for(key))
+            if document is not None:
+                found["content_hash"] = document.content_hash
+        return found
+
+    outcomes: list[Outcome[T]] = run_isolated(
+        step,
+        [k for k in keys if k not in set(blocked)],
+        work,
+        runtime.warehouse,
+        on_error=lambda _key, msg: context.log.error(f"{step}: {msg}"),
+        failure_context=failed_on,
+    )
+    backfill = (
+        {BACKFILL_ID_TAG: context.run.tags[BACKFILL_ID_TAG]}
+        if context.run.tags.get(BACKFILL_ID_TAG)
+        else {}
+    )
+    made: list[str] = []
     reused = 0
     for outcome in outcomes:
-        if outcome.ok:
-            assert outcome.result is not None
-            meta = describe(outcome.result, runtime.warehouse)
-            reused += meta.get("agrag/status") == "reused"
-        else:
-            meta = md.failure_metadata(outcome.source_key, outcome.error or "")
+        if not outcome.ok:
+            continue
+        assert outcome.result is not None
+        key = outcome.source_key
+        meta = describe(outcome.result, runtime.warehouse)
+        reused += meta.get("agrag/status") == "reused"
+        pointer = inputs.get(key)
         if upstream:
-            meta.update(md.pointer_metadata(inputs.get(outcome.source_key), upstream))
-        context.add_asset_metadata(meta, partition_key=outcome.source_key)
-    failed = [o for o in outcomes if not o.ok]
-    if failed and len(failed) == len(outcomes):
-        raise dg.Failure(
-            description=f"{step} failed for every document of this run: "
-            + "; ".join(o.error or "" for o in failed[:5]),
+            meta.update(md.pointer_metadata(pointer, upstream))
+        yield dg.AssetMaterialization(
+            asset_key=step,
+            partition=key,
+            metadata=meta,
+            tags={
+                **_provenance_tags(code_version, upstream, pointer),
+                **backfill,
+                **runtime.fingerprint_tags(),
+            },
         )
+        made.append(key)
+    failed = {o.source_key: f"{step} failed: {o.error}" for o in outcomes if not o.ok}
     context.log.info(
-        f"{step}: {len(outcomes) - len(failed)} of {len(outcomes)} documents done "
-        f"({reused} already current), {len(failed)} failed"
+        f"{step}: {len(made)} of {len(keys)} documents done ({reused} already current), "
+        f"{len(failed)} failed"
+        + (f", {len(blocked)} not tried (an earlier step failed for them)" if blocked else "")
     )
-    code_version = context.assets_def.code_versions_by_key[dg.AssetKey(step)]
-    yield dg.MaterializeResult(
-        data_version=dg.DataVersion(code_version) if code_version else None,
-        tags=runtime.fingerprint_tags(),
-    )
+    not_made = {**{k: _why_not_made(runtime.warehouse, k) for k in blocked}, **failed}
+    if not made:
+        raise documents_failed(step, len(keys), not_made, 0)
+    yield dg.MaterializeResult(metadata={_OWN_EVENTS: True})
     if evaluate is not None:
-        targets = latest_materializations(context.instance, step, keys)
-        yield from report_checks(context, step, targets, evaluate)
+        targets = latest_materializations(context.instance, step, made)
+        yield from report_checks(context, step, made, targets, evaluate)
+    if place.last and not place.names_upstream_failures:
+        not_made = failed
+    if place.last and not_made:
+        raise documents_failed(step, len(keys), not_made, len(made))
 
 
 def embedding_threads(context: dg.AssetExecutionContext, configured: int | None) -> int | None:

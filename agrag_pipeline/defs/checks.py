@@ -26,6 +26,7 @@ from agrag_pipeline.defs.partitions import documents_partitions
 from agrag_pipeline.extraction.step import EXTRACTION_CHECKS
 from agrag_pipeline.sinks.graph.entities import ENTITY_GRAPH_CHECKS
 from agrag_pipeline.sinks.graph.step import GRAPH_CHECKS
+from agrag_pipeline.sinks.index_step import INDEX_CHECKS
 from agrag_pipeline.validation import CHUNK_CHECKS, EMBEDDING_CHECKS, SECTION_CHECKS, CheckOutcome
 
 #: What each check verifies, shown on the check's page (the definition, not one evaluation).
@@ -52,6 +53,8 @@ CHECK_DESCRIPTIONS: dict[str, str] = {
     "document's current chunks (so every fact traces to the chunk and version it came from).",
     "entity_graph_matches_tables": "The graph database holds exactly the MENTIONS edges from "
     "the document's chunks that its entity_mentions table lists: none missing, none left over.",
+    "index_matches_embeddings": "The search index holds exactly one row per chunk of the "
+    "document's embeddings: none missing, none left over.",
 }
 
 _SEVERITY = {"error": dg.AssetCheckSeverity.ERROR, "warn": dg.AssetCheckSeverity.WARN}
@@ -63,6 +66,7 @@ CHECKS_BY_ASSET: dict[str, Sequence[str]] = {
     "graph": GRAPH_CHECKS,
     "extractions": EXTRACTION_CHECKS,
     "entity_graph": ENTITY_GRAPH_CHECKS,
+    "search_index": INDEX_CHECKS,
 }
 
 
@@ -85,16 +89,19 @@ def check_specs(asset: str) -> list[dg.AssetCheckSpec]:
 def report_checks(
     context: dg.AssetExecutionContext,
     asset: str,
+    keys: list[str],
     targets: dict[str, Pointer],
     evaluate: Callable[[str], list[CheckOutcome]],
 ) -> Iterator[dg.Output[None]]:
-    """Evaluate the selected checks per document; log one evaluation per document and check."""
+    """Evaluate the selected checks for each of ``keys`` (the documents materialised in this
+    step); log one evaluation per document and check. A document that was not materialised is
+    not evaluated: its checks read "execution failed" in a failed run."""
     asset_key = dg.AssetKey(asset)
     selected = {k.name for k in context.selected_asset_check_keys if k.asset_key == asset_key}
     if not selected:
         return
     failed = warned = 0
-    for key in context.partition_keys:
+    for key in keys:
         target = targets.get(key)
         for outcome in evaluate(key):
             if outcome.name not in selected:

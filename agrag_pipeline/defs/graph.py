@@ -37,6 +37,10 @@ def graph_metadata(result: GraphResult, warehouse: Warehouse) -> dict[str, Any]:
     }
 
 
+#: The graph asset's code version (its failure records name it).
+GRAPH_CODE_VERSION = f"graph-{GRAPH_VERSION}"
+
+
 def build_graph_asset() -> dg.AssetsDefinition:
     """The graph asset (built where the definitions are, inside their BetaWarning filter)."""
 
@@ -44,7 +48,7 @@ def build_graph_asset() -> dg.AssetsDefinition:
         deps=["embeddings"],
         **per_document_asset(
             "graph",
-            f"graph-{GRAPH_VERSION}",
+            GRAPH_CODE_VERSION,
             {"dagster/column_schema": md.table_schema(NODES_SCHEMA)},
         ),
         kinds={"python", "parquet", "graph"},

@@ -2,8 +2,9 @@
 
 ``search_index`` is downstream of ``embeddings``, partitioned and batched like the others: each
 document's rows are replaced in the index (delete by document id, then add, under the index's
-lock), never a rebuild; the index is checked against the tables before and after, and what
-disagrees is repaired and logged as a warning.
+lock), never a rebuild; a document without embeddings fails (it is not a deletion); the index
+is checked against the tables before and after, what disagrees is repaired and logged as a
+warning, and each indexed document is checked (``index_matches_embeddings``).
 ``retrieval_score`` scores the index on a labelled questions file and reports recall@1/5/10 and
 MRR@10 per mode as numeric metadata, which the UI plots over materialisations: a settings
 change shows up as a step in those plots. The logic is in ``sinks.index`` and ``retrieval``.
@@ -20,15 +21,18 @@ from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.retrieval.commands import evaluate_index
 from agrag_pipeline.retrieval.evaluate import table
 from agrag_pipeline.runtime import PROJECT_ROOT
-from agrag_pipeline.sinks.index import IndexCheck, IndexUpdate, check_index, update_document
+from agrag_pipeline.sinks.index import IndexCheck, IndexUpdate, check_index
+from agrag_pipeline.sinks.index_step import check_index_document, index_document
 from agrag_pipeline.storage import Warehouse
 
+#: The search_index asset's code version (its failure records name it).
+INDEX_CODE_VERSION = "index-1"
 DEFAULT_QUESTIONS = PROJECT_ROOT / "data" / "eval" / "rust-book-questions.tsv"
 
 
 def index_metadata(result: IndexUpdate, warehouse: Warehouse) -> dict[str, Any]:
     return {
-        "agrag/status": "removed" if result.removed else "ok",
+        "agrag/status": "removed from the index" if result.removed else "ok",
         "dagster/row_count": result.rows,
         "source_key": result.source_key,
         "document_id": result.document_id,
@@ -49,7 +53,7 @@ def build_index_assets() -> list[dg.AssetsDefinition]:
 
     @dg.asset(
         deps=["embeddings"],
-        **per_document_asset("search_index", "index-1", stage="index"),
+        **per_document_asset("search_index", INDEX_CODE_VERSION, stage="index"),
         kinds={"python", "lancedb"},
         description="Each document's chunks and vectors in the LanceDB index under the warehouse "
         "(index/): dense and BM25 search; replaced per document, never rebuilt.",
@@ -62,16 +66,19 @@ def build_index_assets() -> list[dg.AssetsDefinition]:
         # Before: a damaged index rebuilt, duplicates and rows of documents gone repaired;
         # after: this run's documents compared with their tables (``sinks.index.check_index``).
         _log_check(context, check_index(rt.warehouse, index))
-        yield from _materialize(
-            context,
-            rt,
-            "search_index",
-            lambda key: update_document(rt.warehouse, index, key),
-            index_metadata,
-            upstream="embeddings",
-        )
-        _log_check(context, check_index(rt.warehouse, index, context.partition_keys))
-        index.ensure_fts_index()
+        try:
+            yield from _materialize(
+                context,
+                rt,
+                "search_index",
+                lambda key: index_document(rt.warehouse, index, key),
+                index_metadata,
+                upstream="embeddings",
+                evaluate=lambda key: check_index_document(rt.warehouse, index, key),
+            )
+        finally:  # also when the step ends by naming the documents it could not index
+            _log_check(context, check_index(rt.warehouse, index, context.partition_keys))
+            index.ensure_fts_index()
 
     @dg.asset(
         name="retrieval_score",

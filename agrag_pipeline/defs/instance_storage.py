@@ -7,13 +7,13 @@ kept for the life of the process, with SQLAlchemy's default pool for file databa
 migrations, sharding (one file per run plus the index) and locking are Dagster's own, so an
 instance written by this class is an ordinary SQLite instance and the other way round.
 
-It also emits one "materialisation planned" event per asset per run instead of one per
-partition (Dagster's ``supports_partition_subset_in_asset_materialization_planned_events``,
-also reachable as ``DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS``). The trade-off, as
-Dagster documents it: a run that fails as a whole does not mark its partitions failed; documents
-that fail inside a run are still reported per partition (``agrag/status: failed`` and failed
-checks), which is how this project reports them anyway. ``planned_event_per_partition: true``
-restores Dagster's default.
+Planned events: one "materialisation planned" event per partition, Dagster's default, because
+a partition's "Failed" status is computed from it (a failed run that planned the partition and
+did not materialise it: ``defs/assets.py``, "How failures are told"). ``planned_event_per_partition:
+false`` emits one per asset per run instead (Dagster's
+``supports_partition_subset_in_asset_materialization_planned_events``, also reachable as
+``DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS``): fewer events at launch, but then no
+partition is ever shown failed.
 
 Configured in ``dagster.yaml``::
 
@@ -99,10 +99,11 @@ class _Engines:
 
 
 class PlannedEventPerRun:
-    """One "materialisation planned" event per asset per run, unless
-    ``_planned_event_per_partition`` (see the module docstring); shared with PostgreSQL."""
+    """One "materialisation planned" event per partition, or per asset per run when
+    ``_planned_event_per_partition`` is false (see the module docstring); shared with
+    PostgreSQL."""
 
-    _planned_event_per_partition = False
+    _planned_event_per_partition = True
 
     @property
     def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:
@@ -114,7 +115,7 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         self,
         base_dir: str,
         inst_data: ConfigurableClassData | None = None,
-        planned_event_per_partition: bool = False,
+        planned_event_per_partition: bool = True,
     ) -> None:
         self._engines = _Engines()
         self._tables: set[str] = set()
@@ -181,7 +182,7 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
         self,
         base_dir: str,
         inst_data: ConfigurableClassData | None = None,
-        planned_event_per_partition: bool = False,
+        planned_event_per_partition: bool = True,
     ) -> None:
         # Deliberately not DagsterSqliteStorage.__init__: the same folders, other classes.
         self.base_dir = base_dir
@@ -206,7 +207,7 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
     def config_type(cls) -> dict[str, Any]:
         return {
             "base_dir": StringSource,
-            "planned_event_per_partition": Field(Bool, is_required=False, default_value=False),
+            "planned_event_per_partition": Field(Bool, is_required=False, default_value=True),
         }
 
     @classmethod
@@ -216,5 +217,5 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
         return cls(
             config_value["base_dir"],
             inst_data=inst_data,
-            planned_event_per_partition=config_value.get("planned_event_per_partition", False),
+            planned_event_per_partition=config_value.get("planned_event_per_partition", True),
         )

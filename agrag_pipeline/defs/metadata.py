@@ -76,6 +76,8 @@ class Pointer:
     run_id: str
     storage_id: int
     timestamp: float
+    #: Its data version (``dagster/data_version``), recorded as the input version downstream.
+    data_version: str | None = None
 
 
 def pointer_metadata(pointer: Pointer | None, asset: str) -> dict[str, Any]:
@@ -168,12 +170,4 @@ def embeddings_metadata(result: EmbeddingsResult, warehouse: Warehouse) -> dict[
         "cache_misses": result.cache_misses,
         "truncated_texts": result.truncated,
         **_uri(warehouse, result.path),
-    }
-
-
-def failure_metadata(source_key: str, error: str) -> dict[str, Any]:
-    return {
-        "agrag/status": "failed",
-        "source_key": source_key,
-        "error": dg.MetadataValue.md(f"```\n{error}\n```"),
     }

@@ -13,8 +13,9 @@ child never reuses its parent's sockets. Tables, migrations, locking and the web
 PostgreSQL instance either way.
 
 As ``instance_storage.KeptEngineSqliteStorage`` does, one "materialisation planned" event per
-asset per run instead of one per partition (``planned_event_per_partition: true`` restores
-Dagster's default).
+partition (Dagster's default, which "Failed" partitions are computed from;
+``planned_event_per_partition: false`` emits one per asset per run, and no partition is ever
+shown failed).
 
 A pool holds up to ``pool_size + max_overflow`` connections per process (run workers, code
 server, daemon, webserver): size PostgreSQL's ``max_connections`` for that.
@@ -123,7 +124,7 @@ class PooledPostgresStorage(DagsterPostgresStorage):
         token_provider: Any = None,
         pool_size: int = DEFAULT_POOL_SIZE,
         max_overflow: int = DEFAULT_MAX_OVERFLOW,
-        planned_event_per_partition: bool = False,
+        planned_event_per_partition: bool = True,
     ) -> None:
         # Deliberately not DagsterPostgresStorage.__init__: the same tables, other classes.
         self.postgres_url = postgres_url
@@ -149,7 +150,7 @@ class PooledPostgresStorage(DagsterPostgresStorage):
             **cast("dict[str, Any]", pg_config()),
             "pool_size": Field(IntSource, is_required=False, default_value=DEFAULT_POOL_SIZE),
             "max_overflow": Field(IntSource, is_required=False, default_value=DEFAULT_MAX_OVERFLOW),
-            "planned_event_per_partition": Field(Bool, is_required=False, default_value=False),
+            "planned_event_per_partition": Field(Bool, is_required=False, default_value=True),
         }
 
     @classmethod
@@ -163,5 +164,5 @@ class PooledPostgresStorage(DagsterPostgresStorage):
             token_provider=get_token_provider_from_config(config_value),
             pool_size=config_value.get("pool_size", DEFAULT_POOL_SIZE),
             max_overflow=config_value.get("max_overflow", DEFAULT_MAX_OVERFLOW),
-            planned_event_per_partition=config_value.get("planned_event_per_partition", False),
+            planned_event_per_partition=config_value.get("planned_event_per_partition", True),
         )

@@ -4,14 +4,21 @@ It registers documents that appeared in the raw root, then requests runs for eve
 document whose outputs are missing, of an older version than the raw file, or made with other
 settings (chunker or embedding fingerprints). Runs cover contiguous ranges of documents, at most
 ``DOCUMENTS_PER_RUN`` each; up-to-date documents cost a hash of their file.
+
+A document whose last run failed on its current version, with the code and settings of today
+(its failure record says which), is not run again: it would fail again, every night. It is run
+when its file or the failing step's settings change, or when asked: the Materialize dialog's
+"Failed" preset, or ``agrag materialize``.
 """
 
 import dagster as dg
 
+from agrag_pipeline.defs.graph import GRAPH_CODE_VERSION
+from agrag_pipeline.defs.index import INDEX_CODE_VERSION
 from agrag_pipeline.defs.partitions import DOCUMENTS_PER_RUN, documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.defs.sensors import automation_status
-from agrag_pipeline.freshness import contiguous_runs, stale_documents
+from agrag_pipeline.freshness import contiguous_runs, failed_as_before, stale_documents
 from agrag_pipeline.sources import scan_raw_root
 
 NIGHTLY_CRON = "0 2 * * *"
@@ -47,8 +54,24 @@ def nightly_refresh(context: dg.ScheduleEvaluationContext, pipeline: PipelineRes
         chunker_hash=rt.chunker_hash,
         embedding_settings=rt.embedding_settings_fingerprint,
     )
+    code_versions = {
+        **rt.code_versions(),
+        "graph": GRAPH_CODE_VERSION,
+        "search_index": INDEX_CODE_VERSION,
+    }
+    known = failed_as_before(rt.warehouse, rt.raw_root, stale, code_versions)
+    if known:
+        context.log.info(
+            f"not run again: {len(known)} documents that failed on their current version with "
+            "these settings (retry them with the Materialize dialog's Failed preset): "
+            + "; ".join(f"{k} ({known[k][:120]})" for k in sorted(known)[:20])
+        )
+    stale = [k for k in stale if k not in known]
     if not stale:
-        yield dg.SkipReason("every document is up to date")
+        yield dg.SkipReason(
+            "every document is up to date"
+            + (f", but {len(known)} failed on their current version and settings" if known else "")
+        )
         return
     stamp = context.scheduled_execution_time.strftime("%Y%m%dT%H%M")
     for i, run in enumerate(contiguous_runs(ordered, stale, DOCUMENTS_PER_RUN)):

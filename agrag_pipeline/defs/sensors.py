@@ -163,9 +163,17 @@ def raw_documents_sensor(
     partition_requests: list[dg.DeleteDynamicPartitionsRequest] = []
     if plan.deleted:
         partition_requests.append(documents_partitions.build_delete_request(plan.deleted))
+    # A tick without runs says what it did in its result (the UI shows the skip reason, else
+    # "Sensor function returned an empty result"): a deletion is news, not an empty tick.
+    removed = (
+        f"removed {len(plan.deleted)} deleted document(s) and their outputs: "
+        f"{_names(plan.deleted)}; "
+        if plan.deleted
+        else ""
+    )
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=partition_requests,
         cursor=state.save(plan),
-        skip_reason=None if requests or plan.deleted else f"nothing to do: {summary}",
+        skip_reason=None if requests else f"{removed}nothing to run: {summary}",
     )

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from agrag_pipeline.definitions import build_definitions
 from agrag_pipeline.defs.resources import PipelineResource
@@ -16,6 +19,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_RAW_ROOT = REPO_ROOT / "data" / "raw"
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
+#: The instance configuration ``bin/setup`` and ``dagster dev`` use.
+SHIPPED_INSTANCE = REPO_ROOT / "agrag_pipeline" / "instance" / "dagster.yaml"
+PER_DOCUMENT_ASSETS = ("raw_documents", "sections", "chunks", "embeddings", "graph", "search_index")
 
 
 @dataclass
@@ -86,4 +92,46 @@ def materialization_metadata(result: dg.ExecuteInProcessResult, asset: str) -> d
             mat = event.event_specific_data.materialization
             if mat.asset_key.to_user_string() == asset:
                 out[mat.partition] = {k: v.value for k, v in mat.metadata.items()}
+    return out
+
+
+@contextmanager
+def shipped_instance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[dg.DagsterInstance]:
+    """An instance configured by the shipped ``dagster.yaml`` (its storage reads DAGSTER_HOME)."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copyfile(SHIPPED_INSTANCE, home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        yield instance
+
+
+def partition_statuses(instance: dg.DagsterInstance) -> dict[str, tuple[set[str], set[str]]]:
+    """asset -> (materialised, failed) partitions, as Dagster computes them for the UI (a
+    partition both materialised once and failed since counts as failed, as the UI shows it)."""
+    from dagster._core.storage.partition_status_cache import (
+        get_and_update_asset_status_cache_value,
+    )
+
+    from agrag_pipeline.defs.partitions import documents_partitions
+
+    out = {}
+    for asset in PER_DOCUMENT_ASSETS:
+        value = get_and_update_asset_status_cache_value(
+            instance, dg.AssetKey(asset), documents_partitions
+        )
+        if value is None:
+            out[asset] = (set(), set())
+            continue
+        materialized = set(
+            value.deserialize_materialized_partition_subsets(
+                documents_partitions
+            ).get_partition_keys()
+        )
+        failed = set(
+            value.deserialize_failed_partition_subsets(documents_partitions).get_partition_keys()
+        )
+        out[asset] = (materialized - failed, failed)
     return out

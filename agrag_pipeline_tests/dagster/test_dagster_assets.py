@@ -18,11 +18,16 @@ from dagster_support import (
     check_evaluations,
     make_project,
     materialization_metadata,
+    partition_statuses,
+    shipped_instance,
 )
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.tables import chunks_from_table, read_metadata
+
+#: The per-document assets after ``raw_documents``.
+DOWNSTREAM = ("sections", "chunks", "embeddings", "graph", "search_index")
 
 SAMPLE_KEYS = sorted(
     p.relative_to(SAMPLE_RAW_ROOT).as_posix()
@@ -122,7 +127,8 @@ def test_asset_checks_pass_per_partition_on_good_outputs(sample_run) -> None:  #
         assert partition in SAMPLE_KEYS
         assert passed, f"{asset}.{name} failed for {partition}"
     assert ("sections", "reading_quality") in names
-    assert len(evaluations) == 9 * len(SAMPLE_KEYS)
+    assert ("search_index", "index_matches_embeddings") in names
+    assert len(evaluations) == 10 * len(SAMPLE_KEYS)
 
 
 def test_the_graph_asset_reports_each_documents_nodes_and_edges(sample_run) -> None:  # type: ignore[no-untyped-def]
@@ -205,40 +211,154 @@ def test_asset_checks_fail_on_deliberately_broken_outputs(tmp_path: Path) -> Non
     assert not check_embeddings(warehouse, "wiki.md", dimension=768)[1].passed
 
 
-def test_one_bad_document_does_not_fail_the_others_in_its_batch(tmp_path: Path) -> None:
+def test_a_failed_document_is_failed_on_every_asset_it_did_not_reach_and_the_others_are_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dagster's own partition status, on the shipped instance storage: a document that fails
+    inside a batched run is "Failed" on every asset it did not reach, and only it; the others
+    are materialised and checked; the run fails, naming it once (one ERROR line where it
+    failed, one step failure that names it)."""
     files: dict[str, Path | bytes] = {
         "a-good.md": b"# Good\n\nSome text that chunks fine.\n",
         "b-bad.md": b"\x00\x01\x02 binary bytes behind a text extension",
         "c-good.html": b"<h1>Title</h1><p>Paragraph.</p>",
     }
-    with dg.instance_for_test() as instance:
+    keys = sorted(files)
+    with shipped_instance(tmp_path, monkeypatch) as instance:
         project = make_project(tmp_path, instance, files)
-        keys = sorted(files)
         project.register(keys)
-        result = project.materialize(keys)
-        assert result.success
-        sections = materialization_metadata(result, "sections")
-        assert sections["b-bad.md"]["agrag/status"] == "failed"
-        assert "b-bad.md" in sections["b-bad.md"]["error"]
-        assert sections["a-good.md"]["agrag/status"] == "ok"
+        result = project.materialize(keys, raise_on_error=False)
+        assert not result.success
+
+        statuses = partition_statuses(instance)
+        assert statuses["raw_documents"] == (set(keys), set())
+        for asset in DOWNSTREAM:
+            assert statuses[asset] == ({"a-good.md", "c-good.html"}, {"b-bad.md"}), asset
+        made = {
+            asset: set(materialization_metadata(result, asset))
+            for asset in ("raw_documents", *DOWNSTREAM)
+        }
+        assert made == {"raw_documents": set(keys)} | {
+            a: {"a-good.md", "c-good.html"} for a in DOWNSTREAM
+        }
+
+        # The run says how many failed and which: one step failure, naming it with its error.
+        failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+        assert [e.step_key for e in failures] == ["search_index"]
+        error = failures[0].event_specific_data.error.message
+        assert "1 of 3 documents failed" in error and "b-bad.md: sections failed" in error
+        user_failure = failures[0].event_specific_data.user_failure_data
+        assert user_failure.metadata["failed_documents"].value == 1
+        assert set(user_failure.metadata["failed"].value) == {"b-bad.md"}
+        # Its error is logged once, at the step where it failed.
+        errors = [
+            e.user_message
+            for e in instance.all_logs(result.run_id)
+            if e.level >= 40 and e.dagster_event is None and "b-bad.md" in e.user_message
+        ]
+        assert len(errors) == 1 and errors[0].startswith("sections: b-bad.md"), errors
+
         warehouse = Warehouse(str(project.warehouse))
         assert warehouse.has_table("embeddings", Document.node_id_for("c-good.html"))
-        failures = warehouse.read_failures(Document.node_id_for("b-bad.md"))
-        assert set(failures) == {"sections", "chunks", "embeddings", "graph"}
-        assert "binary" in failures["sections"]["error"] or "NUL" in failures["sections"]["error"]
-        assert "sections failed" in failures["chunks"]["error"]
-        assert "sections failed" in failures["graph"]["error"]
+        failure_records = warehouse.read_failures(Document.node_id_for("b-bad.md"))
+        assert set(failure_records) == {"sections"}
         evaluations = check_evaluations(result)
-        assert evaluations[("chunks", "chunk_offsets_reproduce_text", "b-bad.md")] is False
-        assert evaluations[("chunks", "chunk_offsets_reproduce_text", "a-good.md")] is True
+        assert {k for _, _, k in evaluations} == {"a-good.md", "c-good.html"}
+        assert all(evaluations.values())
+
+        # Alone, as the Materialize dialog's "Failed" preset retries it: failed again, and only it.
+        alone = project.materialize(["b-bad.md"], raise_on_error=False)
+        assert not alone.success
+        assert partition_statuses(instance) == statuses
 
 
-def test_a_run_whose_only_document_fails_is_a_failed_run(tmp_path: Path) -> None:
-    with dg.instance_for_test() as instance:
+def test_a_run_whose_only_document_fails_is_a_failed_run_and_its_partition_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with shipped_instance(tmp_path, monkeypatch) as instance:
         project = make_project(tmp_path, instance, {"bad.md": b"\xff\xfe\x00\x00garbage\x00"})
         project.register(["bad.md"])
         result = project.materialize(["bad.md"], raise_on_error=False)
         assert not result.success
+        statuses = partition_statuses(instance)
+        assert statuses["raw_documents"] == ({"bad.md"}, set())
+        assert {a: statuses[a] for a in DOWNSTREAM} == {a: (set(), {"bad.md"}) for a in DOWNSTREAM}
+
+
+def test_a_backfill_launched_without_tags_is_found_by_the_fingerprints_of_its_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Runs page lists a backfill as one row filtered by the backfill's own tags: one
+    launched from the UI (no tags) gets its runs' fingerprint tags."""
+    from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+    from dagster._core.definitions.events import AssetKeyPartitionKey
+    from dagster._core.execution.backfill import BulkActionsFilter, PartitionBackfill
+
+    key = "doc.md"
+    with shipped_instance(tmp_path, monkeypatch) as instance:
+        project = make_project(tmp_path, instance, {key: b"# Doc\n\nText.\n"})
+        project.register([key])
+        defs = project.definitions()
+        subset = AssetGraphSubset.from_asset_partition_set(
+            {AssetKeyPartitionKey(dg.AssetKey(a), key) for a in DOWNSTREAM},
+            defs.resolve_asset_graph(),
+        )
+        instance.add_backfill(
+            PartitionBackfill.from_asset_graph_subset(
+                backfill_id="uibackfill",
+                asset_graph_subset=subset,
+                dynamic_partitions_store=instance,
+                backfill_timestamp=0.0,
+                tags={},
+                title=None,
+                description=None,
+                run_config=None,
+            )
+        )
+        fingerprints = project.resource.runtime().fingerprint_tags()
+        assert instance.get_backfills(filters=BulkActionsFilter(tags=fingerprints)) == []
+        job = defs.resolve_job_def("ingest_documents")
+        tags = {"dagster/partition": key, "dagster/backfill": "uibackfill"}
+        assert job.execute_in_process(instance=instance, tags=tags).success
+        [found] = instance.get_backfills(filters=BulkActionsFilter(tags=fingerprints))
+        assert found.backfill_id == "uibackfill"
+
+
+def test_indexing_a_document_that_failed_upstream_fails_instead_of_reading_as_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """search_index run alone for a document that failed at sections: a failure naming why (its
+    partition "Failed"), not a materialisation saying "removed" as for a deleted document; and
+    its check compares the index with the document's embeddings."""
+    files: dict[str, Path | bytes] = {"bad.md": b"\x00\x01 binary", "good.md": b"# G\n\nText.\n"}
+    with shipped_instance(tmp_path, monkeypatch) as instance:
+        project = make_project(tmp_path, instance, files)
+        keys = sorted(files)
+        project.register(keys)
+        project.materialize(keys, raise_on_error=False)
+        job = project.definitions().resolve_job_def("ingest_documents")
+        alone = job.execute_in_process(
+            instance=instance,
+            asset_selection=[dg.AssetKey("search_index")],
+            tags={"dagster/partition": "bad.md"},
+            raise_on_error=False,
+        )
+        assert not alone.success
+        assert materialization_metadata(alone, "search_index") == {}
+        [failure] = [e for e in alone.all_events if e.event_type_value == "STEP_FAILURE"]
+        message = failure.event_specific_data.error.message
+        assert "no embeddings are stored" in message and "sections failed" in message
+        assert partition_statuses(instance)["search_index"] == ({"good.md"}, {"bad.md"})
+
+        from agrag_pipeline.sinks.index_step import check_index_document
+
+        runtime = project.resource.runtime()
+        index = runtime.search_index
+        [passed] = check_index_document(runtime.warehouse, index, "good.md")
+        assert passed.passed, passed.description
+        index.delete_document(str(Document.node_id_for("good.md")))
+        [failed] = check_index_document(runtime.warehouse, index, "good.md")
+        assert not failed.passed and failed.metadata["missing"] == failed.metadata["expected_rows"]
 
 
 def test_a_new_version_replaces_outputs_and_a_failed_one_keeps_them(tmp_path: Path) -> None:
@@ -295,7 +415,7 @@ def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current
                 assert mat is not None and mat.tags["dagster/data_version"] == code_version
         # Dagster's own per-partition check status: passed and current for every document.
         check_keys = [k for k in graph.asset_check_keys]
-        assert len(check_keys) == 9  # 2 sections, 3 chunks, 3 embeddings, 1 graph
+        assert len(check_keys) == 10  # 2 sections, 3 chunks, 3 embeddings, 1 graph, 1 index
         infos = instance.event_log_storage.get_asset_check_partition_info(check_keys)
         status = {
             (i.check_key.name, i.partition_key): (i.latest_execution_status.value, i.is_current)

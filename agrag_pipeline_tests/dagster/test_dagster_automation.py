@@ -94,6 +94,15 @@ def test_sensor_handles_new_changed_deleted_and_unchanged_documents(tmp_path: Pa
         third = _tick(project, defs, second.cursor)
         assert third.run_requests == []
 
+        # A tick that only removes a deleted document says so in its result, as the UI shows it.
+        (project.raw_root / "keep.md").unlink()
+        fourth = _tick(project, defs, third.cursor)
+        assert fourth.run_requests == []
+        assert fourth.skip_reason is not None
+        message = fourth.skip_reason.skip_message or ""
+        assert message.startswith("removed 1 deleted document(s) and their outputs: keep.md;")
+        assert "1 deleted" in message
+
 
 def test_a_fresh_sensor_over_a_materialised_warehouse_redoes_nothing(tmp_path: Path) -> None:
     with dg.instance_for_test() as instance:
@@ -190,6 +199,49 @@ def test_nightly_refresh_requests_only_missing_or_stale_documents(tmp_path: Path
             "nightly-20261129T0200-1",
         ]
         assert "zzz.md" in instance.get_dynamic_partitions("documents")
+
+
+def test_nightly_refresh_does_not_rerun_a_document_that_failed_on_its_version_and_settings(
+    tmp_path: Path,
+) -> None:
+    """A broken file fails every night the same way: the nightly leaves it until its file or the
+    failing step's settings change (or a user retries it); the others are refreshed as usual."""
+    files: dict[str, Path | bytes] = {
+        "bad.md": b"\x00\x01 binary behind a text extension",
+        "good.md": b"# Good\n\nText.\n",
+    }
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, files)
+        keys = sorted(files)
+        project.register(keys)
+        project.materialize(keys, raise_on_error=False)  # bad.md fails at sections
+
+        def evaluate() -> tuple[list[tuple[str, str]], list[str]]:
+            context = dg.build_schedule_context(
+                instance=instance,
+                resources={"pipeline": project.resource},
+                scheduled_execution_time=datetime(2026, 11, 29, 2, 0, tzinfo=UTC),
+            )
+            results = list(nightly_refresh(context))
+            runs = [
+                (r.tags[RANGE_START], r.tags[RANGE_END])
+                for r in results
+                if isinstance(r, dg.RunRequest)
+            ]
+            skips = [r.skip_message or "" for r in results if isinstance(r, dg.SkipReason)]
+            return runs, skips
+
+        runs, skips = evaluate()
+        assert runs == [] and "1 failed on their current version and settings" in skips[0]
+        # Other chunker settings: good.md is stale; bad.md failed at sections, whose settings
+        # did not change, so it would fail the same way.
+        data = yaml.safe_load(project.settings.read_text())
+        data["chunker"]["target_tokens"] = data["chunker"]["target_tokens"] // 2
+        project.settings.write_text(yaml.safe_dump(data))
+        assert evaluate()[0] == [("good.md", "good.md")]
+        # A new version of the broken file is tried again.
+        (project.raw_root / "bad.md").write_bytes(b"\x00\x02 still binary, another version")
+        assert evaluate()[0] == [("bad.md", "good.md")]
 
 
 def test_a_partition_added_for_a_missing_file_is_removed_by_the_next_tick(tmp_path: Path) -> None:

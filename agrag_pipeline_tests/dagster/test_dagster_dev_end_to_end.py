@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import re
 import shutil
 import signal
@@ -33,6 +34,7 @@ from dagster_dev_support import (
     INSTANCE_TEMPLATE,
     LAUNCH_BACKFILL_MUTATION,
     LAUNCH_RUN_MUTATION,
+    PARTITION_STATUS_QUERY,
     PARTITION_TRUTH_QUERY,
     PARTITIONS_DEF,
     PIPELINE,
@@ -63,6 +65,8 @@ FAILED_BACKFILL = {"FAILED", "COMPLETED_FAILED", "CANCELED", "CANCELING", "FAILI
 FAILED_RUN = {"FAILURE", "CANCELED", "CANCELING"}
 TRIGGER_TAG = {"key": "agrag/trigger", "value": "end-to-end-test"}
 CHECKED = ("sections", "chunks", "embeddings")
+RANGE_START = "dagster/asset_partition_range_start"
+RANGE_END = "dagster/asset_partition_range_end"
 #: Dagster's implicit job for assets, which the UI's Materialize button launches.
 ASSET_JOB = "__ASSET_JOB"
 #: The run monitoring daemon polls every 15 s (shipped dagster.yaml); slack for a loaded machine.
@@ -294,6 +298,181 @@ def test_dagster_dev_shows_every_partition_checked_fresh_and_tagged_after_batche
     wait_for_run(served, single, {"SUCCESS"})
     assert_every_partition_checked_and_fresh(served, keys)
     assert_fingerprint_tags(served, [*run_ids, single])
+    # The Runs page lists the backfill as one row (its runs hidden): filtering by a fingerprint
+    # finds it, though it was launched without tags.
+    fingerprint = next(iter(Runtime.from_files(DEFAULT_SETTINGS_PATH).fingerprint_tags().items()))
+    feed = served.server.graphql(
+        RUNS_FEED_QUERY, {"tags": [{"key": fingerprint[0], "value": fingerprint[1]}]}
+    )["runsFeedOrError"]
+    assert launched["backfillId"] in {entry["id"] for entry in feed["results"]}, feed
+
+
+#: Broken documents a user may drop among good ones: both fail at sections.
+BROKEN = ("broken/truncated.pdf", "broken/junk.docx")
+#: Every per-document asset, sinks included.
+PER_DOCUMENT = (*PIPELINE, "graph", "search_index")
+FINISHED_RUN = {"SUCCESS", "FAILURE", "CANCELED"}
+
+RUNS_FEED_QUERY = """
+query RunsFeed($tags: [ExecutionTag!]) {
+  runsFeedOrError(limit: 50, view: ROOTS, filter: {tags: $tags}) {
+    __typename
+    ... on RunsFeedConnection { results { __typename id tags { key value } } }
+    ... on PythonError { message stack }
+  }
+}
+"""
+
+STEP_FAILURES_QUERY = """
+query StepFailures($runId: ID!) {
+  logsForRun(runId: $runId, limit: 10000) {
+    __typename
+    ... on EventConnection {
+      events {
+        __typename
+        ... on MessageEvent { message level stepKey }
+        ... on ExecutionStepFailureEvent { error { message } }
+      }
+    }
+    ... on Error { message }
+  }
+}
+"""
+
+SCHEDULE_DRY_RUN_MUTATION = """
+mutation DryRun($selector: ScheduleSelector!, $timestamp: Float) {
+  scheduleDryRun(selectorData: $selector, timestamp: $timestamp) {
+    __typename
+    ... on DryRunInstigationTick {
+      evaluationResult {
+        runRequests { runKey tags { key value } }
+        skipReason
+        error { message stack }
+      }
+    }
+    ... on PythonError { message stack }
+  }
+}
+"""
+
+
+def write_broken_documents(served: Served, corpus_dir: Path) -> None:
+    """A PDF cut in half and a .docx of random bytes, among the good documents."""
+    pdf = (corpus_dir / "pdf" / "2305.03393v1-pg9.pdf").read_bytes()
+    target = served.dirs.raw_root / BROKEN[0]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(pdf[: len(pdf) // 2])
+    (served.dirs.raw_root / BROKEN[1]).write_bytes(random.Random(21).randbytes(4096))
+
+
+def wait_for_backfill_runs(served: Served, backfill_id: str) -> list[dict[str, Any]]:
+    """The backfill's runs, once it has launched them and every one has finished."""
+
+    def finished() -> list[dict[str, Any]] | None:
+        backfill = served.server.graphql(BACKFILL_QUERY, {"id": backfill_id})
+        runs = backfill["partitionBackfillOrError"]["runs"]
+        return runs if runs and all(r["status"] in FINISHED_RUN for r in runs) else None
+
+    try:
+        return wait_for(f"backfill {backfill_id}'s runs", finished, BACKFILL_DEADLINE_S, 2.0)
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}\n--- log ---\n{served.server.log_tail()}") from exc
+
+
+def assert_failed_exactly(served: Served, good: list[str], broken: list[str], run_id: str) -> None:
+    """Dagster's own partition status, as the UI's Partitions tab and the Materialize dialog's
+    "Failed" preset read it: the broken documents failed on every asset after raw_documents,
+    the good ones materialised on every asset."""
+    nodes = served.asset_nodes(PARTITION_STATUS_QUERY)
+    keys = set(good) | set(broken)
+    seen = {}
+    for asset in PER_DOCUMENT:
+        statuses = nodes[asset]["assetPartitionStatuses"]
+        seen[asset] = (
+            sorted(set(statuses["materializedPartitions"]) & keys),
+            sorted(set(statuses["failedPartitions"]) & keys),
+        )
+    expected = {
+        asset: (sorted(keys), []) if asset == "raw_documents" else (sorted(good), sorted(broken))
+        for asset in PER_DOCUMENT
+    }
+    assert seen == expected, f"run {run_id}:\n{served.server.run_errors(run_id)}"
+
+
+def step_failures_and_errors(served: Served, run_id: str) -> tuple[list[str], list[str]]:
+    """A run's step failure messages, and its ERROR lines other than step and run failures."""
+    logs = served.server.graphql(STEP_FAILURES_QUERY, {"runId": run_id})["logsForRun"]
+    failures, errors = [], []
+    for event in logs["events"]:
+        if event["__typename"] == "ExecutionStepFailureEvent":
+            failures.append(event["error"]["message"])
+        elif event.get("level") == "ERROR" and event["__typename"] == "LogMessageEvent":
+            errors.append(event["message"])
+    return failures, errors
+
+
+def test_dagster_dev_shows_broken_documents_failed_on_every_asset_they_did_not_reach(
+    served: Served, corpus_dir: Path
+) -> None:
+    """Two broken files among good ones, through the real webserver and daemon: after a batched
+    backfill, after a run of one broken document alone (the "Failed" preset's retry) and after
+    the nightly schedule's run, each asset's partition status says failed for exactly the broken
+    documents and materialised for the others; the batched run failed, saying how many."""
+    good = sorted(DOCUMENTS)
+    broken = sorted(BROKEN)
+    write_broken_documents(served, corpus_dir)
+    register(served, [*good, *broken])
+    launched = served.server.graphql(
+        LAUNCH_BACKFILL_MUTATION,
+        {
+            "params": {
+                "assetSelection": [{"path": [asset]} for asset in PER_DOCUMENT],
+                "partitionNames": [*good, *broken],
+                "title": "good and broken documents",
+            }
+        },
+    )["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    [run] = wait_for_backfill_runs(served, launched["backfillId"])
+    assert run["status"] == "FAILURE"
+    assert_failed_exactly(served, good, broken, run["runId"])
+    # The run says how many documents failed and which, once: one step failure naming both,
+    # one ERROR line per broken document (where it failed), none repeated at later steps.
+    failures, errors = step_failures_and_errors(served, run["runId"])
+    assert len(failures) == 1 and "2 of 5 documents failed" in failures[0], failures
+    assert all(f"{key}: sections failed" in failures[0] for key in broken), failures
+    assert sorted(e.split(":")[1].strip() for e in errors) == broken, errors
+
+    # One broken document alone, all its assets, as a retry from the UI: failed again.
+    single = launch_partition_run(served, BROKEN[0], PER_DOCUMENT)
+    wait_for_run(served, single, {"FAILURE"})
+    assert_failed_exactly(served, good, broken, single)
+
+    # The nightly schedule, tested from the UI: it leaves the broken documents (they would fail
+    # the same way) and refreshes a changed one; its run changes no partition's status but that.
+    changed = served.dirs.raw_root / good[-1]
+    changed.write_text(changed.read_text(encoding="utf-8") + "\n\nOne more line.\n")
+    selector = {**served.repository, "scheduleName": "nightly_refresh"}
+    dry_run = served.server.graphql(
+        SCHEDULE_DRY_RUN_MUTATION, {"selector": selector, "timestamp": time.time()}
+    )["scheduleDryRun"]
+    evaluation = dry_run["evaluationResult"]
+    assert evaluation["error"] is None, evaluation["error"]
+    [request] = evaluation["runRequests"]
+    tags = {t["key"]: t["value"] for t in request["tags"]}
+    assert (tags[RANGE_START], tags[RANGE_END]) == (good[-1], good[-1])
+    nightly = served.server.graphql(
+        LAUNCH_RUN_MUTATION,
+        {
+            "params": {
+                "selector": {**served.repository, "jobName": "ingest_documents"},
+                "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
+            }
+        },
+    )["launchRun"]
+    assert nightly["__typename"] == "LaunchRunSuccess", nightly
+    wait_for_run(served, nightly["run"]["runId"], {"SUCCESS"})
+    assert_failed_exactly(served, good, broken, nightly["run"]["runId"])
 
 
 def run_worker_pid(served: Served, run_id: str) -> int | None:
