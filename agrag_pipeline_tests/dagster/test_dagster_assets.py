@@ -128,7 +128,9 @@ def test_asset_checks_pass_per_partition_on_good_outputs(sample_run) -> None:  #
         assert passed, f"{asset}.{name} failed for {partition}"
     assert ("sections", "reading_quality") in names
     assert ("search_index", "index_matches_embeddings") in names
-    assert len(evaluations) == 10 * len(SAMPLE_KEYS)
+    assert ("extractions", "mentions_name_current_chunks") in names
+    # 2 sections, 3 chunks, 3 embeddings, 1 graph, 1 index, 1 extractions, 1 entity graph
+    assert len(evaluations) == 12 * len(SAMPLE_KEYS)
 
 
 def test_the_graph_asset_reports_each_documents_nodes_and_edges(sample_run) -> None:  # type: ignore[no-untyped-def]
@@ -242,14 +244,16 @@ def test_a_failed_document_is_failed_on_every_asset_it_did_not_reach_and_the_oth
             a: {"a-good.md", "c-good.html"} for a in DOWNSTREAM
         }
 
-        # The run says how many failed and which: one step failure, naming it with its error.
+        # The run says how many failed and which: one step failure at the end of each branch of
+        # the graph (the search index and the entity graph), naming it with its error.
         failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
-        assert [e.step_key for e in failures] == ["search_index"]
-        error = failures[0].event_specific_data.error.message
-        assert "1 of 3 documents failed" in error and "b-bad.md: sections failed" in error
-        user_failure = failures[0].event_specific_data.user_failure_data
-        assert user_failure.metadata["failed_documents"].value == 1
-        assert set(user_failure.metadata["failed"].value) == {"b-bad.md"}
+        assert sorted(e.step_key for e in failures) == ["entity_graph", "search_index"]
+        for failure in failures:
+            error = failure.event_specific_data.error.message
+            assert "1 of 3 documents failed" in error and "b-bad.md: sections failed" in error
+            user_failure = failure.event_specific_data.user_failure_data
+            assert user_failure.metadata["failed_documents"].value == 1
+            assert set(user_failure.metadata["failed"].value) == {"b-bad.md"}
         # Its error is logged once, at the step where it failed.
         errors = [
             e.user_message
@@ -415,7 +419,8 @@ def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current
                 assert mat is not None and mat.tags["dagster/data_version"] == code_version
         # Dagster's own per-partition check status: passed and current for every document.
         check_keys = [k for k in graph.asset_check_keys]
-        assert len(check_keys) == 10  # 2 sections, 3 chunks, 3 embeddings, 1 graph, 1 index
+        # 2 sections, 3 chunks, 3 embeddings, 1 graph, 1 index, 1 extractions, 1 entity graph
+        assert len(check_keys) == 12
         infos = instance.event_log_storage.get_asset_check_partition_info(check_keys)
         status = {
             (i.check_key.name, i.partition_key): (i.latest_execution_status.value, i.is_current)
