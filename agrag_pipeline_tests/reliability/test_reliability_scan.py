@@ -604,7 +604,7 @@ def test_materialize_names_bad_entries_fails_a_failed_document_and_removes_delet
     assert "REFUSED loop-a.md: a symlink loop (-> loop-b.md)" in text
     assert "REFUSED passwd.md: a symlink to" in text and "outside the raw root" in text
     assert "SKIPPED pipe.md: not a regular file (a FIFO); it is never read" in text
-    assert "FAILED empty.md: sections: empty.md: the file is empty (0 bytes)" in text
+    assert "FAILED empty.md: sections failed: empty.md: the file is empty (0 bytes)" in text
     assert_good_documents_complete(roots.wh)
     for key in GOOD:
         assert roots.wh.has_table("embeddings", Document.node_id_for(key))
