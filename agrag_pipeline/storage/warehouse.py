@@ -34,6 +34,7 @@ vouches for (``VOUCHES_FOR``), so a document that succeeded never shows a failur
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import logging
@@ -41,7 +42,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import fsspec
@@ -425,9 +426,13 @@ class Warehouse:
         from agrag_pipeline.storage.tables import read_metadata
 
         path = self.table_path(table, document_id)
-        try:
+
+        def footer() -> pa.Schema:
             with self.fs.open(path, "rb") as handle:
-                schema = pq.read_schema(handle)
+                return pq.read_schema(handle)
+
+        try:
+            schema = _read_one_version(footer)
         except FileNotFoundError:
             return None
         except (pa.ArrowException, OSError, ValueError) as exc:
@@ -435,8 +440,11 @@ class Warehouse:
         return read_metadata(schema)
 
     def _read_parquet(self, path: str) -> pa.Table:
-        with self.fs.open(path, "rb") as handle:
-            data = handle.read()
+        def whole() -> bytes:
+            with self.fs.open(path, "rb") as handle:
+                return bytes(handle.read())
+
+        data = _read_one_version(whole)
         try:
             return pq.read_table(io.BytesIO(data), page_checksum_verification=True)
         except (pa.ArrowException, OSError, ValueError) as exc:
@@ -657,6 +665,25 @@ def _hash_problem(data: bytes, expected_hash: str) -> str | None:
     if actual == expected_hash:
         return None
     return f"its {len(data):,} bytes hash to {actual[:12]}, not to {expected_hash[:12]}"
+
+
+#: Reads of an object another writer replaced meanwhile, before the error stands.
+_REPLACED_READ_ATTEMPTS = 3
+
+_T = TypeVar("_T")
+
+
+def _read_one_version(read: Callable[[], _T]) -> _T:
+    """``read()``, again where an object store refused it because another writer replaced the
+    object after it was opened (s3fs: ``FileExpired``, errno EBUSY): that is a concurrent
+    replacement, not damage, and the new version is what is read."""
+    for attempt in range(_REPLACED_READ_ATTEMPTS):
+        try:
+            return read()
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or attempt == _REPLACED_READ_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _not_parquet(path: str, exc: BaseException) -> DamagedFileError:
