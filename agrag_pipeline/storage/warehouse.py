@@ -432,7 +432,7 @@ class Warehouse:
                 return pq.read_schema(handle)
 
         try:
-            schema = _read_one_version(footer)
+            schema = _read_one_version(footer, lambda: self.fs.invalidate_cache(path))
         except FileNotFoundError:
             return None
         except (pa.ArrowException, OSError, ValueError) as exc:
@@ -444,7 +444,7 @@ class Warehouse:
             with self.fs.open(path, "rb") as handle:
                 return bytes(handle.read())
 
-        data = _read_one_version(whole)
+        data = _read_one_version(whole, lambda: self.fs.invalidate_cache(path))
         try:
             return pq.read_table(io.BytesIO(data), page_checksum_verification=True)
         except (pa.ArrowException, OSError, ValueError) as exc:
@@ -673,16 +673,18 @@ _REPLACED_READ_ATTEMPTS = 3
 _T = TypeVar("_T")
 
 
-def _read_one_version(read: Callable[[], _T]) -> _T:
-    """``read()``, again where an object store refused it because another writer replaced the
-    object after it was opened (s3fs: ``FileExpired``, errno EBUSY): that is a concurrent
-    replacement, not damage, and the new version is what is read."""
+def _read_one_version(read: Callable[[], _T], forget: Callable[[], None]) -> _T:
+    """``read()``, again where an object store refused it because the object was replaced
+    after the version it opened was listed (s3fs: ``FileExpired``, errno EBUSY: a listing cached
+    by this process, or another writer between open and read). That is a replacement, not
+    damage: the cached listing is dropped (``forget``) and the new version is read."""
     for attempt in range(_REPLACED_READ_ATTEMPTS):
         try:
             return read()
         except OSError as exc:
             if exc.errno != errno.EBUSY or attempt == _REPLACED_READ_ATTEMPTS - 1:
                 raise
+            forget()
     raise AssertionError("unreachable")
 
 
