@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -81,7 +82,9 @@ chunker_settings = st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
 @given(markdown, chunker_settings)
 def test_generated_markdown_keeps_every_invariant(
     invariants: Callable[..., None],
@@ -100,3 +103,23 @@ def test_generated_markdown_keeps_every_invariant(
         parsed, schema_fingerprint=None, extraction_fingerprint=None
     )
     assert rows_without_time(again) == rows_without_time(chunks)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known defect (pre-existing, found by the generated test on 2026-12-02): subsections "
+    "merged under a title with the same text embed a first line equal to the label's heading",
+)
+def test_subsections_merged_under_a_title_of_the_same_text_do_not_repeat_it_first(
+    invariants: Callable[..., None],
+) -> None:
+    counter = TokenCounter()
+    settings_ = ChunkerSettings(target_tokens=96, max_tokens=96, min_tokens=4, min_text_tokens=16)
+    parsed = parse_document(b"# the\n\n## the\n\n## the", "generated.md")
+    chunker = StructureChunker(settings_, counter)
+    invariants(
+        parsed,
+        chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=None),
+        chunker,
+        counter,
+    )
