@@ -113,9 +113,13 @@ def test_the_ingest_job_runs_on_two_celery_workers_and_writes_what_a_local_run_w
                     time.sleep(0.5)
             from agrag_pipeline_tests.deploy import celery_job
 
+            # Building the job resolves the asset graph against the current instance's
+            # defs-state storage; a test instance of its own keeps an earlier test's closed
+            # instance out of it (as in the asset-specs snapshot test).
+            with dg.instance_for_test():
+                job = dg.reconstructable(celery_job.ingest_job)
             with dg.DagsterInstance.get() as instance:
                 instance.add_dynamic_partitions("documents", sorted(DOCS))
-                job = dg.reconstructable(celery_job.ingest_job)
                 # kill -9 the worker that takes the first step of the first run, mid-run.
                 killed: list[str] = []
                 killer = threading.Thread(
