@@ -7,7 +7,6 @@ what came back, so a wrong dimension or a short response never slips into the ou
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import os
 import random
@@ -26,6 +25,7 @@ from agrag_pipeline.embedding.base import (
     embedding_fingerprint,
     l2_normalize,
 )
+from agrag_pipeline.http_retry import retry_after_s
 
 if TYPE_CHECKING:
     from agrag_pipeline.embedding.settings import EmbeddingSettings, OpenAICompatibleSettings
@@ -38,22 +38,6 @@ _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 
 class EmbeddingRequestError(EmbeddingError):
     """The endpoint refused a request or answered with something that is not embeddings."""
-
-
-def _retry_after_s(response: requests.Response) -> float | None:
-    """``Retry-After`` as seconds (delta-seconds or an HTTP date), or None."""
-    value = response.headers.get("Retry-After")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class OpenAICompatibleEmbedder(Embedder):
@@ -121,7 +105,7 @@ class OpenAICompatibleEmbedder(Embedder):
 
     def _backoff_s(self, attempt: int, response: requests.Response | None) -> float:
         if response is not None:
-            retry_after = _retry_after_s(response)
+            retry_after = retry_after_s(response)
             if retry_after is not None:
                 return min(retry_after, self.settings.max_backoff_s)
         base = min(self.settings.backoff_s * 2**attempt, self.settings.max_backoff_s)

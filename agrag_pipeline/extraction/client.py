@@ -10,7 +10,6 @@ mistake in the request or the configuration, so it fails at once.
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import os
 import random
@@ -22,6 +21,7 @@ from typing import Any, Generic, TypeVar
 import requests
 
 from agrag_pipeline.extraction.settings import LlmSettings
+from agrag_pipeline.http_retry import retry_after_s
 
 log = logging.getLogger(__name__)
 
@@ -152,26 +152,11 @@ class ChatClient:
 
     def _backoff_s(self, attempt: int, response: requests.Response | None) -> float:
         if response is not None:
-            retry_after = _retry_after_s(response)
+            retry_after = retry_after_s(response)
             if retry_after is not None:
                 return min(retry_after, self.settings.max_backoff_s)
         base = min(self.settings.backoff_s * 2**attempt, self.settings.max_backoff_s)
         return base * (0.5 + random.random() / 2)  # jitter: spread clients that failed together
-
-
-def _retry_after_s(response: requests.Response) -> float | None:
-    value = response.headers.get("Retry-After")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _one_line(text: str) -> str:
