@@ -114,11 +114,26 @@ def check_invariants(
         assert body.strip(), (doc.source_key, c.index)
         if label:
             assert c.contextual_text.startswith(label + "\n\n")
-            first_line = body.split("\n", 1)[0].lstrip("# ").strip()
+            # "Repeating the label's heading" is a matter of position, not of words: a chunk that
+            # starts at the heading line of the very section its label names. (A subsection that
+            # happens to share its parent's title, "# the / ## the", is content of its own.)
             # The one exception: a top-level heading with nothing under it in a document whose
             # title it is (no other chunk carries it).
+            first_line = body.split("\n", 1)[0].lstrip("# ").strip()
             alone = len(c.heading_path) == 1 and body.strip().lstrip("# ") == first_line
-            assert first_line != c.heading_path[-1].strip() or alone, (doc.source_key, first_line)
+            own_heading_starts = {
+                line[0]
+                for line in (
+                    heading_line(text, s)
+                    for s in parsed.sections
+                    if tuple(s.heading_path) == tuple(c.heading_path)
+                )
+                if line is not None
+            }
+            assert c.provenance.start not in own_heading_starts or alone, (
+                doc.source_key,
+                first_line,
+            )
         assert c.provenance.kind == ("page" if parsed.paged else "text")
         tokens = counter.count(c.contextual_text) + counter.special_tokens
         assert tokens <= settings.max_tokens, (tokens, c.contextual_text[:120])
