@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +24,7 @@ from agrag_pipeline.embedding.base import (
     embedding_fingerprint,
     l2_normalize,
 )
-from agrag_pipeline.http_retry import retry_after_s
+from agrag_pipeline.http_retry import RequestFailed, RequestRefused, post_json_with_retries
 
 if TYPE_CHECKING:
     from agrag_pipeline.embedding.settings import EmbeddingSettings, OpenAICompatibleSettings
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BACKEND = "openai"
-_RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 
 
 class EmbeddingRequestError(EmbeddingError):
@@ -103,47 +101,32 @@ class OpenAICompatibleEmbedder(Embedder):
         vectors = np.concatenate(parts, axis=0)
         return l2_normalize(vectors) if self.normalize else vectors
 
-    def _backoff_s(self, attempt: int, response: requests.Response | None) -> float:
-        if response is not None:
-            retry_after = retry_after_s(response)
-            if retry_after is not None:
-                return min(retry_after, self.settings.max_backoff_s)
-        base = min(self.settings.backoff_s * 2**attempt, self.settings.max_backoff_s)
-        return base * (0.5 + random.random() / 2)  # jitter: spread clients that failed together
-
     def _request_batch(self, texts: list[str]) -> Vectors:
         payload = {"model": self.model, "input": texts}
-        attempts = self.settings.max_retries + 1
-        for attempt in range(attempts):
-            response: requests.Response | None = None
-            try:
-                response = self.session.post(
-                    self.url, json=payload, headers=self._headers(), timeout=self.settings.timeout_s
-                )
-            except (requests.ConnectionError, requests.Timeout) as exc:
-                failure = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code == 200:
-                    return self._parse(response, len(texts))
-                if response.status_code not in _RETRY_STATUS:
-                    raise EmbeddingRequestError(
-                        f"POST {self.url} answered {response.status_code}: {response.text[:500]}"
-                    )
-                failure = f"HTTP {response.status_code}"
-            if attempt + 1 < attempts:
-                delay = self._backoff_s(attempt, response)
-                logger.warning(
-                    "POST %s failed (%s); retry %d/%d in %.2fs",
-                    self.url,
-                    failure,
-                    attempt + 1,
-                    self.settings.max_retries,
-                    delay,
-                )
-                self._sleep(delay)
-        raise EmbeddingRequestError(
-            f"POST {self.url} failed after {attempts} attempts; last failure: {failure}"
-        )
+        try:
+            return post_json_with_retries(
+                self.session,
+                self.url,
+                payload,
+                headers=self._headers,
+                read=lambda response, _attempts: self._parse(response, len(texts)),
+                timeout_s=self.settings.timeout_s,
+                max_retries=self.settings.max_retries,
+                base_backoff_s=self.settings.backoff_s,
+                max_backoff_s=self.settings.max_backoff_s,
+                sleep=self._sleep,
+                log=logger,
+            )
+        except RequestRefused as refused:
+            raise EmbeddingRequestError(
+                f"POST {self.url} answered {refused.response.status_code}: "
+                f"{refused.response.text[:500]}"
+            ) from None
+        except RequestFailed as failed:
+            raise EmbeddingRequestError(
+                f"POST {self.url} failed after {failed.attempts} attempts; "
+                f"last failure: {failed.reason}"
+            ) from None
 
     def _parse(self, response: requests.Response, expected: int) -> Vectors:
         try:

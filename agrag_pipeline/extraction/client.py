@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,11 +20,15 @@ from typing import Any, Generic, TypeVar
 import requests
 
 from agrag_pipeline.extraction.settings import LlmSettings
-from agrag_pipeline.http_retry import retry_after_s
+from agrag_pipeline.http_retry import (
+    RequestFailed,
+    RequestRefused,
+    RetryableAnswer,
+    one_line,
+    post_json_with_retries,
+)
 
 log = logging.getLogger(__name__)
-
-_RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 T = TypeVar("T")
 
@@ -39,7 +42,7 @@ class ChatCallError(RuntimeError):
         self.attempts = attempts
 
 
-class AnswerError(ValueError):
+class AnswerError(RetryableAnswer):
     """The model answered, but not with something usable (raised by a parser; retried)."""
 
 
@@ -80,45 +83,33 @@ class ChatClient:
 
     def complete(self, body: dict[str, Any], parse: Callable[[str], T]) -> ChatAnswer[T]:
         """Send ``body``; return ``parse(content)`` of the first usable answer."""
-        attempts = self.settings.max_retries + 1
-        reason = "not sent"
-        for attempt in range(attempts):
-            response: requests.Response | None = None
-            try:
-                self.requests_sent += 1
-                response = self.session.post(
-                    self.url, json=body, headers=self._headers(), timeout=self.settings.timeout_s
-                )
-            except requests.Timeout:
-                reason = f"timed out after {self.settings.timeout_s:g} s"
-            except requests.ConnectionError as exc:
-                reason = f"connection failed: {_one_line(str(exc))[:200]}"
-            else:
-                if response.status_code == 200:
-                    try:
-                        return self._answer(response, parse, attempt + 1)
-                    except AnswerError as exc:
-                        reason = str(exc)
-                elif response.status_code in _RETRY_STATUS:
-                    reason = f"HTTP {response.status_code}: {_one_line(response.text)[:200]}"
-                else:
-                    raise ChatCallError(
-                        f"POST {self.url} answered {response.status_code}: "
-                        f"{_one_line(response.text)[:300]}",
-                        attempt + 1,
-                    )
-            if attempt + 1 < attempts:
-                delay = self._backoff_s(attempt, response)
-                log.warning(
-                    "POST %s: %s; retry %d/%d in %.2fs",
-                    self.url,
-                    reason,
-                    attempt + 1,
-                    self.settings.max_retries,
-                    delay,
-                )
-                self._sleep(delay)
-        raise ChatCallError(reason, attempts)
+
+        def counted() -> None:
+            self.requests_sent += 1
+
+        try:
+            return post_json_with_retries(
+                self.session,
+                self.url,
+                body,
+                headers=self._headers,
+                read=lambda response, attempts: self._answer(response, parse, attempts),
+                timeout_s=self.settings.timeout_s,
+                max_retries=self.settings.max_retries,
+                base_backoff_s=self.settings.backoff_s,
+                max_backoff_s=self.settings.max_backoff_s,
+                sleep=self._sleep,
+                log=log,
+                on_send=counted,
+            )
+        except RequestRefused as refused:
+            raise ChatCallError(
+                f"POST {self.url} answered {refused.response.status_code}: "
+                f"{one_line(refused.response.text)[:300]}",
+                refused.attempts,
+            ) from None
+        except RequestFailed as failed:
+            raise ChatCallError(failed.reason, failed.attempts) from None
 
     def _answer(
         self, response: requests.Response, parse: Callable[[str], T], attempts: int
@@ -129,7 +120,7 @@ class ChatClient:
             body = response.json()
         except ValueError:
             raise AnswerError(
-                f"response body is not JSON (truncated?): {_one_line(response.text)[:120]!r}"
+                f"response body is not JSON (truncated?): {one_line(response.text)[:120]!r}"
             ) from None
         try:
             choice = body["choices"][0]
@@ -149,15 +140,3 @@ class ChatClient:
             completion_tokens=int(usage.get("completion_tokens") or 0),
             attempts=attempts,
         )
-
-    def _backoff_s(self, attempt: int, response: requests.Response | None) -> float:
-        if response is not None:
-            retry_after = retry_after_s(response)
-            if retry_after is not None:
-                return min(retry_after, self.settings.max_backoff_s)
-        base = min(self.settings.backoff_s * 2**attempt, self.settings.max_backoff_s)
-        return base * (0.5 + random.random() / 2)  # jitter: spread clients that failed together
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
