@@ -32,10 +32,10 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     with open_zip(raw, document.source_key) as archive:
         for info in archive.infolist():
             deadline.tick(f"ZIP member {len(rows):,}")
-            if info.is_dir() or is_hidden_member(info.filename):
+            problem = member_problem(info.filename)
+            if info.is_dir() or (problem is None and is_hidden_member(info.filename)):
                 continue
             members += 1
-            problem = member_problem(info.filename)
             line = f"{info.filename} ({info.file_size:,} bytes)"
             if problem is not None:
                 line += f": not read, {problem}"
