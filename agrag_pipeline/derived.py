@@ -89,7 +89,7 @@ class _Expansion:
 
 #: Children per (raw root, container key, size, mtime_ns): a sensor's repeated ticks over an
 #: unchanged container read it once per process.
-_EXPANDED: OrderedDict[tuple[str, str, int, int], _Expansion] = OrderedDict()
+_EXPANDED: OrderedDict[tuple[str, str, int, int, str], _Expansion] = OrderedDict()
 _MAX_REMEMBERED = 10_000
 
 
@@ -113,7 +113,7 @@ def expand_containers(
         media_type = f.media_type or detect(f.source_key, b"")[0]  # unopened: by extension
         if media_type not in CONTAINER_TYPES:
             continue
-        memo = (str(raw_root), f.source_key, f.size, f.mtime_ns)
+        memo = (str(raw_root), f.source_key, f.size, f.mtime_ns, _globs(documents))
         expansion = _EXPANDED.get(memo)
         if expansion is None and f.media_type is None and known is not None:
             carried = _carried(f, known)
@@ -145,6 +145,11 @@ def expand_containers(
         result.refused += expansion.refused
     result.files += added
     result.files.sort(key=lambda f: f.source_key)
+
+
+def _globs(documents: DocumentsSettings | None) -> str:
+    """The include/exclude globs the children were judged by (part of the memo's key)."""
+    return "" if documents is None else repr((documents.include, documents.exclude))
 
 
 def _carried(

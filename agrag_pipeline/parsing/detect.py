@@ -24,6 +24,8 @@
   not a legacy Office file; text without an extension that opens with an RFC 822 header block
   (two message fields or more: From, Subject, Date...) is a MIME message. A zip behind ``.zip``
   that is no OOXML package is an archive (its members are documents: ``derived``).
+- HEIC/HEIF photos (an ``ftyp`` box of a HEVC brand) have no parser, and the reason says why
+  (libheif, LGPL, is not shipped) and what to do.
 
 ``None`` means: skip it at scan time; ``undetected_reason`` says why in words.
 """
@@ -158,6 +160,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             # An encrypted OOXML file is an OLE2 container: the parser says it cannot be read.
             return claimed, None
         return None, "a legacy binary Office file (OLE2: .doc/.xls/.ppt), which no parser reads"
+    if _is_heif(head):
+        return None, _HEIF_REASON
     text = _head_text(head)
     if text is None:
         if claimed is not None and claimed not in _OOXML and claimed != PDF:
@@ -309,6 +313,19 @@ _MESSAGE_FIELDS = frozenset(
         "references",
     }
 )
+
+
+#: HEIF image brands (ISO BMFF ``ftyp`` box): HEVC-coded photos, as iPhones save them.
+_HEIF_BRANDS = frozenset({b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1"})
+_HEIF_REASON = (
+    "a HEIC/HEIF image, which no parser reads: decoding it needs libheif and an HEVC decoder "
+    "(LGPL, through pillow-heif), which the pipeline does not ship; save it as JPEG or PNG to "
+    "have it read by OCR"
+)
+
+
+def _is_heif(head: bytes) -> bool:
+    return head[4:8] == b"ftyp" and head[8:12] in _HEIF_BRANDS
 
 
 def _is_outlook_msg(head: bytes) -> bool:

@@ -144,3 +144,12 @@ def test_a_zip_bomb_is_refused_naming_the_file() -> None:
         archive.writestr("zeros.txt", b"\0" * (64 * 1024 * 1024))
     with pytest.raises(DocumentTooLargeError, match=r"bomb\.zip: .*zip bomb"):
         parse_document(buffer.getvalue(), "bomb.zip")
+
+
+def test_a_heic_photo_is_skipped_with_its_true_reason() -> None:
+    # The first bytes of unstructured's example-docs/img/DA-1p.heic (an iPhone photo).
+    head = bytes.fromhex("00000018 66747970 68656963 00000000 68656963 6d696631 000003cb 6d657461")
+    assert detect_media_type("img/DA-1p.heic", head) is None
+    assert detect_media_type("no-extension", head) is None
+    reason = undetected_reason("img/DA-1p.heic", head) or ""
+    assert reason.startswith("a HEIC/HEIF image, which no parser reads") and "libheif" in reason
