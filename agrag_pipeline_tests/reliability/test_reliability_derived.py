@@ -16,7 +16,12 @@ import pytest
 
 from agrag_pipeline.derived import MAX_DEPTH, read_derived
 from agrag_pipeline.fingerprints import content_hash
-from agrag_pipeline.freshness import plan_changes, remove_deleted
+from agrag_pipeline.freshness import (
+    failed_as_before,
+    plan_changes,
+    remove_deleted,
+    stale_documents,
+)
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.errors import DocumentError
 from agrag_pipeline.pipeline import build_sections, snapshot_document
@@ -183,3 +188,30 @@ def test_a_zip_bomb_gets_no_children_and_is_named_in_the_scan(tmp_path: Path) ->
     scan = scan_raw_root(raw)
     assert scan.keys == ["bomb.zip"]
     assert any(p.name == "bomb.zip" and "zip bomb" in p.reason for p in scan.refused)
+
+
+def test_a_failed_attachment_is_not_retried_by_the_nightly_refresh_until_it_changes(
+    tmp_path: Path,
+) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    path = raw / "a.eml"
+    message = _message("Report", "attached", [("broken.md", b"# Notes\n\nfirst\n")])
+    path.write_bytes(message.as_bytes())
+    child = "a.eml/.attachments/1-broken.md"
+    warehouse = Warehouse(str(tmp_path / "warehouse"))
+    document = snapshot_document(warehouse, raw, child).document
+    assert document.id is not None
+    warehouse.record_failure(document.id, "sections", {"error": "boom", "code_version": "v1"})
+    # Its bytes are extracted from the message again to tell it is the version that failed.
+    assert failed_as_before(warehouse, raw, [child], {"sections": "v1"}) == {
+        child: "sections: boom"
+    }
+    edited = _message("Report", "attached", [("broken.md", b"# Notes\n\nsecond\n")])
+    path.write_bytes(edited.as_bytes())
+    assert failed_as_before(warehouse, raw, [child], {"sections": "v1"}) == {}
+    assert stale_documents(warehouse, raw, [child], chunker_hash="c", embedding_settings="e") == [
+        child
+    ]
+    path.write_bytes(_message("Report", "nothing attached now", []).as_bytes())
+    assert failed_as_before(warehouse, raw, [child], {"sections": "v1"}) == {}  # no crash
