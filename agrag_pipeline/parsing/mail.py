@@ -32,6 +32,7 @@ from __future__ import annotations
 import email
 import email.message
 import email.policy
+import hashlib
 import mimetypes
 import re
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from selectolax.lexbor import LexborHTMLParser
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import html
 from agrag_pipeline.parsing.budget import current_deadline
+from agrag_pipeline.parsing.encoding import decode
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
@@ -247,6 +249,8 @@ def _attachment(part: email.message.Message, index: int) -> Attachment:
 
 #: Re-serialising an attached message: lines as they were, nothing re-wrapped.
 _AS_BYTES = email.policy.default.clone(linesep="\n", max_line_length=0)
+#: Writing an embedded Outlook message as MIME.
+_WRITTEN = email.policy.default.clone(linesep="\n")
 
 
 def _filename(part: email.message.Message) -> str:
@@ -260,25 +264,10 @@ def _filename(part: email.message.Message) -> str:
 
 
 def _read_msg(raw: bytes, source_key: str) -> Message:
-    from oxmsg import Message as OutlookMessage  # imported when needed: olefile is heavy-ish
+    from oxmsg import Message as OutlookMessage  # imported when needed
 
     try:
-        msg = OutlookMessage.load(raw)
-        subject = msg.subject
-        headers = {"From": msg.sender or ""}
-        by_type: dict[int, list[str]] = {1: [], 2: []}  # MAPI_TO, MAPI_CC (BCC not shown)
-        for recipient in msg.recipients:
-            kind = recipient.properties.int_prop_value(0x0C15)  # PidTagRecipientType
-            shown = _recipient_text(recipient.name, recipient.email_address)
-            if kind in by_type and shown:
-                by_type[kind].append(shown)
-        headers["To"] = ", ".join(by_type[1])
-        headers["Cc"] = ", ".join(by_type[2])
-        sent = msg.sent_date
-        headers["Date"] = sent.strftime("%a, %d %b %Y %H:%M:%S %z") if sent else ""
-        body = msg.body
-        html_body = None if body and body.strip() else msg.html_body
-        attachments = [_msg_attachment(a, i) for i, a in enumerate(msg.attachments, 1)]
+        return _from_outlook(OutlookMessage.load(raw), source_key, 0)
     except DocumentTooLargeError:
         raise
     except Exception as exc:  # olefile on truncated or damaged bytes, a bad property stream
@@ -286,13 +275,93 @@ def _read_msg(raw: bytes, source_key: str) -> Message:
             source_key,
             f"not a readable Outlook message (truncated or damaged?): {type(exc).__name__}: {exc}",
         ) from exc
-    message = Message(subject=subject, headers={k: v for k, v in headers.items() if v})
+
+
+#: An embedded message's properties stream has a 24-byte header (a top-level one's: 32).
+_EMBEDDED_HEADER_BYTES = 24
+#: How deep embedded Outlook messages are read (each becomes an attached ``.eml``).
+MAX_EMBEDDED_DEPTH = 3
+
+
+def _from_outlook(msg: Any, source_key: str, depth: int) -> Message:
+    """Our ``Message`` of an oxmsg message (a file's, or one embedded in it)."""
+    headers = {"From": msg.sender or ""}
+    by_type: dict[int, list[str]] = {1: [], 2: []}  # MAPI_TO, MAPI_CC (BCC not shown)
+    for recipient in msg.recipients:
+        kind = recipient.properties.int_prop_value(0x0C15)  # PidTagRecipientType
+        shown = _recipient_text(recipient.name, recipient.email_address)
+        if kind in by_type and shown:
+            by_type[kind].append(shown)
+    headers["To"] = ", ".join(by_type[1])
+    headers["Cc"] = ", ".join(by_type[2])
+    sent = msg.sent_date
+    headers["Date"] = sent.strftime("%a, %d %b %Y %H:%M:%S %z") if sent else ""
+    message = Message(subject=msg.subject, headers={k: v for k, v in headers.items() if v})
+    body = _outlook_text(msg, "body", 0x1000, 0x001E, source_key)
     if body and body.strip():
         message.bodies.append(("plain", body))
-    elif html_body:
-        message.bodies.append(("html", html_body))
-    message.attachments = attachments
+    else:
+        html_body = _outlook_text(msg, "html_body", 0x1013, 0x0102, source_key)
+        if html_body:
+            message.bodies.append(("html", html_body))
+    message.attachments = [
+        _msg_attachment(a, i, source_key, depth) for i, a in enumerate(msg.attachments, 1)
+    ]
     return message
+
+
+def _outlook_text(msg: Any, attribute: str, pid: int, ptyp: int, source_key: str) -> str | None:
+    """A body property; one whose declared code page is wrong or unknown to Python (Outlook
+    writes ``windows-950``; an 8-bit body that is not UTF-8 behind code page 65001) is decoded
+    from its bytes by ``encoding.decode`` instead."""
+    try:
+        value = getattr(msg, attribute)
+        return value if isinstance(value, str) else None
+    except (UnicodeDecodeError, LookupError):
+        try:
+            data = msg._storage.property_stream_bytes(pid, ptyp)
+        except KeyError:
+            return None
+        return decode(data, source_key, html=attribute == "html_body").text
+
+
+def _embedded_message(attachment: Any) -> Any:
+    """The message embedded in an attachment (attach method 5), read by oxmsg."""
+    from oxmsg import Message as OutlookMessage
+    from oxmsg.properties import Properties
+
+    class EmbeddedMessage(OutlookMessage):
+        @property
+        def _properties(self) -> Any:
+            return Properties(self._storage, properties_header_offset=_EMBEDDED_HEADER_BYTES)
+
+    storage = next(
+        s for s in attachment._storage.storages if s.name.upper() == "__SUBSTG1.0_3701000D"
+    )
+    return EmbeddedMessage(storage)
+
+
+def _as_eml(message: Message) -> bytes:
+    """An embedded Outlook message written as MIME, deterministically (a fixed boundary made
+    from its content), so the same message gives the same bytes and content hash each scan."""
+    out = email.message.EmailMessage(policy=_WRITTEN)
+    for name, value in (*message.headers.items(), ("Subject", message.subject)):
+        if value:
+            out[name] = value
+    kind, text = message.bodies[0] if message.bodies else ("plain", "")
+    out.set_content(text, subtype=kind, charset="utf-8", cte="base64")
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
+    for a in message.attachments:
+        if a.data is None:
+            continue
+        maintype, _, subtype = (a.content_type or "application/octet-stream").partition("/")
+        out.add_attachment(
+            a.data, maintype=maintype, subtype=subtype or "octet-stream", filename=a.file_name()
+        )
+        digest.update(a.data)
+    if out.is_multipart():
+        out.set_boundary(f"agrag-{digest.hexdigest()[:32]}")
+    return out.as_bytes()
 
 
 def _recipient_text(name: str, address: str) -> str:
@@ -301,14 +370,22 @@ def _recipient_text(name: str, address: str) -> str:
     return name or address
 
 
-def _msg_attachment(attachment: Any, index: int) -> Attachment:
+def _msg_attachment(attachment: Any, index: int, source_key: str, depth: int) -> Attachment:
     name = attachment.file_name or ""
     content_type = attachment.mime_type or "application/octet-stream"
     method = attachment.properties.int_prop_value(0x3705)  # PidTagAttachMethod
     if method == 5:  # an embedded Outlook message: a storage, not bytes
-        return Attachment(
-            index, name, MSG_MEDIA_TYPE, None, "an embedded Outlook message (not read yet)"
-        )
+        shown = attachment.properties.str_prop_value(0x3001) or "message"  # PidTagDisplayName
+        if depth + 1 > MAX_EMBEDDED_DEPTH:
+            return Attachment(
+                index,
+                f"{shown}.eml",
+                EML_MEDIA_TYPE,
+                None,
+                f"an embedded message nested past {MAX_EMBEDDED_DEPTH} levels: not read",
+            )
+        embedded = _from_outlook(_embedded_message(attachment), source_key, depth + 1)
+        return Attachment(index, f"{shown}.eml", EML_MEDIA_TYPE, _as_eml(embedded))
     if method not in (1, None):
         return Attachment(index, name, content_type, None, "attached by reference, not by value")
     data = attachment.file_bytes

@@ -153,3 +153,21 @@ def test_a_heic_photo_is_skipped_with_its_true_reason() -> None:
     assert detect_media_type("no-extension", head) is None
     reason = undetected_reason("img/DA-1p.heic", head) or ""
     assert reason.startswith("a HEIC/HEIF image, which no parser reads") and "libheif" in reason
+
+
+def test_an_outlook_body_behind_a_wrong_or_unknown_code_page_is_still_read() -> None:
+    # Apache POI's test messages: an 8-bit body declared UTF-8 but written in cp1252, and a
+    # body declared "windows-950", a name Python's codecs do not know.
+    parsed = parse_document(_raw("ASCII_UTF-8_CP1252_LCID1031.msg"), "de.msg")
+    assert "Body öäü Body" in parsed.text_layer
+    parsed = parse_document(_raw("chinese-traditional.msg"), "zh.msg")
+    assert "中文測試" in parsed.text_layer
+
+
+def test_a_message_embedded_in_an_outlook_message_is_attached_as_a_message() -> None:
+    parsed = parse_document(_raw("58214_with_attachment.msg"), "master.msg")
+    assert parsed.document.metadata["mail.subject"] == "Master mail"
+    assert "Attachment 1: Test mail attachment.eml (message/rfc822" in parsed.text_layer
+    pdf_too = parse_document(_raw("attachment_msg_pdf.msg"), "pdf.msg").text_layer
+    assert "Attachment 1: Test Attachment.eml (message/rfc822" in pdf_too
+    assert "Attachment 2: smbprn.00009008.KdcPjl.pdf (application/octet-stream" in pdf_too

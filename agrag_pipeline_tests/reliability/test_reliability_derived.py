@@ -215,3 +215,24 @@ def test_a_failed_attachment_is_not_retried_by_the_nightly_refresh_until_it_chan
     ]
     path.write_bytes(_message("Report", "nothing attached now", []).as_bytes())
     assert failed_as_before(warehouse, raw, [child], {"sections": "v1"}) == {}  # no crash
+
+
+def test_a_message_embedded_in_an_outlook_message_is_a_document_with_stable_bytes(
+    tmp_path: Path,
+) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    shutil.copy(FIXTURES / "58214_with_attachment.msg", raw / "master.msg")
+    scan = scan_raw_root(raw)
+    child = "master.msg/.attachments/1-Test mail attachment.eml"
+    assert scan.keys == ["master.msg", child]
+    (listed,) = [f for f in scan.files if f.source_key == child]
+    # Written as MIME the same way every time: the same content hash on every read.
+    assert content_hash(read_derived(raw, child)) == content_hash(read_derived(raw, child))
+    warehouse = Warehouse(str(tmp_path / "warehouse"))
+    document = snapshot_document(warehouse, raw, child).document
+    assert document.content_hash == getattr(listed, "content_hash", None)
+    text = build_sections(warehouse, document).parsed.text_layer
+    assert text.startswith("Test mail attachment\n")
+    assert "From: Bertrand Beyssac <bertrand.beyssac@c6.eu>" in text
+    assert "Lorem ipsum dolor sit amet" in text
