@@ -142,12 +142,25 @@ def snapshot_document(warehouse: Warehouse, raw_root: Path, source_key: str) -> 
 
 
 def _store_snapshot(warehouse: Warehouse, source_key: str, raw: bytes) -> SnapshotResult:
-    """Store ``raw`` as the current version of ``source_key`` (unchanged: its record kept)."""
+    """Store ``raw`` as the current version of ``source_key`` (unchanged: its record kept).
+
+    A derived document's record names the document it was found in (``container_key``,
+    ``container_document_id``) and the real file holding it (``container_file``)."""
+    from agrag_pipeline.derived_keys import container_of, outermost_container
+
+    container = container_of(source_key)
     document = Document(
         source_key=source_key,
         media_type=_detected_media_type(source_key, raw),
         size_bytes=len(raw),
         content_hash=content_hash(raw),
+        metadata={}
+        if container is None
+        else {
+            "container_key": container,
+            "container_document_id": str(Document.node_id_for(container)),
+            "container_file": outermost_container(source_key),
+        },
     )
     assert document.id is not None
     previous = warehouse.get_document(document.id)

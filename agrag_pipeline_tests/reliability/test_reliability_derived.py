@@ -71,6 +71,12 @@ def test_attachments_and_members_are_documents_whose_keys_name_their_container(
     assert document.media_type == "text/plain"
     assert document.content_hash == content_hash(b"Hey this is a fake attachment!")
     assert document.id == Document.node_id_for(key)
+    stored = warehouse.get_document(document.id)
+    assert stored is not None and stored.metadata == {
+        "container_key": "mail/a.msg",
+        "container_document_id": str(Document.node_id_for("mail/a.msg")),
+        "container_file": "mail/a.msg",
+    }
     parsed = build_sections(warehouse, document).parsed
     assert parsed.text_layer == "Hey this is a fake attachment!"
     member = snapshot_document(warehouse, raw, "simple.zip/.members/stanley-cups.csv").document
