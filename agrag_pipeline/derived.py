@@ -25,7 +25,7 @@ the container. MIME and zip bombs are refused by the readers (``parsing.mail``,
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -190,14 +190,15 @@ def list_children(
     detect: Detect | None = None,
 ) -> _Expansion:
     """Every child document of ``container`` (whose bytes are ``raw``), nested ones included,
-    within the budgets; and each child that is not one, with the reason."""
-    from agrag_pipeline.parsing import DEFAULT_MAX_BYTES
+    within the budgets; and each child that is not one, with the reason.
+
+    Members are extracted one at a time, so a budget that runs out stops the reading."""
     from agrag_pipeline.parsing.errors import DocumentError
 
     if detect is None:
         detect = default_detect()
     out = _Expansion()
-    extracted = 0
+    budget = [MAX_EXTRACTED_BYTES]
     pending: list[tuple[str, bytes, str]] = [(container.source_key, raw, media_type)]
     while pending:
         key, data, kind = pending.pop()
@@ -211,8 +212,26 @@ def list_children(
                 )
             )
             continue
+        found: list[tuple[str, bytes, str]] = []
         try:
-            children = _children(key, data, kind)
+            for number, (child_key, child, problem) in enumerate(_children(key, data, kind), 1):
+                if number > MAX_CHILDREN:
+                    out.skipped.append(
+                        ScanProblem(
+                            display_name(key),
+                            f"holds more than {MAX_CHILDREN:,} attachments or members; the "
+                            "rest are not read",
+                            key,
+                        )
+                    )
+                    break
+                nested = _child(
+                    out, container, key, child_key, child, problem, budget, documents, detect
+                )
+                if nested is not None:
+                    found.append(nested)
+                if budget[0] < 0:
+                    break  # said once by ``_child``; nothing more is extracted
         except DocumentError as exc:
             out.refused.append(
                 ScanProblem(
@@ -220,95 +239,97 @@ def list_children(
                 )
             )
             continue
-        found: list[tuple[str, bytes, str]] = []
-        for number, (child_key, child, problem) in enumerate(children, 1):
-            if number > MAX_CHILDREN:
-                out.skipped.append(
-                    ScanProblem(
-                        display_name(key),
-                        f"holds more than {MAX_CHILDREN:,} attachments or members; the rest "
-                        "are not read",
-                        key,
-                    )
-                )
-                break
-            if problem is not None or child is None:
-                out.skipped.append(ScanProblem(display_name(child_key), problem or "no data"))
-                continue
-            bad_key = source_key_problem(child_key)
-            if bad_key is not None:
-                out.refused.append(ScanProblem(display_name(child_key), bad_key))
-                continue
-            if len(child) > DEFAULT_MAX_BYTES:
-                out.skipped.append(
-                    ScanProblem(
-                        display_name(child_key),
-                        f"{len(child):,} bytes is over the limit of {DEFAULT_MAX_BYTES:,} bytes",
-                        child_key,
-                    )
-                )
-                continue
-            extracted += len(child)
-            if extracted > MAX_EXTRACTED_BYTES:
-                out.skipped.append(
-                    ScanProblem(
-                        display_name(child_key),
-                        f"not read: more than {MAX_EXTRACTED_BYTES:,} bytes were extracted from "
-                        f"{display_name(container.source_key)} already",
-                        child_key,
-                    )
-                )
-                continue
-            reason = documents.skip_reason(child_key) if documents is not None else None
-            if reason:
-                out.skipped.append(ScanProblem(display_name(child_key), reason, child_key))
-                continue
-            child_type, why = detect(child_key, child)
-            if child_type is None:
-                out.skipped.append(
-                    ScanProblem(display_name(child_key), why or "no parser reads it", child_key)
-                )
-                continue
-            out.files.append(
-                DerivedSourceFile(
-                    child_key,
-                    container.path,
-                    len(child),
-                    container.mtime_ns,
-                    child_type,
-                    container=key,
-                    content_hash=content_hash(child),
-                )
-            )
-            if child_type in CONTAINER_TYPES:
-                found.append((child_key, child, child_type))
         pending.extend(reversed(found))
     return out
 
 
-def _children(key: str, raw: bytes, media_type: str) -> list[tuple[str, bytes | None, str | None]]:
-    """(child key, bytes or None, why not read) for each child of one container."""
+def _child(
+    out: _Expansion,
+    container: SourceFile,
+    parent: str,
+    child_key: str,
+    child: bytes | None,
+    problem: str | None,
+    budget: list[int],
+    documents: DocumentsSettings | None,
+    detect: Detect,
+) -> tuple[str, bytes, str] | None:
+    """Record one child in ``out``; returns it when it is a container itself (to be read)."""
+    from agrag_pipeline.parsing import DEFAULT_MAX_BYTES
+
+    if problem is not None or child is None:
+        out.skipped.append(ScanProblem(display_name(child_key), problem or "no data"))
+        return None
+    bad_key = source_key_problem(child_key)
+    if bad_key is not None:
+        out.refused.append(ScanProblem(display_name(child_key), bad_key))
+        return None
+    if len(child) > DEFAULT_MAX_BYTES:
+        out.skipped.append(
+            ScanProblem(
+                display_name(child_key),
+                f"{len(child):,} bytes is over the limit of {DEFAULT_MAX_BYTES:,} bytes",
+                child_key,
+            )
+        )
+        return None
+    budget[0] -= len(child)
+    if budget[0] < 0:
+        out.skipped.append(
+            ScanProblem(
+                display_name(parent),
+                f"more than {MAX_EXTRACTED_BYTES:,} bytes were extracted from "
+                f"{display_name(container.source_key)}: its other attachments or members, from "
+                f"{display_name(child_key)} on, are not read",
+                parent,
+            )
+        )
+        return None
+    reason = documents.skip_reason(child_key) if documents is not None else None
+    if reason:
+        out.skipped.append(ScanProblem(display_name(child_key), reason, child_key))
+        return None
+    child_type, why = detect(child_key, child)
+    if child_type is None:
+        out.skipped.append(
+            ScanProblem(display_name(child_key), why or "no parser reads it", child_key)
+        )
+        return None
+    out.files.append(
+        DerivedSourceFile(
+            child_key,
+            container.path,
+            len(child),
+            container.mtime_ns,
+            child_type,
+            container=parent,
+            content_hash=content_hash(child),
+        )
+    )
+    return (child_key, child, child_type) if child_type in CONTAINER_TYPES else None
+
+
+def _children(
+    key: str, raw: bytes, media_type: str
+) -> Iterator[tuple[str, bytes | None, str | None]]:
+    """(child key, bytes or None, why not read) for each child of one container, in order."""
     if media_type in _MESSAGES:
         from agrag_pipeline.parsing.mail import read_message
 
-        message = read_message(raw, key, media_type)
-        return [
-            (
-                attachment_key(key, a.index, safe_name(a.file_name(), f"attachment-{a.index}")),
-                a.data,
-                None if a.data is not None else f"not read: {a.note}",
-            )
-            for a in message.attachments
-        ]
-    return _members(key, raw)
+        for a in read_message(raw, key, media_type).attachments:
+            name = safe_name(a.file_name(), f"attachment-{a.index}")
+            note = None if a.data is not None else f"not read: {a.note}"
+            yield attachment_key(key, a.index, name), a.data, note
+        return
+    yield from _members(key, raw)
 
 
-def _members(key: str, raw: bytes) -> list[tuple[str, bytes | None, str | None]]:
+def _members(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | None]]:
+    """Each member of the zip ``raw``, read when its turn comes (bomb checks first)."""
     from agrag_pipeline.parsing import DEFAULT_MAX_BYTES
     from agrag_pipeline.parsing.archive import open_zip, read_member
     from agrag_pipeline.parsing.errors import DocumentError
 
-    out: list[tuple[str, bytes | None, str | None]] = []
     seen: set[str] = set()
     with open_zip(raw, key) as archive:
         for info in archive.infolist():
@@ -318,21 +339,20 @@ def _members(key: str, raw: bytes) -> list[tuple[str, bytes | None, str | None]]
             child_key = member_key(key, name)
             if child_key is None:  # checked first: '..' would pass for a hidden name
                 shown = f"{key}/{MEMBERS}/{name}"
-                out.append((shown, None, f"member {name!r}: {member_problem(name)}"))
+                yield shown, None, f"member {name!r}: {member_problem(name)}"
                 continue
             if is_hidden_member(name):
                 continue
             if name in seen:
-                out.append((child_key, None, "a second member of the same name: not read"))
+                yield child_key, None, "a second member of the same name: not read"
                 continue
             seen.add(name)
             try:
                 data = read_member(archive, name, key, max_bytes=DEFAULT_MAX_BYTES)
             except DocumentError as exc:
-                out.append((child_key, None, exc.problem))
+                yield child_key, None, exc.problem
                 continue
-            out.append((child_key, data, None))
-    return out
+            yield child_key, data, None
 
 
 def read_derived(raw_root: Path, source_key: str, max_bytes: int | None = None) -> bytes:

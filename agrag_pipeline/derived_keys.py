@@ -12,6 +12,10 @@ container's key, a *marker* component, then its place in the container:
 
 Nesting repeats the rule (``a.eml/.attachments/1-fwd.eml/.attachments/1-b.pdf``).
 
+An attachment's number is its position: a message edited to drop its first attachment gives
+the later ones new keys (they are deleted and new, as renamed files are). A member's key is its
+path in the archive, so it is stable while the archive changes around it.
+
 Why a hidden marker component: both scans (local and object store) skip every key with a
 component starting with ``.``, so no real file ever has such a key, and a derived key cannot
 collide with a real path, not even in a bucket, where ``a.eml`` and ``a.eml/x`` can both be

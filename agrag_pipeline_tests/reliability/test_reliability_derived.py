@@ -242,3 +242,27 @@ def test_a_message_embedded_in_an_outlook_message_is_a_document_with_stable_byte
     assert text.startswith("Test mail attachment\n")
     assert "From: Bertrand Beyssac <bertrand.beyssac@c6.eu>" in text
     assert "Lorem ipsum dolor sit amet" in text
+
+
+def test_an_archive_past_its_budgets_is_read_up_to_them_and_says_where_it_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agrag_pipeline import derived
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    with zipfile.ZipFile(raw / "many.zip", "w") as archive:
+        for n in range(1, 6):
+            archive.writestr(f"part{n}.md", f"# Part {n}\n\n" + "word " * 200)
+    monkeypatch.setattr(derived, "MAX_EXTRACTED_BYTES", 2500)  # each member is ~1,010 bytes
+    scan = scan_raw_root(raw)
+    assert scan.keys == ["many.zip", "many.zip/.members/part1.md", "many.zip/.members/part2.md"]
+    (stop,) = [p for p in scan.skipped if p.name == "many.zip"]
+    assert "from many.zip/.members/part3.md on, are not read" in stop.reason
+
+    derived._EXPANDED.clear()
+    monkeypatch.setattr(derived, "MAX_EXTRACTED_BYTES", 1 << 30)
+    monkeypatch.setattr(derived, "MAX_CHILDREN", 3)
+    scan = scan_raw_root(raw)
+    assert len(scan.keys) == 1 + 3
+    assert any("more than 3 attachments or members" in p.reason for p in scan.skipped)
