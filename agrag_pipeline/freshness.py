@@ -141,22 +141,42 @@ def _stored(stored_hash: Callable[[str], str | None], f: SourceFile) -> str | No
 def _seen(f: SourceFile, previous: SeenFile | None, raw_root: Path) -> SeenFile:
     if previous is not None and (previous.size, previous.mtime_ns) == (f.size, f.mtime_ns):
         return previous
+    from agrag_pipeline.derived import DerivedSourceFile
     from agrag_pipeline.storage.raw_remote import ObjectSourceFile
 
+    if isinstance(f, DerivedSourceFile):  # an attachment, an archive member: its own bytes
+        known = f.content_hash or _derived_hash(raw_root, f.source_key)
+        return SeenFile(f.size, f.mtime_ns, known)
     if isinstance(f, ObjectSourceFile):  # a new or changed object: downloaded once, to hash
         return SeenFile(f.size, f.mtime_ns, content_hash(f.read()))
     return SeenFile(f.size, f.mtime_ns, hash_file(f.path, raw_root))
 
 
 def _hash_source(raw_root: Path, key: str, path: Path) -> str:
+    from agrag_pipeline.derived import is_derived
     from agrag_pipeline.storage.raw_remote import object_root_uri, object_uri, read_object
 
+    if is_derived(key):  # extracted from its container again
+        return _derived_hash(raw_root, key)
     remote = object_root_uri(raw_root)
     return (
         hash_file(path, raw_root)
         if remote is None
         else content_hash(read_object(object_uri(remote, key)))
     )
+
+
+def _derived_hash(raw_root: Path, key: str) -> str:
+    """The content hash of a derived document (an attachment, an archive member), extracted
+    from its container now; a container that no longer holds it is an ``OSError`` here, as a
+    file that cannot be read is, so callers name it and go on."""
+    from agrag_pipeline.derived import read_derived
+    from agrag_pipeline.parsing.errors import DocumentError
+
+    try:
+        return content_hash(read_derived(raw_root, key))
+    except DocumentError as exc:
+        raise OSError(str(exc)) from exc
 
 
 def hash_file(path: Path, raw_root: Path) -> str:

@@ -104,6 +104,7 @@ def snapshot_document(warehouse: Warehouse, raw_root: Path, source_key: str) -> 
     that blocks), one over the size limit (not read past it), and one no parser reads. An
     unchanged version keeps its record (and ``created_at``) as it was.
     """
+    from agrag_pipeline.derived import is_derived
     from agrag_pipeline.parsing import DEFAULT_MAX_BYTES
     from agrag_pipeline.parsing.errors import DocumentTooLargeError
     from agrag_pipeline.sources import (
@@ -115,6 +116,8 @@ def snapshot_document(warehouse: Warehouse, raw_root: Path, source_key: str) -> 
     )
     from agrag_pipeline.storage.raw_remote import object_root_uri, object_uri, read_object
 
+    if is_derived(source_key):  # an attachment, an archive member: read from its container
+        return _store_snapshot(warehouse, source_key, _read_derived(raw_root, source_key))
     remote = object_root_uri(raw_root)  # a bucket: the object is read through fsspec
     try:
         path = resolve_in_root(raw_root, source_key) if remote is None else None
@@ -135,11 +138,29 @@ def snapshot_document(warehouse: Warehouse, raw_root: Path, source_key: str) -> 
         raise DocumentError(source_key, f"the file {uri} no longer exists") from None
     except OSError as exc:
         raise DocumentError(source_key, f"the file {uri} cannot be read: {exc}") from exc
+    return _store_snapshot(warehouse, source_key, raw)
+
+
+def _store_snapshot(warehouse: Warehouse, source_key: str, raw: bytes) -> SnapshotResult:
+    """Store ``raw`` as the current version of ``source_key`` (unchanged: its record kept).
+
+    A derived document's record names the document it was found in (``container_key``,
+    ``container_document_id``) and the real file holding it (``container_file``)."""
+    from agrag_pipeline.derived_keys import container_of, outermost_container
+
+    container = container_of(source_key)
     document = Document(
         source_key=source_key,
         media_type=_detected_media_type(source_key, raw),
         size_bytes=len(raw),
         content_hash=content_hash(raw),
+        metadata={}
+        if container is None
+        else {
+            "container_key": container,
+            "container_document_id": str(Document.node_id_for(container)),
+            "container_file": outermost_container(source_key),
+        },
     )
     assert document.id is not None
     previous = warehouse.get_document(document.id)
@@ -153,6 +174,26 @@ def snapshot_document(warehouse: Warehouse, raw_root: Path, source_key: str) -> 
     warehouse.put_document(document)
     changed = previous is None or previous.content_hash != document.content_hash
     return SnapshotResult(document=document, raw_path=raw_path, changed=changed)
+
+
+def _read_derived(raw_root: Path, source_key: str) -> bytes:
+    """A derived document's bytes, extracted from its container (``derived``)."""
+    from agrag_pipeline.derived import read_derived
+    from agrag_pipeline.parsing.errors import DocumentTooLargeError
+    from agrag_pipeline.sources import FileTooLargeError, OutsideRootError, SourceKeyError
+
+    try:
+        return read_derived(raw_root, source_key)
+    except (SourceKeyError, OutsideRootError) as exc:
+        raise DocumentError(source_key, f"refused: {exc}") from None
+    except FileTooLargeError as exc:
+        raise DocumentTooLargeError(
+            source_key, f"its container is {exc}; nothing was stored"
+        ) from None
+    except FileNotFoundError:
+        raise DocumentError(source_key, "the file holding it no longer exists") from None
+    except OSError as exc:
+        raise DocumentError(source_key, f"the file holding it cannot be read: {exc}") from exc
 
 
 def current_document(warehouse: Warehouse, source_key: str) -> Document:

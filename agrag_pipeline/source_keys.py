@@ -78,6 +78,9 @@ class ScanResult:
         """True when the scan could not tell whether ``source_key`` still exists."""
         if any(p.source_key == source_key for p in self.refused):
             return True
+        # A document inside a refused file (an attachment, an archive member: ``derived``).
+        if any(p.source_key and source_key.startswith(p.source_key + "/") for p in self.refused):
+            return True
         return any(source_key.startswith(prefix) for prefix in self.unreadable_folders)
 
     def absent(self, known_keys: set[str] | list[str]) -> list[str]:

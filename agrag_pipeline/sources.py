@@ -164,11 +164,14 @@ def scan_raw_root(
     (``media_type`` None), so a quiet scan of a large root reads no file. A raw root on object
     storage (``s3://…``) is scanned by listing (``storage.raw_remote``).
     """
+    from agrag_pipeline.derived import expand_containers
     from agrag_pipeline.storage.raw_remote import object_root_uri, scan_object_root
 
     remote = object_root_uri(raw_root)
     if remote is not None:
-        return scan_object_root(remote, documents, detect=detect)
+        result = scan_object_root(remote, documents, detect=detect)
+        expand_containers(result, raw_root, documents, detect)
+        return result
     if not raw_root.is_dir():
         raise FileNotFoundError(f"the raw root {raw_root} does not exist or is not a folder")
     if detect is None:
@@ -216,6 +219,8 @@ def scan_raw_root(
                 _classify_file(result, reader, key, Path(path), st, documents, detect, known)
             pending.extend(reversed(subfolders))
     result.files.sort(key=lambda f: f.source_key)
+    # E-mail attachments and archive members are documents too, listed beside their file.
+    expand_containers(result, raw_root, documents, detect, known)
     return result
 
 

@@ -40,6 +40,7 @@ from agrag_pipeline.parsing import (
     html,
     image,
     jats,
+    mail,
     markdown,
     pdf,
     plaintext,
@@ -47,6 +48,7 @@ from agrag_pipeline.parsing import (
     quality,
     spreadsheet,
     word,
+    ziparchive,
 )
 from agrag_pipeline.parsing.budget import DEFAULT_TIME_BUDGET_S, Deadline, deadline_scope
 from agrag_pipeline.parsing.detect import detect_media_type
@@ -91,6 +93,9 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".webp": image.WEBP,
     ".bmp": image.BMP,
     ".gif": image.GIF,
+    ".eml": mail.EML_MEDIA_TYPE,
+    ".msg": mail.MSG_MEDIA_TYPE,
+    ".zip": ziparchive.MEDIA_TYPE,
     # ".xml" is JATS only by content (``detect``): other XML has no parser.
 }
 
@@ -146,6 +151,8 @@ PARSERS: dict[str, Parser] = {
     delimited.TSV_MEDIA_TYPE: delimited.parse,
     jats.MEDIA_TYPE: jats.parse,
     **dict.fromkeys(image.MEDIA_TYPES, image.parse),
+    **dict.fromkeys(mail.MEDIA_TYPES, mail.parse),
+    ziparchive.MEDIA_TYPE: ziparchive.parse,
 }
 #: Parsers that read ``ParsingSettings`` (OCR): they get the run's settings.
 _TAKES_SETTINGS = (pdf.parse, image.parse)

@@ -20,6 +20,13 @@
   an extension no parser knows is ``None``. A known extension whose content is damaged keeps its
   type, so parsing reports a clear per-file error (a truncated zip, a PDF without its header).
 
+- E-mail: an OLE2 file naming MAPI property streams (or behind ``.msg``) is an Outlook message,
+  not a legacy Office file; text without an extension that opens with an RFC 822 header block
+  (two message fields or more: From, Subject, Date...) is a MIME message. A zip behind ``.zip``
+  that is no OOXML package is an archive (its members are documents: ``derived``).
+- HEIC/HEIF photos (an ``ftyp`` box of a HEVC brand) have no parser, and the reason says why
+  (libheif, LGPL, is not shipped) and what to do.
+
 ``None`` means: skip it at scan time; ``undetected_reason`` says why in words.
 """
 
@@ -51,6 +58,9 @@ TIFF = "image/tiff"
 WEBP = "image/webp"
 BMP = "image/bmp"
 GIF = "image/gif"
+EML = "message/rfc822"
+OUTLOOK_MSG = "application/vnd.ms-outlook"
+ZIP = "application/zip"
 
 #: Extension (lower case, with the dot) -> the media type it claims.
 EXTENSIONS: dict[str, str] = {
@@ -80,6 +90,9 @@ EXTENSIONS: dict[str, str] = {
     ".webp": WEBP,
     ".bmp": BMP,
     ".gif": GIF,
+    ".eml": EML,
+    ".msg": OUTLOOK_MSG,
+    ".zip": ZIP,
 }
 _OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
@@ -140,11 +153,15 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             return image_type, None
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return WEBP, None
+    if head.startswith(_OLE2_MAGIC) and (claimed == OUTLOOK_MSG or _is_outlook_msg(head)):
+        return OUTLOOK_MSG, None
     if head.startswith(_OLE2_MAGIC):
         if claimed in _OOXML:
             # An encrypted OOXML file is an OLE2 container: the parser says it cannot be read.
             return claimed, None
         return None, "a legacy binary Office file (OLE2: .doc/.xls/.ppt), which no parser reads"
+    if _is_heif(head):
+        return None, _HEIF_REASON
     text = _head_text(head)
     if text is None:
         if claimed is not None and claimed not in _OOXML and claimed != PDF:
@@ -156,6 +173,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
         markup = _markup_type(text)
         if markup is not None:
             return markup, None
+        if ext == "" and _is_rfc822(text):
+            return EML, None
         if ext == ".xml" or (ext == "" and text.lstrip().startswith("<?xml")):
             root = _root_name(text)
             return None, f"XML with root element <{root or '?'}>, which no parser reads"
@@ -190,6 +209,8 @@ def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, s
         return None, "an OOXML package whose kind is unknown (not Word, PowerPoint or Excel)"
     if claimed in _OOXML:
         return claimed, None  # truncated or odd: the parser reports it per file
+    if ext == ".zip":
+        return ZIP, None  # an archive: its members are documents of their own (``derived``)
     return None, f"a zip archive with {_ext_words(ext)}, which no parser reads"
 
 
@@ -265,6 +286,66 @@ def _inflate(data: bytes, method: int) -> bytes | None:
         return zlib.decompressobj(-15).decompress(data, _CONTENT_TYPES_MAX)
     except zlib.error:
         return None
+
+
+#: Streams only an Outlook message has, as OLE directory entries name them (UTF-16LE).
+_OUTLOOK_STREAMS = (
+    "__substg1.0_".encode("utf-16-le"),
+    "__properties_version1.0".encode("utf-16-le"),
+)
+#: A header field line, and the fields that make a header block a message's.
+_HEADER_LINE = re.compile(r"[!-9;-~]+:")
+_MESSAGE_FIELDS = frozenset(
+    {
+        "from",
+        "to",
+        "cc",
+        "subject",
+        "date",
+        "message-id",
+        "mime-version",
+        "received",
+        "return-path",
+        "reply-to",
+        "sender",
+        "delivered-to",
+        "in-reply-to",
+        "references",
+    }
+)
+
+
+#: HEIF image brands (ISO BMFF ``ftyp`` box): HEVC-coded photos, as iPhones save them.
+_HEIF_BRANDS = frozenset({b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1"})
+_HEIF_REASON = (
+    "a HEIC/HEIF image, which no parser reads: decoding it needs libheif and an HEVC decoder "
+    "(LGPL, through pillow-heif), which the pipeline does not ship; save it as JPEG or PNG to "
+    "have it read by OCR"
+)
+
+
+def _is_heif(head: bytes) -> bool:
+    return head[4:8] == b"ftyp" and head[8:12] in _HEIF_BRANDS
+
+
+def _is_outlook_msg(head: bytes) -> bool:
+    """An OLE2 file whose directory (when ``head`` reaches it) names MAPI property streams."""
+    return any(name in head for name in _OUTLOOK_STREAMS)
+
+
+def _is_rfc822(text: str) -> bool:
+    """Text opening with an RFC 822 header block holding at least two message fields (From,
+    Subject, Date...): an e-mail saved without an extension."""
+    fields: set[str] = set()
+    for line in text.splitlines()[:200]:
+        if not line.strip():
+            break
+        if line[:1] in (" ", "\t"):
+            continue  # a folded continuation
+        if not _HEADER_LINE.match(line):
+            return False
+        fields.add(line.split(":", 1)[0].lower())
+    return len(fields & _MESSAGE_FIELDS) >= 2
 
 
 def _head_text(head: bytes) -> str | None:

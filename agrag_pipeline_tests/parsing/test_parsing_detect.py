@@ -56,8 +56,10 @@ def test_other_xml_and_binaries_have_no_parser_and_say_why() -> None:
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("photos/a.jpg", b"\xff\xd8")
-    assert detect_media_type("photos.zip", archive.getvalue()) is None
-    assert "a zip archive" in (undetected_reason("photos.zip", archive.getvalue()) or "")
+    assert detect_media_type("photos.jar", archive.getvalue()) is None
+    assert "a zip archive" in (undetected_reason("photos.jar", archive.getvalue()) or "")
+    # Behind .zip it is an archive, whose members are documents (``derived``).
+    assert detect_media_type("photos.zip", archive.getvalue()) == "application/zip"
     assert detect_media_type("data.json", b'{"a": 1}') is None
     assert undetected_reason("data.json", b'{"a": 1}') == "no parser for extension '.json'"
     assert undetected_reason("README", b"hello") is None

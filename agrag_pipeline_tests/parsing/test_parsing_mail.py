@@ -1,0 +1,173 @@
+"""E-mail (.eml, Outlook .msg) and .zip archives as documents, on messages written by others
+(unstructured's example documents, CPython's e-mail test data) and on hostile ones."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from agrag_pipeline.parsing import parse_document
+from agrag_pipeline.parsing.detect import detect_media_type, undetected_reason
+from agrag_pipeline.parsing.errors import (
+    CorruptDocumentError,
+    DocumentTooLargeError,
+)
+from agrag_pipeline.parsing.mail import EML_MEDIA_TYPE, MSG_MEDIA_TYPE
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mail"
+
+
+def _raw(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def _assert_exact_sections(parsed) -> None:  # type: ignore[no-untyped-def]
+    text = parsed.text_layer
+    for section in parsed.sections:
+        assert 0 <= section.start <= section.end <= len(text)
+        assert text[section.start : section.end].strip() == text[section.start : section.end]
+    covered = "".join(text[s.start : s.end] for s in parsed.sections)
+    assert "".join(covered.split()) == "".join(text.split())
+
+
+def test_an_eml_message_has_its_headers_in_metadata_and_a_header_section_then_its_body() -> None:
+    parsed = parse_document(_raw("fake-email-attachment.eml"), "mail/fake-email-attachment.eml")
+    meta = parsed.document.metadata
+    assert parsed.document.media_type == EML_MEDIA_TYPE
+    assert meta["mail.subject"] == "Fake email with attachment"
+    assert meta["mail.from"] == "Mallori Harrell <mallori@unstructured.io>"
+    assert meta["mail.to"] == "Mallori Harrell <mallori@unstructured.io>"
+    assert meta["mail.date"] == "Fri, 23 Dec 2022 12:08:48 -0600"
+    assert meta["mail.attachments"] == "1"
+    first, header, *body = parsed.sections
+    assert first.heading == "Fake email with attachment" and first.level == 1
+    header_text = parsed.text_layer[header.start : header.end]
+    assert header.kind == "table" and header.heading_path == ["Fake email with attachment"]
+    assert "From: Mallori Harrell <mallori@unstructured.io>" in header_text
+    assert "Attachment 1: fake-attachment.txt (text/plain, 30 bytes)" in header_text
+    body_text = " ".join(parsed.text_layer[s.start : s.end] for s in body)
+    # The plain alternative only: the HTML alternative is not read twice.
+    assert body_text.count("Lots of whitespace") == 1
+    assert "<div" not in parsed.text_layer and "=3D" not in parsed.text_layer
+    _assert_exact_sections(parsed)
+
+
+def test_an_outlook_msg_is_read_with_its_recipients_by_type_and_is_no_legacy_office_file() -> None:
+    raw = _raw("fake-email-with-cc-and-bcc.msg")
+    assert detect_media_type("a.msg", raw) == MSG_MEDIA_TYPE
+    assert detect_media_type("no-extension", raw) == MSG_MEDIA_TYPE  # by its MAPI streams
+    assert "legacy" not in (undetected_reason("a.msg", raw[:8192]) or "")
+    parsed = parse_document(raw, "a.msg")
+    meta = parsed.document.metadata
+    assert meta["mail.subject"] == "Fake email with cc and bcc recipients"
+    assert meta["mail.cc"] == "steve@unstructured.io"
+    assert "john-ctr@unstructured.io" in meta["mail.to"]
+    assert "This is a test email. Please ignore." in parsed.text_layer
+    _assert_exact_sections(parsed)
+    with_attachment = parse_document(_raw("fake-email-attachment.msg"), "b.msg")
+    assert "Attachment 1: fake-attachment.txt (text/plain, 30 bytes)" in with_attachment.text_layer
+
+
+def test_an_html_only_message_is_read_through_the_html_parser() -> None:
+    parsed = parse_document(_raw("mime-html-only.eml"), "html-only.eml")
+    assert "This is a text/html part." in parsed.text_layer
+    assert "<p>" not in parsed.text_layer and "<html" not in parsed.text_layer
+    _assert_exact_sections(parsed)
+
+
+def test_a_message_saved_as_utf16_without_a_byte_order_mark_is_read() -> None:
+    parsed = parse_document(_raw("fake-email-utf-16-le.eml"), "u16.eml")
+    assert parsed.document.metadata["mail.subject"] == "Test Email"
+    assert "Roses are red" in parsed.text_layer
+
+
+def test_a_message_without_an_extension_is_told_by_its_headers_plain_notes_are_not() -> None:
+    digest = _raw("cpython-msg_02.eml")
+    assert detect_media_type("inbox/digest", digest) == EML_MEDIA_TYPE
+    notes = b"Note: buy milk\nTodo: call Ann\n\nThe rest of the notes.\n"
+    assert detect_media_type("NOTES", notes) == "text/plain"
+    parsed = parse_document(digest, "inbox/digest")
+    assert parsed.document.metadata["mail.attachments"] == "5"  # the digest's 5 messages
+    assert "Today's Topics:" in parsed.text_layer and "Digest Footer" not in parsed.text_layer
+
+
+def test_a_mime_bomb_of_thousands_of_parts_is_refused_naming_the_file() -> None:
+    parts = "".join(f"--b\nContent-Type: text/plain\n\npart {i}\n" for i in range(5000))
+    head = "From: a@b.c\nSubject: bomb\nContent-Type: multipart/mixed; boundary=b\n\n"
+    bomb = f"{head}{parts}--b--\n"
+    with pytest.raises(DocumentTooLargeError, match=r"bomb\.eml: .*5,001 MIME parts.*before"):
+        parse_document(bomb.encode(), "bomb.eml")
+
+
+def test_deeply_nested_multiparts_are_refused_naming_the_file() -> None:
+    depth = 400
+    head = "".join(
+        f"--b{i}\nContent-Type: multipart/mixed; boundary=b{i + 1}\n\n" for i in range(depth)
+    )
+    tail = "".join(f"--b{i}--\n" for i in reversed(range(depth)))
+    bomb = (
+        "From: a@b.c\nSubject: nested\nContent-Type: multipart/mixed; boundary=b0\n\n"
+        f"{head}--b{depth}\nContent-Type: text/plain\n\ndeep\n--b{depth}--\n{tail}"
+    )
+    with pytest.raises(DocumentTooLargeError, match=r"nested\.eml: .*nested"):
+        parse_document(bomb.encode(), "nested.eml")
+
+
+def test_a_truncated_message_is_read_as_far_as_it_goes_and_says_so() -> None:
+    raw = _raw("fake-email-attachment.eml")
+    cut = raw[: raw.index(b"Content-Type: text/html")]
+    parsed = parse_document(cut, "cut.eml")
+    assert "Lots of whitespace" in parsed.text_layer
+    assert any("cut.eml" in w and "truncated" in w for w in parsed.warnings)
+
+
+def test_a_truncated_outlook_message_is_a_clear_error_naming_the_file() -> None:
+    raw = _raw("fake-email-attachment.msg")
+    with pytest.raises(CorruptDocumentError, match=r"cut\.msg: not a readable Outlook message"):
+        parse_document(raw[: len(raw) // 3], "cut.msg")
+
+
+def test_a_zip_archive_is_a_document_listing_its_members() -> None:
+    parsed = parse_document(_raw("simple.zip"), "bundle/simple.zip")
+    assert parsed.document.media_type == "application/zip"
+    assert "ideas-page.html (6,161 bytes)" in parsed.text_layer
+    assert "stanley-cups.csv (89 bytes)" in parsed.text_layer
+    _assert_exact_sections(parsed)
+
+
+def test_a_zip_bomb_is_refused_naming_the_file() -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("zeros.txt", b"\0" * (64 * 1024 * 1024))
+    with pytest.raises(DocumentTooLargeError, match=r"bomb\.zip: .*zip bomb"):
+        parse_document(buffer.getvalue(), "bomb.zip")
+
+
+def test_a_heic_photo_is_skipped_with_its_true_reason() -> None:
+    # The first bytes of unstructured's example-docs/img/DA-1p.heic (an iPhone photo).
+    head = bytes.fromhex("00000018 66747970 68656963 00000000 68656963 6d696631 000003cb 6d657461")
+    assert detect_media_type("img/DA-1p.heic", head) is None
+    assert detect_media_type("no-extension", head) is None
+    reason = undetected_reason("img/DA-1p.heic", head) or ""
+    assert reason.startswith("a HEIC/HEIF image, which no parser reads") and "libheif" in reason
+
+
+def test_an_outlook_body_behind_a_wrong_or_unknown_code_page_is_still_read() -> None:
+    # Apache POI's test messages: an 8-bit body declared UTF-8 but written in cp1252, and a
+    # body declared "windows-950", a name Python's codecs do not know.
+    parsed = parse_document(_raw("ASCII_UTF-8_CP1252_LCID1031.msg"), "de.msg")
+    assert "Body öäü Body" in parsed.text_layer
+    parsed = parse_document(_raw("chinese-traditional.msg"), "zh.msg")
+    assert "中文測試" in parsed.text_layer
+
+
+def test_a_message_embedded_in_an_outlook_message_is_attached_as_a_message() -> None:
+    parsed = parse_document(_raw("58214_with_attachment.msg"), "master.msg")
+    assert parsed.document.metadata["mail.subject"] == "Master mail"
+    assert "Attachment 1: Test mail attachment.eml (message/rfc822" in parsed.text_layer
+    pdf_too = parse_document(_raw("attachment_msg_pdf.msg"), "pdf.msg").text_layer
+    assert "Attachment 1: Test Attachment.eml (message/rfc822" in pdf_too
+    assert "Attachment 2: smbprn.00009008.KdcPjl.pdf (application/octet-stream" in pdf_too
