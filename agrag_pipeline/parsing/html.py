@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import re
 
+from lxml import etree
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from agrag_pipeline.models import Document
+from agrag_pipeline.parsing import mathml
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
@@ -105,6 +107,8 @@ _LINE_LIKE = frozenset(
 )
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
+_ENDS_IN_COMMAND = re.compile(r"\\[A-Za-z]+\Z")
+_XML_NAME = re.compile(r"\A[A-Za-z_][\w.-]*\Z")
 
 #: Elements nested deeper than this become siblings of the innermost one (see the module doc).
 MAX_DEPTH = 512
@@ -257,6 +261,31 @@ def _children(node: LexborNode) -> list[LexborNode]:
     return out
 
 
+def _math_latex(node: LexborNode) -> str:
+    """A ``<math>`` element as linear LaTeX (``mathml``): its Lexbor subtree is copied into an
+    lxml tree first, with an explicit stack (nesting is capped by ``cap_nesting``)."""
+    root = etree.Element(
+        "math", {k: v or "" for k, v in node.attributes.items() if _XML_NAME.match(k)}
+    )
+    stack: list[tuple[LexborNode | None, etree._Element]] = [(node.child, root)]
+    while stack:
+        current, parent = stack.pop()
+        if current is None:
+            continue
+        stack.append((current.next, parent))
+        tag = current.tag
+        if tag == "-text":
+            text = current.text_content or ""
+            if len(parent):
+                parent[-1].tail = (parent[-1].tail or "") + text
+            else:
+                parent.text = (parent.text or "") + text
+        elif tag and not tag.startswith("-") and _XML_NAME.match(tag):
+            attributes = {k: v or "" for k, v in current.attributes.items() if _XML_NAME.match(k)}
+            stack.append((current.child, etree.SubElement(parent, tag, attributes)))
+    return mathml.text(root)
+
+
 def _inline_text(node: LexborNode) -> str:
     """The flowing text of ``node`` on one line (blocks and ``<br>`` become spaces)."""
     pieces: list[str] = []
@@ -271,6 +300,9 @@ def _inline_text(node: LexborNode) -> str:
             pieces.append(current.text_content or "")
             continue
         if tag in _SKIP:
+            continue
+        if tag == "math":
+            pieces.append(f" {_math_latex(current)} ")
             continue
         if tag in _PARAGRAPH_LIKE or tag in _LINE_LIKE or tag in ("td", "th"):
             pieces.append(" ")
@@ -353,6 +385,9 @@ class _Extractor:
         if tag == "table":
             self._table(node)
             return
+        if tag == "math":
+            self._math(node)
+            return
         if tag in _PARAGRAPH_LIKE:
             layer.block(2)
         elif tag in _LINE_LIKE:
@@ -392,6 +427,24 @@ class _Extractor:
             layer.block(2)
         elif tag in _LINE_LIKE:
             layer.block(1)
+
+    def _math(self, node: LexborNode) -> None:
+        """An equation as linear LaTeX: inline in its sentence, or a line of its own when
+        ``display="block"``."""
+        latex = _math_latex(node)
+        if not latex:
+            return
+        display = (node.attributes.get("display") or "").strip().lower() == "block"
+        layer = self.layer
+        if display:
+            layer.block(1)
+        elif self.pre_depth == 0 and layer.last not in " \n":
+            layer.pending_space = layer.pending_space or latex[0].isalnum()
+        self._written(layer.write(latex) if self.pre_depth else layer.text(latex))
+        if display:
+            layer.block(1)
+        elif _ENDS_IN_COMMAND.search(latex):
+            layer.pending_space = True  # "\\pi r", not "\\pir"
 
     def _table(self, table: LexborNode) -> None:
         layer = self.layer
