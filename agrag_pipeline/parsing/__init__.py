@@ -37,6 +37,7 @@ from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import (
     delimited,
+    epub,
     html,
     image,
     jats,
@@ -91,6 +92,7 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".webp": image.WEBP,
     ".bmp": image.BMP,
     ".gif": image.GIF,
+    ".epub": epub.MEDIA_TYPE,
     # ".xml" is JATS only by content (``detect``): other XML has no parser.
 }
 
@@ -145,6 +147,7 @@ PARSERS: dict[str, Parser] = {
     delimited.CSV_MEDIA_TYPE: delimited.parse,
     delimited.TSV_MEDIA_TYPE: delimited.parse,
     jats.MEDIA_TYPE: jats.parse,
+    epub.MEDIA_TYPE: epub.parse,
     **dict.fromkeys(image.MEDIA_TYPES, image.parse),
 }
 #: Parsers that read ``ParsingSettings`` (OCR): they get the run's settings.

@@ -51,6 +51,7 @@ TIFF = "image/tiff"
 WEBP = "image/webp"
 BMP = "image/bmp"
 GIF = "image/gif"
+EPUB = "application/epub+zip"
 
 #: Extension (lower case, with the dot) -> the media type it claims.
 EXTENSIONS: dict[str, str] = {
@@ -80,6 +81,7 @@ EXTENSIONS: dict[str, str] = {
     ".webp": WEBP,
     ".bmp": BMP,
     ".gif": GIF,
+    ".epub": EPUB,
 }
 _OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
@@ -171,7 +173,11 @@ def _ext_words(ext: str) -> str:
 
 
 def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, str | None]:
+    if head[30:58] == b"mimetypeapplication/epub+zip":
+        return EPUB, None  # an EPUB's first member, stored: its media type (OCF)
     names, content_types = _zip_members(head)
+    if "META-INF/container.xml" in names and claimed == EPUB:
+        return EPUB, None
     main = _main_part_type(content_types) if content_types else None
     if main is not None:
         return main, None
@@ -333,6 +339,7 @@ __all__ = [
     "CSV",
     "DOCM",
     "DOCX",
+    "EPUB",
     "EXTENSIONS",
     "HTML",
     "JATS",

@@ -24,6 +24,7 @@ checks the parse's ``budget.Deadline`` every few thousand nodes.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from lxml import etree
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -210,6 +211,13 @@ class _Layer:
         self.pending_break = 0
         self.pending_space = False
         self.last = "\n"
+        #: Element ids (``anchor``) -> where the first text after them starts (EPUB navigation).
+        self.anchors: dict[str, int] = {}
+        self.pending_anchors: list[str] = []
+
+    def anchor(self, element_id: str) -> None:
+        """Remember ``element_id``: it will point at the next text written."""
+        self.pending_anchors.append(element_id)
 
     def block(self, lines: int) -> None:
         self.pending_break = max(self.pending_break, lines)
@@ -231,6 +239,10 @@ class _Layer:
         self.pending_break = 0
         self.pending_space = False
         start = self.pos
+        if self.pending_anchors:
+            for element_id in self.pending_anchors:
+                self.anchors.setdefault(element_id, start)
+            self.pending_anchors.clear()
         self._emit(content)
         return start
 
@@ -338,8 +350,9 @@ def _list_start(node: LexborNode) -> int:
 
 
 class _Extractor:
-    def __init__(self) -> None:
+    def __init__(self, *, anchors: bool = False) -> None:
         self.layer = _Layer()
+        self.anchors = anchors  # record element ids (``_Layer.anchor``)
         self.headings: list[HeadingMark] = []
         self.tables: list[TableMark] = []
         self.lists: list[list[int]] = []  # per open list: [is ordered, next number]
@@ -382,6 +395,8 @@ class _Extractor:
             return
         if tag is None or tag in _SKIP:
             return
+        if self.anchors and (element_id := node.attributes.get("id")):
+            layer.anchor(element_id)
         if tag == "table":
             self._table(node)
             return
@@ -478,12 +493,22 @@ class _Extractor:
         )
 
 
-def parse(text: str, document: Document) -> ParsedDocument:
-    """The extracted text layer and sections of decoded HTML ``text``."""
-    deadline = current_deadline(document.source_key)
+@dataclass(frozen=True)
+class Extracted:
+    """The text we extract from one HTML document, with its marks (offsets into ``text``)."""
+
+    text: str
+    headings: list[HeadingMark]
+    tables: list[TableMark]
+    #: Element id -> where the text after it starts (only when asked for: EPUB navigation).
+    anchors: dict[str, int]
+
+
+def extract(text: str, deadline: Deadline, *, anchors: bool = False) -> Extracted:
+    """The text layer and heading/table marks of decoded HTML ``text`` (no sections yet)."""
     tree = LexborHTMLParser(cap_nesting(text))
     deadline.check("the end of HTML tree construction")
-    extractor = _Extractor()
+    extractor = _Extractor(anchors=anchors)
     top = tree.body if tree.body is not None else tree.root
     if top is not None:
         extractor.run(top, deadline)
@@ -494,5 +519,12 @@ def parse(text: str, document: Document) -> ParsedDocument:
         HeadingMark(h.start, h.end, h.level, " ".join(layer[h.start : h.end].split()))
         for h in extractor.headings
     ]
-    sections = build_sections(layer, document, headings, extractor.tables)
+    return Extracted(layer, headings, extractor.tables, extractor.layer.anchors)
+
+
+def parse(text: str, document: Document) -> ParsedDocument:
+    """The extracted text layer and sections of decoded HTML ``text``."""
+    extracted = extract(text, current_deadline(document.source_key))
+    layer = extracted.text
+    sections = build_sections(layer, document, extracted.headings, extracted.tables)
     return ParsedDocument(document=document, text_layer=layer, sections=sections)
