@@ -46,6 +46,7 @@ from agrag_pipeline.parsing import (
     plaintext,
     powerpoint,
     quality,
+    rst,
     spreadsheet,
     word,
 )
@@ -93,6 +94,8 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".bmp": image.BMP,
     ".gif": image.GIF,
     ".epub": epub.MEDIA_TYPE,
+    ".rst": rst.MEDIA_TYPE,
+    ".rest": rst.MEDIA_TYPE,
     # ".xml" is JATS only by content (``detect``): other XML has no parser.
 }
 
@@ -148,6 +151,7 @@ PARSERS: dict[str, Parser] = {
     delimited.TSV_MEDIA_TYPE: delimited.parse,
     jats.MEDIA_TYPE: jats.parse,
     epub.MEDIA_TYPE: epub.parse,
+    rst.MEDIA_TYPE: _text_parser(rst.parse),
     **dict.fromkeys(image.MEDIA_TYPES, image.parse),
 }
 #: Parsers that read ``ParsingSettings`` (OCR): they get the run's settings.

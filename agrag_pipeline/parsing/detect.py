@@ -52,6 +52,8 @@ WEBP = "image/webp"
 BMP = "image/bmp"
 GIF = "image/gif"
 EPUB = "application/epub+zip"
+RST = "text/x-rst"
+LATEX = "application/x-latex"
 
 #: Extension (lower case, with the dot) -> the media type it claims.
 EXTENSIONS: dict[str, str] = {
@@ -82,6 +84,10 @@ EXTENSIONS: dict[str, str] = {
     ".bmp": BMP,
     ".gif": GIF,
     ".epub": EPUB,
+    ".rst": RST,
+    ".rest": RST,
+    ".tex": LATEX,
+    ".latex": LATEX,
 }
 _OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
 #: Extensions whose text content is sniffed for markup (the extension may lie).

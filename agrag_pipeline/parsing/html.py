@@ -353,6 +353,7 @@ class _Extractor:
     def __init__(self, *, anchors: bool = False) -> None:
         self.layer = _Layer()
         self.anchors = anchors  # record element ids (``_Layer.anchor``)
+        self.marker_end = -1  # where the last list-item marker ends
         self.headings: list[HeadingMark] = []
         self.tables: list[TableMark] = []
         self.lists: list[list[int]] = []  # per open list: [is ordered, next number]
@@ -403,7 +404,9 @@ class _Extractor:
         if tag == "math":
             self._math(node)
             return
-        if tag in _PARAGRAPH_LIKE:
+        if layer.pos == self.marker_end and tag in ("p", "div"):
+            pass  # the first paragraph of a list item stays on its marker's line ("- text")
+        elif tag in _PARAGRAPH_LIKE:
             layer.block(2)
         elif tag in _LINE_LIKE:
             layer.block(1)
@@ -418,6 +421,7 @@ class _Extractor:
                 self.lists[-1][1] += 1
             layer.write(marker.strip())
             layer.pending_space = True
+            self.marker_end = layer.pos
         elif tag == "pre":
             self.pre_depth += 1
         stack.append((node, False, False))
