@@ -41,6 +41,7 @@ from agrag_pipeline.parsing import (
     html,
     image,
     jats,
+    latex,
     markdown,
     pdf,
     plaintext,
@@ -96,6 +97,8 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".epub": epub.MEDIA_TYPE,
     ".rst": rst.MEDIA_TYPE,
     ".rest": rst.MEDIA_TYPE,
+    ".tex": latex.MEDIA_TYPE,
+    ".latex": latex.MEDIA_TYPE,
     # ".xml" is JATS only by content (``detect``): other XML has no parser.
 }
 
@@ -152,6 +155,7 @@ PARSERS: dict[str, Parser] = {
     jats.MEDIA_TYPE: jats.parse,
     epub.MEDIA_TYPE: epub.parse,
     rst.MEDIA_TYPE: _text_parser(rst.parse),
+    latex.MEDIA_TYPE: _text_parser(latex.parse),
     **dict.fromkeys(image.MEDIA_TYPES, image.parse),
 }
 #: Parsers that read ``ParsingSettings`` (OCR): they get the run's settings.
