@@ -42,6 +42,7 @@ from agrag_pipeline.parsing import (
     image,
     jats,
     latex,
+    lightmarkup,
     markdown,
     pdf,
     plaintext,
@@ -99,6 +100,10 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".rest": rst.MEDIA_TYPE,
     ".tex": latex.MEDIA_TYPE,
     ".latex": latex.MEDIA_TYPE,
+    ".org": lightmarkup.ORG_MEDIA_TYPE,
+    ".adoc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
+    ".asciidoc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
+    ".asc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
     # ".xml" is JATS only by content (``detect``): other XML has no parser.
 }
 
@@ -156,6 +161,8 @@ PARSERS: dict[str, Parser] = {
     epub.MEDIA_TYPE: epub.parse,
     rst.MEDIA_TYPE: _text_parser(rst.parse),
     latex.MEDIA_TYPE: _text_parser(latex.parse),
+    lightmarkup.ORG_MEDIA_TYPE: _text_parser(lightmarkup.parse_org),
+    lightmarkup.ASCIIDOC_MEDIA_TYPE: _text_parser(lightmarkup.parse_asciidoc),
     **dict.fromkeys(image.MEDIA_TYPES, image.parse),
 }
 #: Parsers that read ``ParsingSettings`` (OCR): they get the run's settings.

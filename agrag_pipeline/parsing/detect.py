@@ -54,6 +54,8 @@ GIF = "image/gif"
 EPUB = "application/epub+zip"
 RST = "text/x-rst"
 LATEX = "application/x-latex"
+ORG = "text/x-org"
+ASCIIDOC = "text/asciidoc"
 
 #: Extension (lower case, with the dot) -> the media type it claims.
 EXTENSIONS: dict[str, str] = {
@@ -88,6 +90,10 @@ EXTENSIONS: dict[str, str] = {
     ".rest": RST,
     ".tex": LATEX,
     ".latex": LATEX,
+    ".org": ORG,
+    ".adoc": ASCIIDOC,
+    ".asciidoc": ASCIIDOC,
+    ".asc": ASCIIDOC,
 }
 _OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
