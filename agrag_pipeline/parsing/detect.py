@@ -7,7 +7,8 @@
   allow) is a PDF; a zip holding ``[Content_Types].xml`` is OOXML, told apart by the content
   type of its main part (read from that first member, which Office writes first), else by its
   part names (``word/`` DOCX, ``ppt/`` PPTX, ``xl/`` XLSX); macro-enabled variants (DOCM, PPTM,
-  XLSM) likewise; images (PNG, JPEG, TIFF, WebP, GIF; BMP only behind ``.bmp``, its two-byte
+  XLSM) likewise; an EPUB by its OCF ``mimetype`` first member (or ``META-INF/container.xml``
+  behind ``.epub``); images (PNG, JPEG, TIFF, WebP, GIF; BMP only behind ``.bmp``, its two-byte
   magic being too weak) by their signatures, whatever their extension; any other zip, legacy
   OLE2 Office files and other binary data (NUL bytes) have no parser: ``None``.
 - Text is sniffed for markup where the extension may lie (``.txt``, ``.xml``, ``.csv``, ``.tsv``,

@@ -58,6 +58,8 @@ def test_include_directive_never_reads_a_file(
     monkeypatch.chdir(tmp_path)
     parsed = parse_checked(raw, str(tmp_path / "README-w-include.rst"))
     assert "SECRET-FROM-DISK" not in parsed.text_layer
+    # A list item's paragraph stays on its marker's line (docutils writes <li><p>…</p></li>).
+    assert "- example-10k.html - A 10-K SEC filing in HTML format" in parsed.text_layer
     assert [s.heading for s in parsed.sections if s.heading] == ["Example Docs", "XBRL 10-K"]
 
 
