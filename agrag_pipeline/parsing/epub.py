@@ -6,7 +6,8 @@ How a book is read:
   content documents in reading order. Every member is read from the ZIP by name, never from
   disk; a path that climbs out of the container (``../``) or names no member is skipped with a
   warning, so one bad chapter does not cost the book; a book with no readable chapter is an
-  error naming the file.
+  error naming the file; chapters that ``META-INF/encryption.xml`` lists as encrypted (DRM,
+  not the font obfuscation readable books use) are such chapters.
 - each spine document (XHTML or HTML) is extracted by ``html.extract``; chapters follow each
   other in spine order, separated by a blank line.
 - the navigation (EPUB 3 ``nav`` document's ``toc``, else the EPUB 2 NCX) gives the headings:
@@ -58,6 +59,10 @@ _HTML_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/x-dt
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _EPUB_NS = "http://www.idpf.org/2007/ops"
+#: Font obfuscation (not DRM): the IDPF's and Adobe's algorithms.
+_FONT_OBFUSCATION = frozenset(
+    {"http://www.idpf.org/2008/embedding", "http://ns.adobe.com/pdf/enc#RC"}
+)
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,7 @@ class _Book:
         self.key = source_key
         self.names = set(archive.namelist())
         self.warnings: list[str] = []
+        self.encrypted: set[str] = set()
 
     def read(self, member: str, max_bytes: int = MAX_CHAPTER_BYTES) -> bytes:
         return read_member(self.archive, member, self.key, max_bytes=max_bytes)
@@ -260,7 +266,32 @@ def _from_ncx(book: _Book, ncx: str) -> list[_NavEntry]:
     return entries
 
 
+def _encrypted(book: _Book) -> set[str]:
+    """Members ``META-INF/encryption.xml`` says are encrypted (DRM), fonts obfuscated by the
+    IDPF or Adobe algorithm aside (those are readable books)."""
+    part = "META-INF/encryption.xml"
+    if part not in book.names:
+        return set()
+    root = _xml(book.read(part), book.key, part)
+    members: set[str] = set()
+    for data in root.iter():
+        if _local(data) != "EncryptedData":
+            continue
+        method = next((e for e in data.iter() if _local(e) == "EncryptionMethod"), None)
+        if method is not None and method.get("Algorithm", "") in _FONT_OBFUSCATION:
+            continue
+        for reference in data.iter():
+            if _local(reference) == "CipherReference":
+                member = _resolve("", reference.get("URI", ""))
+                if member is not None:
+                    members.add(member)
+    return members
+
+
 def _chapter(book: _Book, member: str) -> html.Extracted | None:
+    if member in book.encrypted:
+        book.warnings.append(f"chapter {member!r} is encrypted (DRM): skipped")
+        return None
     try:
         raw = book.read(member)
         decoded = decode(raw, f"{book.key}!{member}", html=True)
@@ -366,6 +397,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     with open_zip(raw, key) as archive:
         book = _Book(archive, key)
         opf = book.package()
+        book.encrypted = _encrypted(book)
         members, nav, ncx = _manifest_and_spine(book, opf)
         entries = _nav_entries(book, nav, ncx)
         by_member: dict[str, list[_NavEntry]] = {}

@@ -168,3 +168,33 @@ def test_entity_declarations_in_the_package_are_refused() -> None:
         parse_document(
             _rewritten(GDOC.read_bytes(), {"GoogleDoc/package.opf": laughs}), "laughs.epub"
         )
+
+
+def _encryption(algorithm: str, uri: str) -> bytes:
+    return (
+        '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+        'xmlns:enc="http://www.w3.org/2001/04/xmlenc#"><enc:EncryptedData>'
+        f'<enc:EncryptionMethod Algorithm="{algorithm}"/><enc:CipherData>'
+        f'<enc:CipherReference URI="{uri}"/></enc:CipherData></enc:EncryptedData></encryption>'
+    ).encode()
+
+
+def test_drm_encrypted_chapters_are_named_not_read_as_text() -> None:
+    chapter = "GoogleDoc/Untitleddocument.xhtml"
+    drm = _rewritten(
+        GDOC.read_bytes(),
+        {
+            "META-INF/encryption.xml": _encryption(
+                "http://www.w3.org/2001/04/xmlenc#aes128-cbc", chapter
+            ),
+            chapter: bytes(range(256)) * 20,  # what an encrypted chapter holds: noise
+        },
+    )
+    with pytest.raises(CorruptDocumentError, match=r"^drm\.epub: .*encrypted \(DRM\)"):
+        parse_document(drm, "drm.epub")
+    # Obfuscated fonts (the IDPF algorithm) are no DRM: the book reads.
+    fonts = _rewritten(
+        GDOC.read_bytes(),
+        {"META-INF/encryption.xml": _encryption("http://www.idpf.org/2008/embedding", "f.otf")},
+    )
+    assert "All human beings" in parse_checked(fonts, "fonts.epub").text_layer
