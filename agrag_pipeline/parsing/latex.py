@@ -50,6 +50,7 @@ _SECTIONS = {
     "paragraph": 5,
     "subparagraph": 6,
 }
+_NOT_IN_HEADINGS = frozenset({"footnote", "thanks", "label", "index"})
 _BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
 _END_DOCUMENT = re.compile(r"\\end\s*\{document\}")
 _VERB = re.compile(r"\\verb\*?([^\sA-Za-z*])(.*?)\1")
@@ -70,8 +71,38 @@ class _Text(LatexNodes2Text):
         return ""
 
 
-def _renderer() -> _Text:
-    return _Text(latex_context=_context(), math_mode="verbatim", strict_latex_spaces=False)
+def _renderer(defined: dict[str, str] | None = None) -> _Text:
+    context = _context()
+    if defined:
+        # The document's own argument-free macros (``\\newcommand\\mytitle{…}``) as their text.
+        context.add_context_category(
+            "document",
+            macros=[MacroTextSpec(name, text.replace("%", "%%")) for name, text in defined.items()],
+            prepend=True,
+        )
+    return _Text(latex_context=context, math_mode="verbatim", strict_latex_spaces=False)
+
+
+#: ``\newcommand{\name}{body}``, ``\newcommand\name{body}``, ``\def\name{body}``: no
+#: arguments, a body without nested braces (titles, author names, abbreviations).
+_DEFINITION = re.compile(
+    r"\\(?:re)?newcommand\*?\s*\{?\\([A-Za-z]+)\}?\s*\{([^{}]*)\}|\\def\\([A-Za-z]+)\s*\{([^{}]*)\}"
+)
+
+
+def _definitions(preamble: str) -> dict[str, str]:
+    """The argument-free macros the preamble defines, as their rendered text."""
+    renderer = _renderer()
+    defined: dict[str, str] = {}
+    for match in _DEFINITION.finditer(preamble):
+        name = match.group(1) or match.group(3)
+        body = match.group(2) if match.group(1) else match.group(4)
+        if name and name not in _SECTIONS:
+            try:
+                defined[name] = " ".join(str(renderer.latex_to_text(body)).split())
+            except Exception:  # a body pylatexenc cannot render: keep the macro unknown
+                continue
+    return defined
 
 
 def _context() -> Any:
@@ -173,10 +204,16 @@ class _Writer:
             return "".join(out)
 
     def text_of(self, node: Any) -> str:
+        """A heading's or title's text: footnotes, ``\\thanks`` and labels left out."""
         if node is None:
             return ""
         nodes = node.nodelist if isinstance(node, LatexGroupNode) else [node]
-        return " ".join(self.render(list(nodes or [])).split())
+        kept = [
+            n
+            for n in nodes or []
+            if not (isinstance(n, LatexMacroNode) and n.macroname in _NOT_IN_HEADINGS)
+        ]
+        return " ".join(self.render(kept).split())
 
     def flush(self) -> None:
         if not self.pending:
@@ -231,7 +268,7 @@ def parse(text: str, document: Document) -> ParsedDocument:
     end = _END_DOCUMENT.search(body)
     if end is not None:
         body = body[: end.start()]
-    renderer = _renderer()
+    renderer = _renderer(_definitions(preamble))
     writer = _Writer(renderer, key)
     try:
         context = _walker_context()

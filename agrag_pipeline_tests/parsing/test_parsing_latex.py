@@ -59,3 +59,24 @@ def test_deeply_nested_latex_is_a_clear_error() -> None:
     source = b"\\begin{document}" + b"{" * 5000 + b"x" + b"}" * 5000 + b"\\end{document}"
     with pytest.raises(CorruptDocumentError, match=r"^deep\.tex: .*nested too deeply"):
         parse_document(source, "deep.tex")
+
+
+def test_a_real_paper_reads_with_its_title_sections_and_equations() -> None:
+    # Schlömer, "Algorithmic improvements for the CIECAM02 and CAM16 color appearance models"
+    # (arXiv:1802.06067, CC-BY 4.0): the title is a \newcommand of the preamble with a footnote.
+    source = (FIXTURES / "note_on_cam16.tex").read_text()
+    parsed = parse_checked(source.encode(), "cam16/main.tex")
+    headings = [s.heading for s in parsed.sections if s.heading is not None]
+    sectioning = re.findall(
+        r"^\\(?:sub)?section\{([^\\}]+)", source, re.MULTILINE
+    )  # "Full model\label{…}" ends at the backslash
+    assert headings[0] == (
+        "Algorithmic improvements for the CIECAM02 and CAM16 color appearance models"
+    )
+    assert [h for h in headings if h in sectioning] == sectioning  # every section, in order
+    assert len(headings) == len(sectioning) + 3  # + the title, "Abstract" and one \paragraph
+    text = parsed.text_layer
+    assert "Nico Schlömer" in text.split("\n\n")[1]
+    assert "If $R_c$ is negative, then" in text
+    assert "\\[ R_a = 400 \\frac{\\left(\\frac{F_L R_c}{100}\\right)^{0.42}}" in text
+    assert "\\input" not in text and "\\section" not in text
