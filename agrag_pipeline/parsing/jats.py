@@ -14,8 +14,10 @@ The text layer we write (``textlayer``), in reading order:
   (else it would read as the abstract's last part);
 - each abstract under a level-2 heading (its own title, else "Abstract"); its sections nest;
 - body sections as headings, level 2 at the top of the body and one deeper per nesting (a
-  ``<label>`` such as "2.1" is kept before the title); paragraphs, lists (``- item``), formulas
-  as their text (TeX sources are left out when an alternative exists), quotes;
+  ``<label>`` such as "2.1" is kept before the title); paragraphs, lists (``- item``), quotes;
+- formulas as linear LaTeX, inline in their sentence or (``disp-formula``) a block of their own:
+  the author's ``<tex-math>`` where given (its ``\\documentclass`` wrapper and ``$`` removed),
+  else the MathML converted by ``mathml`` (as DOCX equations are by ``omml``);
 - figures and tables: their label and caption as a paragraph ("Fig 1 Number of …"); a table's
   rows as a table (``<thead>`` rows, or leading rows of ``<th>`` cells, are the header; row and
   column spans repeat the cell); its footnotes as a paragraph after it;
