@@ -9,12 +9,15 @@ Never outside the file: ``include``, ``raw`` with ``:file:``/``:url:``, ``csv-ta
 ``:file:`` and other file insertion are disabled (docutils' ``file_insertion_enabled`` and
 ``raw_enabled`` settings), no configuration file is read, and docutils writes no messages to
 stderr. Sphinx's common roles (``:ref:``, ``:class:``, …) read as their text instead of as
-errors; unknown directives (Sphinx's ``toctree``, ``automodule``) leave nothing. A document so
+errors; directives docutils does not know keep their content as a literal block (a project's
+``click:example`` code), except Sphinx's API and build directives (``toctree``,
+``automodule``), which leave nothing. A document so
 broken that docutils gives up is an error naming the file.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agrag_pipeline.models import Document
@@ -111,6 +114,75 @@ class _AnyOption(dict):
         return True
 
 
+#: Directives that carry no text a reader sees (Sphinx's API and build directives).
+_SILENT_DIRECTIVES = frozenset(
+    {
+        *("toctree", "index", "highlight", "currentmodule", "module", "literalinclude"),
+        *("sectionauthor", "moduleauthor", "codeauthor", "tabularcolumns", "default-role"),
+        *("default-domain", "code-include", "program", "py:currentmodule", "py:module"),
+    }
+)
+_DIRECTIVE_LINE = re.compile(r"^[ \t]*\.\.[ \t]+([A-Za-z][\w:.+-]*)[ \t]*::", re.MULTILINE)
+
+
+def _register_unknown_directives(text: str) -> None:
+    """Directives docutils does not know (a project's ``click:example``, Sphinx's
+    ``automodule``): their content kept as a literal block (it is often code) instead of being
+    lost with an error; API and build directives (``toctree``, ``automodule``) leave nothing.
+    Neither kind ever reads a file (``literalinclude`` included)."""
+    from docutils.parsers.rst import directives
+    from docutils.parsers.rst.languages import en
+
+    for name in set(_DIRECTIVE_LINE.findall(text)):
+        lowered = name.lower()
+        if (
+            lowered in directives._directives
+            or lowered in directives._directive_registry
+            or lowered in en.directives
+        ):
+            continue
+        silent = lowered in _SILENT_DIRECTIVES or lowered.split(":")[-1].startswith("auto")
+        directives.register_directive(lowered, _silent_directive() if silent else _verbatim())
+
+
+def _silent_directive() -> Any:
+    from docutils import nodes
+    from docutils.parsers.rst import Directive
+
+    class Silent(Directive):
+        optional_arguments = 1
+        final_argument_whitespace = True
+        has_content = True
+        option_spec = _AnyOption()
+
+        def run(self) -> list[nodes.Node]:
+            return []
+
+    return Silent
+
+
+def _verbatim() -> Any:
+    from docutils import nodes
+    from docutils.parsers.rst import Directive
+
+    class Verbatim(Directive):
+        optional_arguments = 1
+        final_argument_whitespace = True
+        has_content = True
+        option_spec = _AnyOption()
+
+        def run(self) -> list[nodes.Node]:
+            out: list[nodes.Node] = []
+            if self.arguments:
+                out.append(nodes.paragraph(self.arguments[0], self.arguments[0]))
+            if self.content:
+                code = "\n".join(self.content)
+                out.append(nodes.literal_block(code, code))
+            return out
+
+    return Verbatim
+
+
 def _content_directive() -> Any:
     """A directive that keeps its arguments as a line and its content as reStructuredText."""
     from docutils import nodes
@@ -125,7 +197,10 @@ def _content_directive() -> Any:
         def run(self) -> list[nodes.Node]:
             container = nodes.container()
             if self.arguments:
-                container += nodes.paragraph(self.arguments[0], self.arguments[0])
+                # Sphinx reads "versionadded:: 2.0 text" as one argument: inline markup too.
+                inline, messages = self.state.inline_text(self.arguments[0], self.lineno)
+                container += nodes.paragraph(self.arguments[0], "", *inline)
+                container += messages
             self.state.nested_parse(self.content, self.content_offset, container)
             return [container]
 
@@ -138,6 +213,7 @@ def to_html(text: str, source_key: str) -> str:
     from docutils.utils import SystemMessage
 
     _register_roles()
+    _register_unknown_directives(text)
     try:
         parts = publish_parts(
             source=text,

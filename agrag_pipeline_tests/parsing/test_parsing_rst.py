@@ -46,6 +46,8 @@ def test_rst_section_titles_are_the_headings_and_markup_is_gone() -> None:
     for markup in ("``", ":func:", ":class:", ".. _", ".. currentmodule", "::\n"):
         assert markup not in text
     assert "if __name__ == '__main__':\n    hello()" in text  # a literal block keeps its lines
+    # Click's own ".. click:example::" directive: its code is kept as a literal block.
+    assert "@click.command()\ndef hello():\n    click.echo('Hello World!')" in text
 
 
 def test_include_directive_never_reads_a_file(
@@ -67,3 +69,17 @@ def test_deeply_nested_rst_is_a_clear_error() -> None:
     source = "".join("  " * i + f"- item {i}\n\n" for i in range(600))
     with pytest.raises(CorruptDocumentError, match=r"^deep\.rst: .*nested too deeply"):
         parse_document(source.encode(), "deep.rst")
+
+
+def test_sphinx_directives_never_read_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "secret.py").write_text("READ-FROM-DISK = 1\n")
+    monkeypatch.chdir(tmp_path)
+    source = (
+        b"Guide\n=====\n\n.. toctree::\n   :maxdepth: 2\n\n   install\n\n"
+        b".. automodule:: secret\n   :members:\n\n.. literalinclude:: secret.py\n\n"
+        b".. versionadded:: 2.0\n   The *guide* exists.\n\nBody text.\n"
+    )
+    parsed = parse_checked(source, str(tmp_path / "guide.rst"))
+    assert parsed.text_layer == "Guide\n\n2.0 The guide exists.\n\nBody text."
