@@ -7,7 +7,8 @@
   allow) is a PDF; a zip holding ``[Content_Types].xml`` is OOXML, told apart by the content
   type of its main part (read from that first member, which Office writes first), else by its
   part names (``word/`` DOCX, ``ppt/`` PPTX, ``xl/`` XLSX); macro-enabled variants (DOCM, PPTM,
-  XLSM) likewise; images (PNG, JPEG, TIFF, WebP, GIF; BMP only behind ``.bmp``, its two-byte
+  XLSM) likewise; an EPUB by its OCF ``mimetype`` first member (or ``META-INF/container.xml``
+  behind ``.epub``); images (PNG, JPEG, TIFF, WebP, GIF; BMP only behind ``.bmp``, its two-byte
   magic being too weak) by their signatures, whatever their extension; any other zip, legacy
   OLE2 Office files and other binary data (NUL bytes) have no parser: ``None``.
 - Text is sniffed for markup where the extension may lie (``.txt``, ``.xml``, ``.csv``, ``.tsv``,
@@ -61,6 +62,11 @@ GIF = "image/gif"
 EML = "message/rfc822"
 OUTLOOK_MSG = "application/vnd.ms-outlook"
 ZIP = "application/zip"
+EPUB = "application/epub+zip"
+RST = "text/x-rst"
+LATEX = "application/x-latex"
+ORG = "text/x-org"
+ASCIIDOC = "text/asciidoc"
 
 #: Extension (lower case, with the dot) -> the media type it claims.
 EXTENSIONS: dict[str, str] = {
@@ -93,6 +99,15 @@ EXTENSIONS: dict[str, str] = {
     ".eml": EML,
     ".msg": OUTLOOK_MSG,
     ".zip": ZIP,
+    ".epub": EPUB,
+    ".rst": RST,
+    ".rest": RST,
+    ".tex": LATEX,
+    ".latex": LATEX,
+    ".org": ORG,
+    ".adoc": ASCIIDOC,
+    ".asciidoc": ASCIIDOC,
+    ".asc": ASCIIDOC,
 }
 _OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
@@ -190,7 +205,11 @@ def _ext_words(ext: str) -> str:
 
 
 def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, str | None]:
+    if head[30:58] == b"mimetypeapplication/epub+zip":
+        return EPUB, None  # an EPUB's first member, stored: its media type (OCF)
     names, content_types = _zip_members(head)
+    if "META-INF/container.xml" in names and claimed == EPUB:
+        return EPUB, None
     main = _main_part_type(content_types) if content_types else None
     if main is not None:
         return main, None
@@ -414,6 +433,7 @@ __all__ = [
     "CSV",
     "DOCM",
     "DOCX",
+    "EPUB",
     "EXTENSIONS",
     "HTML",
     "JATS",

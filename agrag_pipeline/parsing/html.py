@@ -24,10 +24,13 @@ checks the parse's ``budget.Deadline`` every few thousand nodes.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+from lxml import etree
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from agrag_pipeline.models import Document
+from agrag_pipeline.parsing import mathml
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
@@ -105,6 +108,8 @@ _LINE_LIKE = frozenset(
 )
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
+_ENDS_IN_COMMAND = re.compile(r"\\[A-Za-z]+\Z")
+_XML_NAME = re.compile(r"\A[A-Za-z_][\w.-]*\Z")
 
 #: Elements nested deeper than this become siblings of the innermost one (see the module doc).
 MAX_DEPTH = 512
@@ -206,6 +211,13 @@ class _Layer:
         self.pending_break = 0
         self.pending_space = False
         self.last = "\n"
+        #: Element ids (``anchor``) -> where the first text after them starts (EPUB navigation).
+        self.anchors: dict[str, int] = {}
+        self.pending_anchors: list[str] = []
+
+    def anchor(self, element_id: str) -> None:
+        """Remember ``element_id``: it will point at the next text written."""
+        self.pending_anchors.append(element_id)
 
     def block(self, lines: int) -> None:
         self.pending_break = max(self.pending_break, lines)
@@ -227,6 +239,10 @@ class _Layer:
         self.pending_break = 0
         self.pending_space = False
         start = self.pos
+        if self.pending_anchors:
+            for element_id in self.pending_anchors:
+                self.anchors.setdefault(element_id, start)
+            self.pending_anchors.clear()
         self._emit(content)
         return start
 
@@ -257,6 +273,31 @@ def _children(node: LexborNode) -> list[LexborNode]:
     return out
 
 
+def _math_latex(node: LexborNode) -> str:
+    """A ``<math>`` element as linear LaTeX (``mathml``): its Lexbor subtree is copied into an
+    lxml tree first, with an explicit stack (nesting is capped by ``cap_nesting``)."""
+    root = etree.Element(
+        "math", {k: v or "" for k, v in node.attributes.items() if _XML_NAME.match(k)}
+    )
+    stack: list[tuple[LexborNode | None, etree._Element]] = [(node.child, root)]
+    while stack:
+        current, parent = stack.pop()
+        if current is None:
+            continue
+        stack.append((current.next, parent))
+        tag = current.tag
+        if tag == "-text":
+            text = current.text_content or ""
+            if len(parent):
+                parent[-1].tail = (parent[-1].tail or "") + text
+            else:
+                parent.text = (parent.text or "") + text
+        elif tag and not tag.startswith("-") and _XML_NAME.match(tag):
+            attributes = {k: v or "" for k, v in current.attributes.items() if _XML_NAME.match(k)}
+            stack.append((current.child, etree.SubElement(parent, tag, attributes)))
+    return mathml.text(root)
+
+
 def _inline_text(node: LexborNode) -> str:
     """The flowing text of ``node`` on one line (blocks and ``<br>`` become spaces)."""
     pieces: list[str] = []
@@ -271,6 +312,9 @@ def _inline_text(node: LexborNode) -> str:
             pieces.append(current.text_content or "")
             continue
         if tag in _SKIP:
+            continue
+        if tag == "math":
+            pieces.append(f" {_math_latex(current)} ")
             continue
         if tag in _PARAGRAPH_LIKE or tag in _LINE_LIKE or tag in ("td", "th"):
             pieces.append(" ")
@@ -306,8 +350,10 @@ def _list_start(node: LexborNode) -> int:
 
 
 class _Extractor:
-    def __init__(self) -> None:
+    def __init__(self, *, anchors: bool = False) -> None:
         self.layer = _Layer()
+        self.anchors = anchors  # record element ids (``_Layer.anchor``)
+        self.marker_end = -1  # where the last list-item marker ends
         self.headings: list[HeadingMark] = []
         self.tables: list[TableMark] = []
         self.lists: list[list[int]] = []  # per open list: [is ordered, next number]
@@ -350,10 +396,17 @@ class _Extractor:
             return
         if tag is None or tag in _SKIP:
             return
+        if self.anchors and (element_id := node.attributes.get("id")):
+            layer.anchor(element_id)
         if tag == "table":
             self._table(node)
             return
-        if tag in _PARAGRAPH_LIKE:
+        if tag == "math":
+            self._math(node)
+            return
+        if layer.pos == self.marker_end and tag in ("p", "div"):
+            pass  # the first paragraph of a list item stays on its marker's line ("- text")
+        elif tag in _PARAGRAPH_LIKE:
             layer.block(2)
         elif tag in _LINE_LIKE:
             layer.block(1)
@@ -368,6 +421,7 @@ class _Extractor:
                 self.lists[-1][1] += 1
             layer.write(marker.strip())
             layer.pending_space = True
+            self.marker_end = layer.pos
         elif tag == "pre":
             self.pre_depth += 1
         stack.append((node, False, False))
@@ -392,6 +446,24 @@ class _Extractor:
             layer.block(2)
         elif tag in _LINE_LIKE:
             layer.block(1)
+
+    def _math(self, node: LexborNode) -> None:
+        """An equation as linear LaTeX: inline in its sentence, or a line of its own when
+        ``display="block"``."""
+        latex = _math_latex(node)
+        if not latex:
+            return
+        display = (node.attributes.get("display") or "").strip().lower() == "block"
+        layer = self.layer
+        if display:
+            layer.block(1)
+        elif self.pre_depth == 0 and layer.last not in " \n":
+            layer.pending_space = layer.pending_space or latex[0].isalnum()
+        self._written(layer.write(latex) if self.pre_depth else layer.text(latex))
+        if display:
+            layer.block(1)
+        elif _ENDS_IN_COMMAND.search(latex):
+            layer.pending_space = True  # "\\pi r", not "\\pir"
 
     def _table(self, table: LexborNode) -> None:
         layer = self.layer
@@ -425,12 +497,22 @@ class _Extractor:
         )
 
 
-def parse(text: str, document: Document) -> ParsedDocument:
-    """The extracted text layer and sections of decoded HTML ``text``."""
-    deadline = current_deadline(document.source_key)
+@dataclass(frozen=True)
+class Extracted:
+    """The text we extract from one HTML document, with its marks (offsets into ``text``)."""
+
+    text: str
+    headings: list[HeadingMark]
+    tables: list[TableMark]
+    #: Element id -> where the text after it starts (only when asked for: EPUB navigation).
+    anchors: dict[str, int]
+
+
+def extract(text: str, deadline: Deadline, *, anchors: bool = False) -> Extracted:
+    """The text layer and heading/table marks of decoded HTML ``text`` (no sections yet)."""
     tree = LexborHTMLParser(cap_nesting(text))
     deadline.check("the end of HTML tree construction")
-    extractor = _Extractor()
+    extractor = _Extractor(anchors=anchors)
     top = tree.body if tree.body is not None else tree.root
     if top is not None:
         extractor.run(top, deadline)
@@ -441,5 +523,12 @@ def parse(text: str, document: Document) -> ParsedDocument:
         HeadingMark(h.start, h.end, h.level, " ".join(layer[h.start : h.end].split()))
         for h in extractor.headings
     ]
-    sections = build_sections(layer, document, headings, extractor.tables)
+    return Extracted(layer, headings, extractor.tables, extractor.layer.anchors)
+
+
+def parse(text: str, document: Document) -> ParsedDocument:
+    """The extracted text layer and sections of decoded HTML ``text``."""
+    extracted = extract(text, current_deadline(document.source_key))
+    layer = extracted.text
+    sections = build_sections(layer, document, extracted.headings, extracted.tables)
     return ParsedDocument(document=document, text_layer=layer, sections=sections)

@@ -14,8 +14,10 @@ The text layer we write (``textlayer``), in reading order:
   (else it would read as the abstract's last part);
 - each abstract under a level-2 heading (its own title, else "Abstract"); its sections nest;
 - body sections as headings, level 2 at the top of the body and one deeper per nesting (a
-  ``<label>`` such as "2.1" is kept before the title); paragraphs, lists (``- item``), formulas
-  as their text (TeX sources are left out when an alternative exists), quotes;
+  ``<label>`` such as "2.1" is kept before the title); paragraphs, lists (``- item``), quotes;
+- formulas as linear LaTeX, inline in their sentence or (``disp-formula``) a block of their own:
+  the author's ``<tex-math>`` where given (its ``\\documentclass`` wrapper and ``$`` removed),
+  else the MathML converted by ``mathml`` (as DOCX equations are by ``omml``);
 - figures and tables: their label and caption as a paragraph ("Fig 1 Number of …"); a table's
   rows as a table (``<thead>`` rows, or leading rows of ``<th>`` cells, are the header; row and
   column spans repeat the cell); its footnotes as a paragraph after it;
@@ -36,6 +38,7 @@ from collections.abc import Iterator
 from lxml import etree
 
 from agrag_pipeline.models import Document
+from agrag_pipeline.parsing import mathml
 from agrag_pipeline.parsing.archive import hardened_xml_parser
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
@@ -77,6 +80,9 @@ _BLOCKS = frozenset(
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
+#: Formula elements written as linear LaTeX (``_formula``).
+_FORMULAS = frozenset({"math", "tex-math", "alternatives"})
+_ENDS_IN_COMMAND = re.compile(r"\\[A-Za-z]+\Z")
 
 
 def parse_xml(raw: bytes, source_key: str) -> etree._Element:
@@ -119,6 +125,25 @@ def _entity_text(entity: etree._Entity) -> str:
 _SPACED = frozenset({"name", "string-name", "name-alternatives"})
 
 
+def _formula(element: etree._Element) -> str | None:
+    """The LaTeX of a formula element (``<mml:math>``, ``<tex-math>``, or the ``<alternatives>``
+    holding them), else None. The author's TeX wins over MathML where both are given (it is the
+    formula as written); MathML becomes linear LaTeX (``mathml``)."""
+    name = _name(element)
+    if name == "tex-math":
+        return mathml.clean_tex("".join(element.itertext()))
+    if name == "math":
+        return mathml.text(element)
+    if name == "alternatives":
+        forms = [c for c in element if _name(c) in ("tex-math", "math")]
+        tex = [c for c in forms if _name(c) == "tex-math"]
+        for form in tex + [c for c in forms if c not in tex]:
+            latex = _formula(form)
+            if latex:
+                return latex
+    return None
+
+
 def _pieces(element: etree._Element, skip: frozenset[str]) -> Iterator[str]:
     spaced = _name(element) in _SPACED
     if element.text:
@@ -128,6 +153,18 @@ def _pieces(element: etree._Element, skip: frozenset[str]) -> Iterator[str]:
             yield " "
         if isinstance(child, etree._Entity):
             yield _entity_text(child)
+        elif isinstance(child.tag, str) and _name(child) in _FORMULAS:
+            formula = _formula(child)
+            if formula is None:
+                yield from _pieces(child, skip)
+            elif formula:
+                # A trailing command keeps its space ("\\pi r", not "\\pir").
+                yield formula + (" " if _ENDS_IN_COMMAND.search(formula) else "")
+        elif isinstance(child.tag, str) and _name(child) == "disp-formula":
+            # A display formula run into a caption's text is still apart from its words.
+            yield " "
+            yield from _pieces(child, skip)
+            yield " "
         elif isinstance(child.tag, str) and _name(child) not in skip:
             yield from _pieces(child, skip)
         if child.tail:

@@ -1,0 +1,300 @@
+"""LaTeX sources (``.tex``): sections as headings, readable text, mathematics kept as LaTeX.
+
+pylatexenc (MIT) parses the source into nodes and renders text from them; we walk the nodes of
+the document body and write the text layer ourselves (``textlayer``), so every span is exact:
+- ``\\title`` (from the preamble) is the level-1 heading, ``\\author`` a line under it;
+- ``\\part`` … ``\\subparagraph`` (starred or not) are headings, nested by their rank, below
+  the title; the ``abstract`` environment is a heading "Abstract" with its text;
+- everything else is pylatexenc's text rendering with mathematics kept verbatim (``$x^2$``,
+  ``\\begin{equation}…\\end{equation}``): macros become their text (``\\emph{a}`` -> ``a``,
+  accents -> letters), comments go, paragraphs are split at blank lines; list items and table
+  rows keep their own lines; ``\\verb`` keeps its characters.
+``\\input`` and ``\\include`` are never followed: the parser reads no file (an ``\\input``
+loop cannot loop), and only the file given is the document. A source nested past Python's
+recursion limit is an error naming the file; the parse checks the document's time budget
+between top-level nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
+from pylatexenc.latexwalker import (
+    LatexEnvironmentNode,
+    LatexGroupNode,
+    LatexMacroNode,
+    LatexWalker,
+    LatexWalkerError,
+)
+from pylatexenc.latexwalker import get_default_latex_context_db as walker_context_db
+from pylatexenc.macrospec import MacroSpec
+
+from agrag_pipeline.models import Document
+from agrag_pipeline.parsing.budget import current_deadline
+from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
+from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.textlayer import TextLayer
+from agrag_pipeline.parsing.tree import build_sections
+
+MEDIA_TYPE = "application/x-latex"
+
+#: Sectioning commands by rank (the shallowest one used becomes level 2, under the title).
+_SECTIONS = {
+    "part": 0,
+    "chapter": 1,
+    "section": 2,
+    "subsection": 3,
+    "subsubsection": 4,
+    "paragraph": 5,
+    "subparagraph": 6,
+}
+_NOT_IN_HEADINGS = frozenset({"footnote", "thanks", "label", "index"})
+_BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
+_END_DOCUMENT = re.compile(r"\\end\s*\{document\}")
+_VERB = re.compile(r"\\verb\*?([^\sA-Za-z*])(.*?)\1")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_LIST_LINE = re.compile(r"^\s*(?:[*•\-]|\d+[.)])\s")
+_ESCAPES = {
+    "\\": "\\textbackslash{}",
+    "~": "\\textasciitilde{}",
+    "^": "\\textasciicircum{}",
+    **{c: "\\" + c for c in "{}$&#_%"},
+}
+
+
+class _Text(LatexNodes2Text):
+    """pylatexenc's text rendering that never reads an ``\\input`` file."""
+
+    def read_input_file(self, fn: str) -> str:
+        return ""
+
+
+def _renderer(defined: dict[str, str] | None = None) -> _Text:
+    context = _context()
+    if defined:
+        # The document's own argument-free macros (``\\newcommand\\mytitle{…}``) as their text.
+        context.add_context_category(
+            "document",
+            macros=[MacroTextSpec(name, text.replace("%", "%%")) for name, text in defined.items()],
+            prepend=True,
+        )
+    return _Text(latex_context=context, math_mode="verbatim", strict_latex_spaces=False)
+
+
+#: ``\newcommand{\name}{body}``, ``\newcommand\name{body}``, ``\def\name{body}``: no
+#: arguments, a body without nested braces (titles, author names, abbreviations).
+_DEFINITION = re.compile(
+    r"\\(?:re)?newcommand\*?\s*\{?\\([A-Za-z]+)\}?\s*\{([^{}]*)\}|\\def\\([A-Za-z]+)\s*\{([^{}]*)\}"
+)
+
+
+def _definitions(preamble: str) -> dict[str, str]:
+    """The argument-free macros the preamble defines, as their rendered text."""
+    renderer = _renderer()
+    defined: dict[str, str] = {}
+    for match in _DEFINITION.finditer(preamble):
+        name = match.group(1) or match.group(3)
+        body = match.group(2) if match.group(1) else match.group(4)
+        if name and name not in _SECTIONS:
+            try:
+                defined[name] = " ".join(str(renderer.latex_to_text(body)).split())
+            except Exception:  # a body pylatexenc cannot render: keep the macro unknown
+                continue
+    return defined
+
+
+def _context() -> Any:
+    """pylatexenc's default macros (their arguments and text), plus ours."""
+    context = get_default_latex_context_db()  # a fresh database per call: safe to extend
+    context.add_context_category(
+        "agrag",
+        macros=[
+            MacroTextSpec("maketitle", ""),  # the title is written from the preamble
+            MacroTextSpec("input", ""),
+            MacroTextSpec("include", ""),
+            MacroTextSpec("texttt", "%(1)s"),  # pylatexenc drops typewriter text
+            MacroTextSpec("includegraphics", ""),
+            MacroTextSpec("rule", ""),
+            MacroTextSpec("lipsum", ""),
+            MacroTextSpec("cmidrule", ""),
+            MacroTextSpec("multicolumn", "%(3)s"),
+            MacroTextSpec("multirow", "%(3)s"),
+        ],
+        prepend=True,
+    )
+    return context
+
+
+def _verb_as_text(source: str) -> str:
+    """``\\verb+a_b+`` as ``\\texttt{a\\_b}``: pylatexenc drops ``\\verb``'s characters."""
+    return _VERB.sub(
+        lambda m: "\\texttt{" + "".join(_ESCAPES.get(c, c) for c in m.group(2)) + "}", source
+    )
+
+
+def _walker_context() -> Any:
+    """pylatexenc's parsing specs, plus the arguments of macros its text specs expect."""
+    context = walker_context_db()
+    context.add_context_category(
+        "agrag",
+        macros=[
+            MacroSpec("href", "{{"),
+            MacroSpec("input", "{"),
+            MacroSpec("include", "{"),
+            MacroSpec("paragraph", "*[{"),
+            MacroSpec("subparagraph", "*[{"),
+            MacroSpec("rule", "[{{"),
+            MacroSpec("lipsum", "["),
+            MacroSpec("cmidrule", "{"),
+            MacroSpec("multicolumn", "{{{"),
+            MacroSpec("multirow", "{{{"),
+        ],
+        prepend=True,
+    )
+    return context
+
+
+def _nodes(source: str, context: Any) -> list[Any]:
+    walker = LatexWalker(source, latex_context=context, tolerant_parsing=True)
+    nodes, _, _ = walker.get_latex_nodes()
+    return list(nodes or [])
+
+
+def _argument(node: LatexMacroNode) -> Any | None:
+    """The last given argument of a macro (a section's or title's text), or None."""
+    args = node.nodeargd.argnlist if node.nodeargd is not None else []
+    given = [a for a in args if a is not None]
+    return given[-1] if given else None
+
+
+def _preamble_macro(nodes: list[Any], name: str) -> Any | None:
+    for node in nodes:
+        if isinstance(node, LatexMacroNode) and node.macroname == name:
+            return _argument(node)
+        if isinstance(node, (LatexGroupNode, LatexEnvironmentNode)) and node.nodelist:
+            found = _preamble_macro(list(node.nodelist), name)
+            if found is not None:
+                return found
+    return None
+
+
+class _Writer:
+    def __init__(self, renderer: _Text, key: str) -> None:
+        self.layer = TextLayer()
+        self.renderer = renderer
+        self.key = key
+        self.deadline = current_deadline(key)
+        self.pending: list[Any] = []
+        self.top_rank = 2
+
+    def render(self, nodes: list[Any]) -> str:
+        """pylatexenc's text of ``nodes``; a node it cannot render (a macro given fewer
+        arguments than it expects) is kept as its source."""
+        try:
+            return str(self.renderer.nodelist_to_text(nodes))
+        except (IndexError, KeyError, TypeError, AttributeError, ValueError):
+            out = []
+            for node in nodes:
+                try:
+                    out.append(str(self.renderer.nodelist_to_text([node])))
+                except (IndexError, KeyError, TypeError, AttributeError, ValueError):
+                    out.append(str(node.latex_verbatim()))
+            return "".join(out)
+
+    def text_of(self, node: Any) -> str:
+        """A heading's or title's text: footnotes, ``\\thanks`` and labels left out."""
+        if node is None:
+            return ""
+        nodes = node.nodelist if isinstance(node, LatexGroupNode) else [node]
+        kept = [
+            n
+            for n in nodes or []
+            if not (isinstance(n, LatexMacroNode) and n.macroname in _NOT_IN_HEADINGS)
+        ]
+        return " ".join(self.render(kept).split())
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        rendered = self.render(self.pending)
+        self.pending = []
+        for block in _PARAGRAPH_BREAK.split(rendered):
+            lines = [line for line in block.splitlines() if line.strip()]
+            if len(lines) > 1 and (
+                any(_LIST_LINE.match(line) for line in lines) or "    " in block
+            ):
+                self.layer.lines(lines)  # list items and table rows keep their own lines
+            else:
+                self.layer.paragraph(block)
+
+    def walk(self, nodes: list[Any], base_level: int) -> None:
+        for index, node in enumerate(nodes):
+            if not index % 64:
+                self.deadline.check(f"LaTeX node {index:,}")
+            if isinstance(node, LatexMacroNode) and node.macroname in _SECTIONS:
+                self.flush()
+                level = base_level + _SECTIONS[node.macroname] - self.top_rank
+                self.layer.heading(self.text_of(_argument(node)), max(1, min(level, 6)))
+            elif isinstance(node, LatexEnvironmentNode) and node.environmentname == "abstract":
+                self.flush()
+                self.layer.heading("Abstract", base_level)
+                self.pending.extend(node.nodelist or [])
+                self.flush()
+            elif isinstance(node, LatexEnvironmentNode) and node.environmentname == "document":
+                self.walk(list(node.nodelist or []), base_level)
+            else:
+                self.pending.append(node)
+        self.flush()
+
+
+def _section_ranks(nodes: list[Any]) -> list[int]:
+    return [
+        _SECTIONS[n.macroname]
+        for n in nodes
+        if isinstance(n, LatexMacroNode) and n.macroname in _SECTIONS
+    ]
+
+
+def parse(text: str, document: Document) -> ParsedDocument:
+    """The text layer and sections of decoded LaTeX ``text``."""
+    key = document.source_key
+    source = _verb_as_text(text)
+    begin = _BEGIN_DOCUMENT.search(source)
+    preamble, body = (
+        ("", source) if begin is None else (source[: begin.start()], source[begin.end() :])
+    )
+    end = _END_DOCUMENT.search(body)
+    if end is not None:
+        body = body[: end.start()]
+    renderer = _renderer(_definitions(preamble))
+    writer = _Writer(renderer, key)
+    try:
+        context = _walker_context()
+        preamble_nodes = _nodes(preamble, context) if preamble else []
+        nodes = _nodes(body, context)
+        title = writer.text_of(_preamble_macro(preamble_nodes, "title"))
+        author = writer.text_of(_preamble_macro(preamble_nodes, "author"))
+        if not title:  # a \title given in the body instead
+            title = writer.text_of(_preamble_macro(nodes, "title"))
+        if title:
+            writer.layer.heading(title, 1)
+            writer.layer.paragraph(author)
+        ranks = _section_ranks(nodes)
+        writer.top_rank = min(ranks) if ranks else 2
+        writer.walk(nodes, 2 if title else 1)
+    except RecursionError as exc:
+        raise CorruptDocumentError(
+            key, "LaTeX nested too deeply to read (groups or environments)"
+        ) from exc
+    except LatexWalkerError as exc:
+        raise CorruptDocumentError(key, f"not readable LaTeX: {exc}") from exc
+    layer = writer.layer.value()
+    if not layer.strip():
+        raise EmptyDocumentError(key, "the LaTeX source holds no text")
+    sections = build_sections(layer, document, writer.layer.headings, writer.layer.tables)
+    return ParsedDocument(document=document, text_layer=layer, sections=sections)
+
+
+__all__ = ["MEDIA_TYPE", "parse"]

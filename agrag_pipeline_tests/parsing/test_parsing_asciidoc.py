@@ -1,0 +1,56 @@
+"""AsciiDoc: section titles as headings (not inside literal blocks), attribute references and
+link macros read as their text, literal blocks kept; ``include::`` never read; a truncated file
+reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agrag_pipeline.parsing import lightmarkup
+from agrag_pipeline_tests.parsing.parsed_support import parse_checked
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "asciidoc"
+#: The section titles of asciidoctor's mdbasics.adoc, read from its source (lines 2, 18, 34, 99,
+#: 121, 198, 265, 287); "### Header 3" on line 66 sits in a literal block and is no title.
+TITLES = [
+    (1, "Markdown: Basics"),
+    (2, "Getting the Gist of Markdown's Formatting Syntax"),
+    (3, "Paragraphs, Headers, Blockquotes"),
+    (3, "Phrase Emphasis"),
+    (3, "Lists"),
+    (3, "Links"),
+    (3, "Images"),
+    (3, "Code"),
+]
+
+
+def test_asciidoc_titles_are_headings_and_markup_is_gone() -> None:
+    raw = (FIXTURES / "asciidoctor_mdbasics.adoc").read_bytes()
+    parsed = parse_checked(raw, "mdbasics.adoc")
+    assert parsed.document.media_type == lightmarkup.ASCIIDOC_MEDIA_TYPE
+    assert [(s.level, s.heading) for s in parsed.sections if s.heading is not None] == TITLES
+    text = parsed.text_layer
+    # "{s}[syntax page]" with ":s: link:/projects/markdown/syntax" reads as its link text.
+    assert "The syntax page provides complete, detailed documentation for every feature" in text
+    assert "Markdown offers two styles of headers: Setext and atx." in text
+    assert "### Header 3\n> This is a blockquote." in text  # a literal block keeps its lines
+    for markup in ("{s}", "link:", ":src:", "[listing]", "....", "++++", "// converted"):
+        assert markup not in text
+
+
+def test_asciidoc_include_is_never_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "secret.adoc").write_text("== Secret\nREAD-FROM-DISK\n")
+    monkeypatch.chdir(tmp_path)
+    source = b"= Guide\n\ninclude::secret.adoc[]\n\n== Setup\nOwn *text*.\n"
+    parsed = parse_checked(source, str(tmp_path / "guide.adoc"))
+    assert parsed.text_layer == "Guide\n\nSetup\n\nOwn text."
+
+
+def test_truncated_asciidoc_still_reads() -> None:
+    raw = (FIXTURES / "asciidoctor_mdbasics.adoc").read_bytes()
+    cut = raw[: raw.index(b"The quick brown fox")]  # inside a literal block never closed
+    parsed = parse_checked(cut, "cut.adoc")
+    assert [h for _, h in TITLES[:3]] == [s.heading for s in parsed.sections if s.heading]
+    assert parsed.text_layer.endswith("regular paragraph.")

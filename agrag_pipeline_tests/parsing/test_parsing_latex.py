@@ -1,0 +1,82 @@
+"""LaTeX: the title and sectioning commands as headings, readable text without macros,
+mathematics kept as LaTeX; ``\\input`` never read (a loop cannot loop), hostile nesting is a
+clear error."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from agrag_pipeline.parsing import parse_document
+from agrag_pipeline.parsing.errors import CorruptDocumentError
+from agrag_pipeline_tests.parsing.parsed_support import parse_checked
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "latex"
+_SECTIONING = re.compile(
+    r"^\\(title|section|subsection|subsubsection|paragraph)\*?\{(.+)\}\s*$", re.MULTILINE
+)
+
+
+def test_latex_sections_are_headings_and_math_is_kept() -> None:
+    source = (FIXTURES / "arxiv_template.tex").read_text()
+    parsed = parse_checked(source.encode(), "paper/template.tex")
+    headings = [(s.level, s.heading) for s in parsed.sections if s.heading is not None]
+    rank = {"title": 1, "section": 2, "subsection": 3, "subsubsection": 4, "paragraph": 5}
+    expected = [
+        (rank[c], re.sub(r"\\emph\{(.*?)\}", r"\1", t)) for c, t in _SECTIONING.findall(source)
+    ]
+    # The abstract environment is a heading of its own, right after the title.
+    assert headings == [expected[0], (2, "Abstract"), *expected[1:]]
+    text = parsed.text_layer
+    assert "\\begin{equation} \\xi _{ij}(t)=P(x_{t}=i,x_{t+1}=j|y,v,w;\\theta)=" in text
+    assert "Size ($\\mu$m)" in text and "up to $10^6$" in text
+    assert "Citations use natbib. The documentation may be found at" in text  # \verb+natbib+
+    assert "* Lorem ipsum dolor sit amet\n\n* consectetur adipiscing elit." in text
+    assert "David S. Hippocampus" in text  # the author line under the title
+    for macro in ("\\section", "\\emph", "\\label", "\\caption", "\\usepackage", "%%"):
+        assert macro not in text
+
+
+def test_input_is_never_read_so_a_loop_cannot_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "loop.tex").write_text("\\input{loop}\nREAD-FROM-DISK\n")
+    (tmp_path / "chapter.tex").write_text("CHAPTER-FROM-DISK\n")
+    monkeypatch.chdir(tmp_path)
+    source = (
+        b"\\documentclass{article}\\begin{document}\\section{Loop}\n"
+        b"Before \\input{loop} and \\include{chapter} after.\n\\end{document}\n"
+    )
+    parsed = parse_checked(source, str(tmp_path / "main.tex"))
+    assert "READ-FROM-DISK" not in parsed.text_layer
+    assert "CHAPTER-FROM-DISK" not in parsed.text_layer
+    assert parsed.text_layer == "Loop\n\nBefore and after."
+
+
+def test_deeply_nested_latex_is_a_clear_error() -> None:
+    source = b"\\begin{document}" + b"{" * 5000 + b"x" + b"}" * 5000 + b"\\end{document}"
+    with pytest.raises(CorruptDocumentError, match=r"^deep\.tex: .*nested too deeply"):
+        parse_document(source, "deep.tex")
+
+
+def test_a_real_paper_reads_with_its_title_sections_and_equations() -> None:
+    # Schlömer, "Algorithmic improvements for the CIECAM02 and CAM16 color appearance models"
+    # (arXiv:1802.06067, CC-BY 4.0): the title is a \newcommand of the preamble with a footnote.
+    source = (FIXTURES / "note_on_cam16.tex").read_text()
+    parsed = parse_checked(source.encode(), "cam16/main.tex")
+    headings = [s.heading for s in parsed.sections if s.heading is not None]
+    sectioning = re.findall(
+        r"^\\(?:sub)?section\{([^\\}]+)", source, re.MULTILINE
+    )  # "Full model\label{…}" ends at the backslash
+    assert headings[0] == (
+        "Algorithmic improvements for the CIECAM02 and CAM16 color appearance models"
+    )
+    assert [h for h in headings if h in sectioning] == sectioning  # every section, in order
+    assert len(headings) == len(sectioning) + 3  # + the title, "Abstract" and one \paragraph
+    text = parsed.text_layer
+    assert "Nico Schlömer" in text.split("\n\n")[1]
+    assert "If $R_c$ is negative, then" in text
+    assert "\\[ R_a = 400 \\frac{\\left(\\frac{F_L R_c}{100}\\right)^{0.42}}" in text
+    assert "\\input" not in text and "\\section" not in text
