@@ -10,5 +10,6 @@ SNAPSHOT_VERSION = "1"
 #: 4: PDF ligatures keep every letter, tight lines of two sizes apart, dates not headers, images
 #: without a resolution tag read at the size of a paper page; 5: every parse scored for reading
 #: quality, PDF text in Unicode codes without a map kept, OCR in the page's own language;
-#: 6: spreadsheet tables kept whole across blank spacer rows and columns, 3-D charts read.
+#: 6: spreadsheet tables kept whole across blank spacer rows and columns, 3-D charts read,
+#: Arabic tatweel strokes dropped from PDF text.
 PARSE_VERSION = "6"

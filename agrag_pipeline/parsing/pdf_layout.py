@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import dataclasses
 import itertools
 import math
 import re
@@ -478,11 +479,30 @@ def _logical(chars: list[Char]) -> list[Char]:
     return out
 
 
+#: Arabic tatweel (kashida): a stroke that lengthens a word (to justify a line or a title),
+#: no letter of it; left in the text, "الإعــــلان" is not the word "الإعلان" to a search.
+TATWEEL = "\u0640"
+
+
 def _text(chars: list[Char]) -> str:
-    """The words of a run of characters, separated where the page separates them."""
+    """The words of a run of characters, separated where the page separates them.
+
+    A tatweel stroke is dropped but counts as part of the letter it lengthens: the gap to the
+    next letter is measured from the stroke's end, and a space after it is kept."""
     parts: list[str] = []
     previous: Char | None = None
     for c in chars:
+        if TATWEEL in c.text:
+            if not c.text.strip(TATWEEL):  # a stroke alone: fold it into the letter before
+                if previous is not None:
+                    previous = dataclasses.replace(
+                        previous,
+                        x0=min(previous.x0, c.x0),
+                        x1=max(previous.x1, c.x1),
+                        space=previous.space or c.space,
+                    )
+                continue
+            c = dataclasses.replace(c, text=c.text.replace(TATWEEL, ""))
         if previous is not None:
             gap = max(c.x0 - previous.x1, previous.x0 - c.x1)
             small, large = sorted((c.size, previous.size))
