@@ -41,6 +41,8 @@ import pypdfium2.raw as pdfium_c
 WORD_GAP = 0.18
 #: A gap wider than this (in font sizes) splits a row into segments (columns, table cells).
 SEGMENT_GAP = 0.75
+#: Steps downwards (one character below the one before) that make a page vertical writing.
+_MIN_VERTICAL_STEPS = 6
 #: A superscript's baseline is raised at most this much above its row's (in font sizes) …
 MARK_RAISE = 0.6
 #: … a subscript's lowered at most this much below it.
@@ -323,9 +325,47 @@ def read_chars(
         chars.append(char)
         if flagged:
             codes.add(obj, char)
+    _turn_vertical_writing(chars, shown_w, shown_h)
     chars = codes.settle(chars, out)
     out.chars = len(chars)
     return chars
+
+
+def _turn_vertical_writing(chars: list[Char], width: float, height: float) -> None:
+    """Set vertical writing (Japanese or Chinese columns, top to bottom, right to left) into the
+    frame of text that runs top to bottom, as turned text: a column reads as a line, columns
+    from right to left as lines from top to bottom.
+
+    PDFium gives vertical glyphs upright (angle 0) and no writing mode, but in its order (the
+    content's) each character of a column lies below the one before, where horizontal text has
+    it beside. A page whose upright characters mostly follow each other downwards is written
+    vertically; the characters in those steps are turned (a lone character stays upright)."""
+    upright = [c for c in chars if c.index >= 0]
+    down: list[tuple[Char, Char]] = []
+    beside = 0
+    for a, b in itertools.pairwise(upright):
+        width_a, width_b = max(a.x1 - a.x0, 0.1), max(b.x1 - b.x0, 0.1)
+        x_overlap = min(a.x1, b.x1) - max(a.x0, b.x0)
+        y_overlap = min(a.bottom, b.bottom) - max(a.top, b.top)
+        below = b.top - a.bottom  # b's top under a's bottom (a little overlap allowed)
+        if y_overlap >= 0.5 * min(a.bottom - a.top, b.bottom - b.top):
+            beside += 1
+        elif x_overlap >= 0.5 * min(width_a, width_b) and -0.3 * a.size <= below < 2 * max(
+            a.size, b.size
+        ):
+            down.append((a, b))
+    if len(down) < _MIN_VERTICAL_STEPS or len(down) < 2 * beside:
+        return
+    turned = {id(c): c for pair in down for c in pair}
+    for c in turned.values():
+        (ax, ay), (bx, by) = (
+            _turn(3, width, height, c.x0, c.top),
+            _turn(3, width, height, c.x1, c.bottom),
+        )
+        c.x0, c.x1, c.top, c.bottom = min(ax, bx), max(ax, bx), min(ay, by), max(ay, by)
+        c.size = max(c.bottom - c.top, 0.1)
+        c.baseline = c.bottom  # the column's edge: the same for every glyph of it
+        c.index = -4  # turned text, as text running top to bottom (quarter 3)
 
 
 # -- rows, segments, words --------------------------------------------------------------------
