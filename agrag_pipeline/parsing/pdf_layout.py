@@ -41,6 +41,9 @@ import pypdfium2.raw as pdfium_c
 WORD_GAP = 0.18
 #: A gap wider than this (in font sizes) splits a row into segments (columns, table cells).
 SEGMENT_GAP = 0.75
+#: Arabic tatweel (kashida): a stroke that lengthens a word (to justify a line or a title),
+#: no letter of it; left in the text, "الإعــــلان" is not the word "الإعلان" to a search.
+TATWEEL = "\u0640"
 #: Steps downwards (one character below the one before) that make a page vertical writing.
 _MIN_VERTICAL_STEPS = 6
 #: A superscript's baseline is raised at most this much above its row's (in font sizes) …
@@ -288,6 +291,13 @@ def read_chars(
             continue  # format marks (bidi controls): order is ours to give
         if not get_box(tp, i, rect_ref):
             continue
+        if (
+            category[0] in "PS"
+            and chars
+            and _arabic_letter(chars[-1].text[-1])
+            and _baseline_stroke(tp, i, rect)
+        ):
+            ch = TATWEEL  # a kashida glyph without a Unicode map (LibreOffice's reads as "!")
         # One glyph mapped to several characters (a ligature) gives them one text object, one
         # origin and one box, at consecutive indices; an overprinted copy is drawn apart.
         address = ctypes.cast(obj, ctypes.c_void_p).value or 0
@@ -329,6 +339,29 @@ def read_chars(
     chars = codes.settle(chars, out)
     out.chars = len(chars)
     return chars
+
+
+def _arabic_letter(ch: str) -> bool:
+    return "\u0620" <= ch <= "\u06ff" and unicodedata.category(ch) == "Lo"
+
+
+def _baseline_stroke(tp: Any, index: int, loose: Any) -> bool:
+    """The glyph is a flat stroke lying on the baseline, as a kashida is (a hyphen sits above
+    it, an underscore below, a dot is as tall as it is wide)."""
+    x0, x1, y0, y1 = (ctypes.c_double() for _ in range(4))
+    refs = (ctypes.byref(x0), ctypes.byref(x1), ctypes.byref(y0), ctypes.byref(y1))
+    if not pdfium_c.FPDFText_GetCharBox(tp, index, *refs):
+        return False
+    origin_x, origin_y = ctypes.c_double(), ctypes.c_double()
+    pdfium_c.FPDFText_GetCharOrigin(tp, index, ctypes.byref(origin_x), ctypes.byref(origin_y))
+    em = abs(loose.top - loose.bottom)
+    height, width = y1.value - y0.value, x1.value - x0.value
+    return (
+        em > 0
+        and 0 <= height < 0.15 * em
+        and width > 2 * height
+        and abs(y0.value - origin_y.value) < 0.05 * em
+    )
 
 
 def _turn_vertical_writing(chars: list[Char], width: float, height: float) -> None:
@@ -517,11 +550,6 @@ def _logical(chars: list[Char]) -> list[Char]:
             group = group[::-1]
         out.extend(group)
     return out
-
-
-#: Arabic tatweel (kashida): a stroke that lengthens a word (to justify a line or a title),
-#: no letter of it; left in the text, "الإعــــلان" is not the word "الإعلان" to a search.
-TATWEEL = "\u0640"
 
 
 def _text(chars: list[Char]) -> str:

@@ -3,7 +3,9 @@ strokes, and Japanese written vertically.
 
 Fixtures (``fixtures/README.md``): ``arabic_tatweel.pdf`` is LibreOffice's PDF export of
 ``arabic_tatweel.html`` (the Universal Declaration of Human Rights' Arabic title and first
-article, lengthened with tatweel as Arabic titles are typeset, and a Hijri year "1368هـ");
+article, lengthened with tatweel as Arabic titles are typeset, and a Hijri year "1368هـ"), and a
+justified second article; ``arabic_justified.pdf`` the same export of ``arabic_justified.html``,
+the first two articles justified with no tatweel typed;
 ``vertical_ja.pdf`` is LibreOffice's PDF export of ``vertical_ja.fodt``, a page set in vertical
 writing (``style:writing-mode="tb-rl"``, Noto Serif CJK JP): the opening of Natsume Soseki's
 "I Am a Cat" (1905, in the public domain).
@@ -29,14 +31,28 @@ def test_arabic_tatweel_strokes_are_dropped_and_keep_the_spaces_between_words() 
     parsed = parse_checked((FIXTURES / "arabic_tatweel.pdf").read_bytes(), "udhr_ar.pdf")
     text = parsed.text_layer
     assert TATWEEL not in text
-    words = text.split()
+    words = [w.strip("،.:") for w in text.split()]
     # The lengthened title reads as its words, as a search for them finds them.
     assert words[:4] == ["الإعلان", "العالمي", "لحقوق", "الإنسان"]
     for word in ("المادة", "يولد", "جميع", "الناس", "متساوين", "في", "الكرامة", "والحقوق"):
         assert word in words, word
     # A stroke that ends a word ("1368هـ", the Hijri year) leaves the space after it.
     assert "ه بقرار" in text
+    # Article 2, justified: LibreOffice lengthens words with kashida (U+0640) to fill lines.
+    for word in ("والحريات", "الواردة", "هذا", "تمييز", "الدين", "السياسي", "الأصل", "الوطني"):
+        assert word in words, word
     assert parsed.document.metadata.get("language") == "ar"
+
+
+def test_kashida_glyphs_without_a_unicode_map_are_not_read_as_exclamation_marks() -> None:
+    # Justified Arabic with no tatweel typed anywhere: LibreOffice's kashida glyph has no
+    # ToUnicode entry and PDFium reads its code as "!" ("يعام!ل" for "يعامل").
+    parsed = parse_checked((FIXTURES / "arabic_justified.pdf").read_bytes(), "udhr_ar.pdf")
+    text = parsed.text_layer
+    assert "!" not in text and TATWEEL not in text
+    words = [w.strip("،.:") for w in text.split()]
+    for word in ("يعامل", "بعضهم", "والحريات", "الواردة", "هذا", "تمييز", "بسبب", "العنصر"):
+        assert word in words, word
 
 
 def test_vertical_japanese_reads_down_each_column_and_columns_right_to_left() -> None:
