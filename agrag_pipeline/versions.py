@@ -11,5 +11,7 @@ SNAPSHOT_VERSION = "1"
 #: without a resolution tag read at the size of a paper page; 5: every parse scored for reading
 #: quality, PDF text in Unicode codes without a map kept, OCR in the page's own language; 6: MathML
 #: in JATS and HTML (and JATS ``tex-math``) written as linear LaTeX, an HTML list item's first
-#: paragraph on its marker's line.
+#: paragraph on its marker's line, spreadsheet tables kept whole across blank spacer rows and
+#: columns, 3-D charts read, Arabic tatweel strokes dropped from PDF text, vertical Japanese read
+#: down its columns.
 PARSE_VERSION = "6"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import dataclasses
 import itertools
 import math
 import re
@@ -40,6 +41,11 @@ import pypdfium2.raw as pdfium_c
 WORD_GAP = 0.18
 #: A gap wider than this (in font sizes) splits a row into segments (columns, table cells).
 SEGMENT_GAP = 0.75
+#: Arabic tatweel (kashida): a stroke that lengthens a word (to justify a line or a title),
+#: no letter of it; left in the text, "الإعــــلان" is not the word "الإعلان" to a search.
+TATWEEL = "\u0640"
+#: Steps downwards (one character below the one before) that make a page vertical writing.
+_MIN_VERTICAL_STEPS = 6
 #: A superscript's baseline is raised at most this much above its row's (in font sizes) …
 MARK_RAISE = 0.6
 #: … a subscript's lowered at most this much below it.
@@ -285,6 +291,13 @@ def read_chars(
             continue  # format marks (bidi controls): order is ours to give
         if not get_box(tp, i, rect_ref):
             continue
+        if (
+            category[0] in "PS"
+            and chars
+            and _arabic_letter(chars[-1].text[-1])
+            and _baseline_stroke(tp, i, rect)
+        ):
+            ch = TATWEEL  # a kashida glyph without a Unicode map (LibreOffice's reads as "!")
         # One glyph mapped to several characters (a ligature) gives them one text object, one
         # origin and one box, at consecutive indices; an overprinted copy is drawn apart.
         address = ctypes.cast(obj, ctypes.c_void_p).value or 0
@@ -322,9 +335,70 @@ def read_chars(
         chars.append(char)
         if flagged:
             codes.add(obj, char)
+    _turn_vertical_writing(chars, shown_w, shown_h)
     chars = codes.settle(chars, out)
     out.chars = len(chars)
     return chars
+
+
+def _arabic_letter(ch: str) -> bool:
+    return "\u0620" <= ch <= "\u06ff" and unicodedata.category(ch) == "Lo"
+
+
+def _baseline_stroke(tp: Any, index: int, loose: Any) -> bool:
+    """The glyph is a flat stroke lying on the baseline, as a kashida is (a hyphen sits above
+    it, an underscore below, a dot is as tall as it is wide)."""
+    x0, x1, y0, y1 = (ctypes.c_double() for _ in range(4))
+    refs = (ctypes.byref(x0), ctypes.byref(x1), ctypes.byref(y0), ctypes.byref(y1))
+    if not pdfium_c.FPDFText_GetCharBox(tp, index, *refs):
+        return False
+    origin_x, origin_y = ctypes.c_double(), ctypes.c_double()
+    pdfium_c.FPDFText_GetCharOrigin(tp, index, ctypes.byref(origin_x), ctypes.byref(origin_y))
+    em = abs(loose.top - loose.bottom)
+    height, width = y1.value - y0.value, x1.value - x0.value
+    return (
+        em > 0
+        and 0 <= height < 0.15 * em
+        and width > 2 * height
+        and abs(y0.value - origin_y.value) < 0.05 * em
+    )
+
+
+def _turn_vertical_writing(chars: list[Char], width: float, height: float) -> None:
+    """Set vertical writing (Japanese or Chinese columns, top to bottom, right to left) into the
+    frame of text that runs top to bottom, as turned text: a column reads as a line, columns
+    from right to left as lines from top to bottom.
+
+    PDFium gives vertical glyphs upright (angle 0) and no writing mode, but in its order (the
+    content's) each character of a column lies below the one before, where horizontal text has
+    it beside. A page whose upright characters mostly follow each other downwards is written
+    vertically; the characters in those steps are turned (a lone character stays upright)."""
+    upright = [c for c in chars if c.index >= 0]
+    down: list[tuple[Char, Char]] = []
+    beside = 0
+    for a, b in itertools.pairwise(upright):
+        width_a, width_b = max(a.x1 - a.x0, 0.1), max(b.x1 - b.x0, 0.1)
+        x_overlap = min(a.x1, b.x1) - max(a.x0, b.x0)
+        y_overlap = min(a.bottom, b.bottom) - max(a.top, b.top)
+        below = b.top - a.bottom  # b's top under a's bottom (a little overlap allowed)
+        if y_overlap >= 0.5 * min(a.bottom - a.top, b.bottom - b.top):
+            beside += 1
+        elif x_overlap >= 0.5 * min(width_a, width_b) and -0.3 * a.size <= below < 2 * max(
+            a.size, b.size
+        ):
+            down.append((a, b))
+    if len(down) < _MIN_VERTICAL_STEPS or len(down) < 2 * beside:
+        return
+    turned = {id(c): c for pair in down for c in pair}
+    for c in turned.values():
+        (ax, ay), (bx, by) = (
+            _turn(3, width, height, c.x0, c.top),
+            _turn(3, width, height, c.x1, c.bottom),
+        )
+        c.x0, c.x1, c.top, c.bottom = min(ax, bx), max(ax, bx), min(ay, by), max(ay, by)
+        c.size = max(c.bottom - c.top, 0.1)
+        c.baseline = c.bottom  # the column's edge: the same for every glyph of it
+        c.index = -4  # turned text, as text running top to bottom (quarter 3)
 
 
 # -- rows, segments, words --------------------------------------------------------------------
@@ -479,10 +553,24 @@ def _logical(chars: list[Char]) -> list[Char]:
 
 
 def _text(chars: list[Char]) -> str:
-    """The words of a run of characters, separated where the page separates them."""
+    """The words of a run of characters, separated where the page separates them.
+
+    A tatweel stroke is dropped but counts as part of the letter it lengthens: the gap to the
+    next letter is measured from the stroke's end, and a space after it is kept."""
     parts: list[str] = []
     previous: Char | None = None
     for c in chars:
+        if TATWEEL in c.text:
+            if not c.text.strip(TATWEEL):  # a stroke alone: fold it into the letter before
+                if previous is not None:
+                    previous = dataclasses.replace(
+                        previous,
+                        x0=min(previous.x0, c.x0),
+                        x1=max(previous.x1, c.x1),
+                        space=previous.space or c.space,
+                    )
+                continue
+            c = dataclasses.replace(c, text=c.text.replace(TATWEEL, ""))
         if previous is not None:
             gap = max(c.x0 - previous.x1, previous.x0 - c.x1)
             small, large = sorted((c.size, previous.size))

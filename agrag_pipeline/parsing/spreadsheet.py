@@ -16,6 +16,10 @@ The text layer, per sheet in workbook order (empty sheets are left out):
   table), its empty rows and columns dropped, written as pipe rows (``textlayer``) in reading
   order (top, then left). The used range is never trusted: only cells that hold a value count, so
   an "inflated" sheet whose dimension says a million rows costs what its filled cells cost;
+- a table that blank spacer rows or columns cut apart is joined back (``join_spacer_split``):
+  an island of bare figures joins the island at its left whose rows it lies in (its row
+  labels), and a table whose first row holds figures takes the islands of labels just above it
+  as header rows, so no number loses its row and column labels;
 - a merged range repeats its value in every cell it covers (inside the filled area), so each row
   reads on its own; a table's top rows that hold a single value (a label over the table) are a
   text line before it, and an island of one cell is a text line, not a table;
@@ -66,6 +70,13 @@ MAX_SHEET_XML_BYTES = 128 * 1024 * 1024
 MAX_CELLS = 3_000_000
 #: Island boxes are merged only below this many islands (pairwise; beyond, kept apart).
 _MAX_ISLANDS_TO_MERGE = 500
+#: Blank spacer columns / rows a table's pieces may lie apart and still be one table.
+_MAX_SPACER_COLUMNS = 2
+_MAX_SPACER_ROWS = 2
+#: Labels over a table's figures are at most this many rows tall (more: a table of its own).
+_MAX_HEADER_ROWS = 3
+#: A number (with thousands separators, sign, brackets, percent) or a dash standing for none.
+_FIGURE = re.compile(r"[-+\u2212(]?(\d[\d,. ']*|\.\d+)([eE][-+]?\d+)?\)?%?|[-\u2013\u2014]+")
 
 _ROOT_START = re.compile(rb"<\x00?[A-Za-z_]")
 _CELL_REF = re.compile(r"\$?([A-Za-z]{1,3})\$?(\d+)")
@@ -481,24 +492,122 @@ def islands(grid: Grid) -> list[tuple[Box, list[Run]]]:
         ]
         found.append((box, members))
     if len(found) <= _MAX_ISLANDS_TO_MERGE:
-        merged = True
-        while merged:  # passes until no two boxes overlap
-            merged = False
-            kept: list[tuple[list[int], list[Run]]] = []
-            for box, members in sorted(found, key=lambda f: (f[0][0], f[0][1])):
-                for other in kept:
-                    o = other[0]
-                    if box[0] <= o[2] and o[0] <= box[2] and box[1] <= o[3] and o[1] <= box[3]:
-                        o[0], o[1] = min(o[0], box[0]), min(o[1], box[1])
-                        o[2], o[3] = max(o[2], box[2]), max(o[3], box[3])
-                        other[1].extend(members)
-                        merged = True
-                        break
-                else:
-                    kept.append((box, members))
-            found = kept
+        found = _merge_overlapping(found)
     ordered = sorted(found, key=lambda f: (f[0][0], f[0][1]))
     return [((b[0], b[1], b[2], b[3]), members) for b, members in ordered]
+
+
+def _merge_overlapping(
+    found: list[tuple[list[int], list[Run]]],
+) -> list[tuple[list[int], list[Run]]]:
+    """Islands whose boxes overlap made one (passes until no two boxes overlap)."""
+    merged = True
+    while merged:
+        merged = False
+        kept: list[tuple[list[int], list[Run]]] = []
+        for box, members in sorted(found, key=lambda f: (f[0][0], f[0][1])):
+            for other in kept:
+                o = other[0]
+                if box[0] <= o[2] and o[0] <= box[2] and box[1] <= o[3] and o[1] <= box[3]:
+                    o[0], o[1] = min(o[0], box[0]), min(o[1], box[1])
+                    o[2], o[3] = max(o[2], box[2]), max(o[3], box[3])
+                    other[1].extend(members)
+                    merged = True
+                    break
+            else:
+                kept.append((box, members))
+        found = kept
+    return found
+
+
+@dataclass(eq=False)
+class _Table:
+    """Filled cells written as one table: its box (top, left, bottom, right), its runs, and
+    where its figures start (rows above ``body_top`` are header rows joined from label
+    islands; None: no labels were joined, the header is guessed from the first row)."""
+
+    box: list[int]
+    members: list[Run]
+    body_top: int | None = None
+
+
+def _is_figure(text: str) -> bool:
+    return bool(_FIGURE.fullmatch(text.strip()))
+
+
+def join_spacer_split(grid: Grid) -> list[_Table]:
+    """The tables of ``grid`` in reading order: its islands, with a table that blank spacer
+    rows or columns cut into pieces joined back (see the module docstring).
+
+    Why: reports space their columns and rows apart with empty cells (a half-year segment
+    table: labels, a blank column, figures, a blank column, more figures; headers a blank row
+    above), and 4-connected islands alone cut them into tables of bare numbers."""
+    found = [_Table([*box], members) for box, members in islands(grid)]
+    if len(found) > _MAX_ISLANDS_TO_MERGE:
+        return found
+
+    def values(table: _Table, row: int | None = None) -> list[str]:
+        return [
+            grid[(r, c)]
+            for r, c0, c1 in table.members
+            if row is None or r == row
+            for c in range(c0, c1 + 1)
+        ]
+
+    def absorb(into: _Table, other: _Table) -> None:
+        box, o = into.box, other.box
+        box[0], box[1] = min(box[0], o[0]), min(box[1], o[1])
+        box[2], box[3] = max(box[2], o[2]), max(box[3], o[3])
+        into.members.extend(other.members)
+        found.remove(other)
+
+    # Row labels: an island of bare figures joins the nearest island at its left (across at
+    # most ``_MAX_SPACER_COLUMNS`` blank columns) when its rows lie within that island's rows.
+    joined = True
+    while joined:
+        joined = False
+        for piece in sorted(found, key=lambda t: t.box[1]):
+            if not all(_is_figure(v) for v in values(piece)):
+                continue
+            top, left, bottom, _ = piece.box
+            beside = [
+                t for t in found if t.box[3] < left and t.box[0] <= bottom and top <= t.box[2]
+            ]
+            if not beside:
+                continue
+            nearest = max(beside, key=lambda t: t.box[3])
+            box = nearest.box
+            if box[0] <= top and bottom <= box[2] and left - box[3] - 1 <= _MAX_SPACER_COLUMNS:
+                absorb(nearest, piece)
+                joined = True
+                break
+    # Column labels: a table whose own first row holds figures (no header of its own) takes
+    # the islands of labels just above it, within its columns, at most ``_MAX_SPACER_ROWS``
+    # blank rows up, as header rows.
+    for table in sorted(found, key=lambda t: t.box[0]):
+        if table not in found:
+            continue
+        top, left, _, right = table.box
+        if not any(_is_figure(v) for v in values(table, top)):
+            continue
+        labels = [
+            t
+            for t in found
+            if t is not table
+            and left <= t.box[1]
+            and t.box[3] <= right
+            and 0 <= top - t.box[2] - 1 <= _MAX_SPACER_ROWS
+            and t.box[2] - t.box[0] < _MAX_HEADER_ROWS
+            and not any(_is_figure(v) for v in values(t))
+        ]
+        if labels:
+            table.body_top = top
+            for label in labels:
+                absorb(table, label)
+    body_tops = {id(t.members): t.body_top for t in found}
+    merged = _merge_overlapping([(t.box, t.members) for t in found])
+    tables = [_Table(box, members, body_tops.get(id(members))) for box, members in merged]
+    return sorted(tables, key=lambda t: (t.box[0], t.box[1]))
 
 
 def _box_rows(grid: Grid, members: list[Run], key: str) -> list[list[str]]:
@@ -510,9 +619,12 @@ def _box_rows(grid: Grid, members: list[Run], key: str) -> list[list[str]]:
 
 
 def _write_cells(layer: TextLayer, grid: Grid, deadline: Deadline, name: str, key: str) -> None:
-    for box, members in islands(grid):
-        deadline.check(f"sheet {name!r} table at row {box[0]:,}")
-        rows = _box_rows(grid, members, key)
+    for table in join_spacer_split(grid):
+        deadline.check(f"sheet {name!r} table at row {table.box[0]:,}")
+        rows = _box_rows(grid, table.members, key)
+        header_rows = None
+        if table.body_top is not None:  # label islands joined over its figures
+            header_rows = len({r for r, _, _ in table.members if r < table.body_top})
         # Label rows: a top row holding one value (repeated by a merge or alone) over a
         # wider table is a title line, not the header.
         while len(rows) > 1 and len(rows[0]) > 1 and len({v for v in rows[0] if v}) == 1:
@@ -520,10 +632,14 @@ def _write_cells(layer: TextLayer, grid: Grid, deadline: Deadline, name: str, ke
             rows = rows[1:]
             used = [i for i in range(len(rows[0])) if any(row[i] for row in rows)]
             rows = [[row[i] for i in used] for row in rows]
-        if len(rows) == 1 and len(rows[0]) == 1:
-            layer.paragraph(rows[0][0])
+            if header_rows:
+                header_rows -= 1
+        if len(rows) == 1 and len({v for v in rows[0] if v}) == 1:
+            layer.paragraph(next(v for v in rows[0] if v))  # one value, alone or merged
             continue
-        layer.table(rows, header_rows=1 if has_header(rows) else 0)
+        if header_rows is None:
+            header_rows = 1 if has_header(rows) else 0
+        layer.table(rows, header_rows=header_rows)
 
 
 # --- charts ----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from pptx.enum.shapes import MSO_SHAPE
 from pptx.util import Inches
 
 from agrag_pipeline.parsing import ParsedDocument, parse_document, powerpoint
+from agrag_pipeline.parsing.charts import read_chart
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
@@ -455,3 +456,34 @@ def test_zip_that_is_no_presentation_is_a_corrupt_document_error() -> None:
         archive.writestr("[Content_Types].xml", "<Types/>")
     with pytest.raises(CorruptDocumentError, match=r"^fake\.pptx: not a readable PowerPoint"):
         parse_document(out.getvalue(), "fake.pptx")
+
+
+def test_3d_bar_chart_on_a_real_slide_is_read_as_its_data() -> None:
+    # A real deck's slide (AASCU, from Apache POI's test data) with a clustered 3-D column
+    # chart (``c:bar3DChart``), which python-pptx refuses as an "unsupported plot type".
+    raw = (Path(__file__).resolve().parents[1] / "fixtures" / "bar3d_chart.pptx").read_bytes()
+    parsed = _parse(raw)
+    assert parsed.warnings == []
+    table = next(t for t in parsed.sections if t.kind == "table")
+    rows = _rows(parsed, table)
+    assert rows[0] == ["", "Series 1"]  # an unnamed series is named by its place
+    assert rows[1] == ["100 years and over", "79.6264"]
+    assert rows[-1] == ["Under 5 years", "51.7189"]
+    assert len(rows) == 22  # the header and 21 age groups
+    # Word reads its charts through the same reader: the chart part alone gives the same rows.
+    with zipfile.ZipFile(io.BytesIO(raw)) as package:
+        blob = package.read("ppt/charts/chart1.xml")
+    _, chart_rows = read_chart(blob, "deck.pptx", "ppt/charts/chart1.xml")
+    assert chart_rows[1:] == rows[1:]
+
+
+@pytest.mark.parametrize("kind", ["line3DChart", "pie3DChart", "area3DChart", "surface3DChart"])
+def test_every_3d_chart_kind_gives_its_data(kind: str) -> None:
+    # The same real chart part with its plot retagged as each other 3-D kind (their series are
+    # the same ``c:ser`` elements; only the plot element's name and styling differ).
+    raw = (Path(__file__).resolve().parents[1] / "fixtures" / "bar3d_chart.pptx").read_bytes()
+    with zipfile.ZipFile(io.BytesIO(raw)) as package:
+        blob = package.read("ppt/charts/chart1.xml").replace(b"bar3DChart", kind.encode())
+    _, rows = read_chart(blob, "deck.pptx", "ppt/charts/chart1.xml")
+    assert rows[1] == ["100 years and over", "79.6264"]
+    assert len(rows) == 22

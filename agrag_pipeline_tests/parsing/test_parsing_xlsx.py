@@ -298,3 +298,45 @@ def test_a_200_mb_sheet_is_refused_from_its_declared_size_before_reading() -> No
     with pytest.raises(DocumentTooLargeError, match=r"huge\.xlsx: 209,715,200 bytes of sheet XML"):
         parse_document(bytes(raw), "huge.xlsx")
     assert time.perf_counter() - started < 2
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _row_cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split(" | ")]
+
+
+def test_spacer_rows_and_columns_keep_every_number_with_its_row_and_column_labels() -> None:
+    # A real half-year segment report (Unstructured's example docs, Apache-2.0): labels in
+    # column A, figures in B:D, F:H and J with blank spacer columns E and I between them, the
+    # column headers a blank row above the figures, a period label over them.
+    parsed = _parse((FIXTURES / "half_year_segments.xlsx").read_bytes(), "segments.xlsx")
+    first = [t for t in _tables(parsed) if t.heading_path == ["OS-Rev.and results 30 06 2023"]]
+    assert len(first) == 2  # 2023 and 2022: two tables, not eight islands of bare numbers
+    for table, period in zip(first, ("January–June 2023", "January–June 2022"), strict=True):
+        assert table.table_header is not None
+        header_text = parsed.text_layer[table.table_header.start : table.table_header.end]
+        header = [_row_cells(line) for line in header_text.split("\n")[:2]]
+        assert header[0][0] == "In millions of CHF" and header[0][-1] == period
+        assert header[1][1:4] == [
+            "Sales (a)",
+            "Underlying Trading operating profit (b)",
+            "Trading operating profit",
+        ]
+        assert header[1][-1] == "Depreciation and amortization"
+        body = _cells(parsed, table)[1:]
+        assert [row[0] for row in body][:2] == ["Zone NA", "Zone EUR"]
+        assert all(len(row) == 8 for row in [*header, *body])
+    assert _cells(parsed, first[0])[1] == [
+        "Zone NA", "12553", "2713", "2632", "-81", "-29", "-44", "-337"
+    ]  # fmt: skip
+    assert _cells(parsed, first[1])[-1] == [
+        "Total", "45580", "7683", "6684", "-999", "-142", "-87", "-1756"
+    ]  # fmt: skip
+    # No table of the workbook is left without row labels: every table row starts with text.
+    for table in _tables(parsed):
+        for row in _cells(parsed, table)[1:]:
+            assert not re.fullmatch(r"[-\d—]*", row[0]), row
+    # A title merged across the sheet is a line of text, not a row repeating it.
+    assert "| 3. Analyses by segment | 3. Analyses by segment" not in parsed.text_layer
