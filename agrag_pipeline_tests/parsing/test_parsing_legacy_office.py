@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 import time
 import zipfile
 from collections import Counter
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from agrag_pipeline.parsing import ParsedDocument, detect, parse_document
+from agrag_pipeline.parsing import ParsedDocument, detect, libreoffice, parse_document
 from agrag_pipeline.parsing.detect import detect_media_type, undetected_reason
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
@@ -253,3 +254,26 @@ def test_missing_libreoffice_is_named_in_the_error(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UnsupportedFormatError, match="needs LibreOffice"):
         parse_document(_fixture("unit_test_headers.odt"), "no-office/file.odt")
+
+
+def test_converter_runs_under_its_memory_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A converter that needs 512 MiB to write its output: refused under a 256 MiB budget.
+    fake = tmp_path / "bin" / "soffice"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'while [ $# -gt 0 ]; do [ "$1" = --outdir ] && out=$2; shift; done\n'
+        f'{sys.executable} -c "bytearray(512 * 1024 * 1024)" || exit 1\n'
+        'mkdir -p "$out" && echo converted > "$out/document.docx"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    raw = _fixture("unit_test_headers.odt")
+    roomy = libreoffice.convert(raw, "big.odt", source_suffix=".odt", target="docx")
+    assert roomy == b"converted\n"
+    with pytest.raises(CorruptDocumentError, match="MemoryError"):
+        libreoffice.convert(
+            raw, "big.odt", source_suffix=".odt", target="docx", memory_bytes=256 * 1024**2
+        )
