@@ -131,6 +131,8 @@ _REAL_FILES = {
     "unit_test_headers.odt": ["Section 1.2.3", "Paragraph 2.1.1.1"],
     "unit_test_headers.rtf": ["Section 1.2.3", "Paragraph 2.1.1.1"],
     "powerpoint_comments.odp": ["Test Slide With Comments", "sample reviewer comment"],
+    # Formulas are Math objects in ODF: LibreOffice Math turns them into OMML, we into LaTeX.
+    "table_with_equations.odt": ["| The next cell has an equation | A=\\pi r^{2} |"],
     # Not scored against the XLSX's ground truth: Excel's threaded comments reach an .ods only
     # as their legacy copies, which carry Excel's "[Threaded comment] Your version..." notice.
     "xlsx_comments.ods": ["| 2024 | 180 | 130 | 310 |", "Why Python specifically?"],
@@ -139,6 +141,7 @@ _GROUND_TRUTH = {
     "unit_test_headers.odt": "docx/groundtruth/unit_test_headers.md",
     "unit_test_headers.rtf": "docx/groundtruth/unit_test_headers.md",
     "powerpoint_comments.odp": "pptx/groundtruth/powerpoint_comments.md",
+    "table_with_equations.odt": "docx/groundtruth/table_with_equations.md",
 }
 
 
