@@ -43,6 +43,8 @@ ODF_TYPES = (ODT, ODS, ODP)
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _RTF_MAGIC = b"{\\rtf"
+#: The BOF record that opens an Excel 2.x-4.0 worksheet, which is a bare BIFF file, not OLE.
+_BIFF_BOF = (b"\x09\x00", b"\x09\x02", b"\x09\x04")
 #: Media type -> (file suffix LibreOffice is given, OOXML target, words for errors).
 _FORMATS: dict[str, tuple[str, str, str]] = {
     DOC: (".doc", "docx", "a Word 97-2003 document"),
@@ -73,7 +75,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     if media_type in OLE_TYPES:
         if raw.startswith(_RTF_MAGIC):
             suffix = ".rtf"  # Word saves RTF behind .doc often enough; LibreOffice reads it
-        else:
+        elif not (media_type == XLS and raw[:2] in _BIFF_BOF):
             check_ole(raw, key, media_type)
     elif media_type in ODF_TYPES:
         check_odf(raw, key, media_type)
@@ -109,7 +111,7 @@ def check_ole(raw: bytes, source_key: str, media_type: str) -> None:
         raise CorruptDocumentError(
             source_key, f"not {words}: the OLE file has no {' or '.join(wanted)} stream"
         )
-    if _is_encrypted(raw, source_key):
+    if _is_encrypted(raw):
         raise CorruptDocumentError(
             source_key,
             f"{words} that is password-protected (encrypted): it cannot be read without its "
@@ -117,13 +119,14 @@ def check_ole(raw: bytes, source_key: str, media_type: str) -> None:
         )
 
 
-def _is_encrypted(raw: bytes, source_key: str) -> bool:
+def _is_encrypted(raw: bytes) -> bool:
+    """Whether msoffcrypto finds the file encrypted. A format it does not know (Excel 5/95's
+    "Book" stream) or damaged records it cannot follow are left to LibreOffice, which reads
+    the former and reports the latter."""
     try:
         return bool(msoffcrypto.OfficeFile(io.BytesIO(raw)).is_encrypted())
-    except Exception as exc:  # msoffcrypto reads the streams' records: damage surfaces here
-        raise CorruptDocumentError(
-            source_key, f"its OLE streams cannot be read (truncated or damaged?): {exc}"
-        ) from exc
+    except Exception:
+        return False
 
 
 def check_odf(raw: bytes, source_key: str, media_type: str) -> None:

@@ -125,6 +125,8 @@ def test_doc_is_read_with_its_words_and_headings(
 _REAL_FILES = {
     "simple-table.doc": ["created using Word 97", "Cell 2,3", "This text is below the table."],
     "SimpleWithComments.xls": ["Sheet1", "| 2 | two |", "Yegor Kozlov: first cell"],
+    # Excel 95 (BIFF5, a "Book" stream), which msoffcrypto does not know: LibreOffice reads it.
+    "testEXCEL_95.xls": ["Sample Excel Worksheet - Numbers and their Squares", "| 3 | 9 |"],
     "basic_test_ppt_file.ppt": ["This is a test title", "These are the notes for page 1"],
     "message.rtf": ["Five files from Hell!"],
     "SampleSS.ods": ["Test spreadsheet", "Sheet Number 2", "| 1 | 10 | 2 | 13 |"],
