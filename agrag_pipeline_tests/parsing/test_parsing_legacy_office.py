@@ -183,7 +183,13 @@ def test_every_legacy_and_opendocument_format_is_read_in_parallel_conversions(
 
 
 @pytest.mark.parametrize(
-    "name", ["PasswordProtected.doc", "password.xls", "Password_Protected-hello.ppt"]
+    "name",
+    [
+        "PasswordProtected.doc",
+        "password.xls",
+        "Password_Protected-hello.ppt",
+        "password_secret.odt",
+    ],
 )
 def test_password_protected_legacy_file_says_password_protected(name: str) -> None:
     key = f"locked/{name}"
