@@ -14,12 +14,19 @@ Each conversion is one ``soffice --headless --convert-to`` process with
   left. It runs in a new process group (session); past the budget the whole group is killed
   with SIGKILL (``soffice`` is a script that starts ``oosplash``, which starts ``soffice.bin``:
   killing only the first would leave the others running). The group is killed after a normal
-  exit too, so a straggler never outlives its conversion.
+  exit too, so a straggler never outlives its conversion;
+- no network where the machine allows a network namespace (``unshare --net``, else an
+  unprivileged ``unshare --map-root-user --net``): a document's linked images or remote
+  references cannot be fetched while it is converted. Where neither works (a container
+  without namespaces) the conversion runs with the machine's network and a warning is logged
+  once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
 import shutil
 import signal
@@ -42,10 +49,32 @@ CONVERT_MEMORY_BYTES = 2 * 1024**3
 #: How much of the converter's output an error quotes.
 _OUTPUT_TAIL = 600
 
+_log = logging.getLogger(__name__)
+
 
 def soffice_path() -> str | None:
     """The ``soffice`` (or ``libreoffice``) executable on PATH, or None."""
     return shutil.which("soffice") or shutil.which("libreoffice")
+
+
+@functools.cache
+def offline_prefix() -> tuple[str, ...]:
+    """The command prefix that runs a program without network (``unshare``), or ``()``."""
+    unshare = shutil.which("unshare")
+    if unshare is not None:
+        for flags in (("--net",), ("--map-root-user", "--net")):
+            try:
+                probe = subprocess.run(
+                    [unshare, *flags, "--", "true"], capture_output=True, timeout=30, check=False
+                )
+            except (OSError, subprocess.SubprocessError):
+                continue
+            if probe.returncode == 0:
+                return (unshare, *flags, "--")
+    _log.warning(
+        "no network namespace available (unshare): LibreOffice converts with network access"
+    )
+    return ()
 
 
 def convert(
@@ -81,6 +110,7 @@ def convert(
         source.write_bytes(raw)
         out_dir = work / "out"
         command = [
+            *offline_prefix(),
             "/bin/sh",
             "-c",
             'ulimit -v "$0" && exec "$@"',
@@ -141,4 +171,10 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-__all__ = ["CONVERT_MEMORY_BYTES", "CONVERT_TIMEOUT_S", "convert", "soffice_path"]
+__all__ = [
+    "CONVERT_MEMORY_BYTES",
+    "CONVERT_TIMEOUT_S",
+    "convert",
+    "offline_prefix",
+    "soffice_path",
+]

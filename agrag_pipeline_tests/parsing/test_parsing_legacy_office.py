@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import io
 import os
+import socket
+import subprocess
 import sys
 import time
 import zipfile
@@ -288,3 +290,32 @@ def test_converter_runs_under_its_memory_budget(
         libreoffice.convert(
             raw, "big.odt", source_suffix=".odt", target="docx", memory_bytes=256 * 1024**2
         )
+
+
+def test_converter_has_no_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not libreoffice.offline_prefix():
+        pytest.skip("this machine allows no network namespace (unshare): nothing to prove")
+    # A converter that tries to reach a server listening on this machine's loopback.
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        probe = tmp_path / "probe.py"
+        probe.write_text(
+            "import socket\n"
+            "try:\n"
+            f"    socket.create_connection(('127.0.0.1', {server.getsockname()[1]}), timeout=5)\n"
+            "    print('reached')\n"
+            "except OSError:\n"
+            "    print('unreachable')\n"
+        )
+        fake = tmp_path / "bin" / "soffice"
+        fake.parent.mkdir()
+        fake.write_text(
+            "#!/bin/sh\n"
+            'while [ $# -gt 0 ]; do [ "$1" = --outdir ] && out=$2; shift; done\n'
+            f'mkdir -p "$out" && {sys.executable} {probe} > "$out/document.docx"\n'
+        )
+        fake.chmod(0o755)
+        subprocess.run([str(fake), "--outdir", str(tmp_path / "direct")], check=True, timeout=30)
+        assert (tmp_path / "direct" / "document.docx").read_text() == "reached\n"
+        monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+        out = libreoffice.convert(b"x", "net.odt", source_suffix=".odt", target="docx")
+    assert out == b"unreachable\n"
