@@ -16,6 +16,10 @@ Documented results for bad input (every error is a ``DocumentError`` naming the 
   ``ParseTimeoutError``;
 - an image (PNG, JPEG, TIFF and its pages, WebP, BMP, GIF) is a scan: ``image`` reads it by the
   PDF path below, OCR included; a frame over ``image.MAX_PIXELS``: ``DocumentTooLargeError``;
+- legacy Office (.doc/.xls/.ppt), OpenDocument (.odt/.ods/.odp) and RTF are converted by
+  LibreOffice to OOXML and read by the DOCX/XLSX/PPTX parsers (``legacy_office``); a
+  password-protected file: ``CorruptDocumentError`` saying so; a conversion past its budget:
+  ``ParseTimeoutError``, its processes killed;
 - every parse that gives text is scored for reading quality (``quality``: the share of words
   of the document's language, garbled and misread words, mojibake, unmapped glyphs, OCR
   confidence), recorded as ``reading_quality`` (0-1), ``reading_quality_reasons`` and
@@ -42,6 +46,7 @@ from agrag_pipeline.parsing import (
     image,
     jats,
     latex,
+    legacy_office,
     lightmarkup,
     mail,
     markdown,
@@ -109,6 +114,13 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".adoc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
     ".asciidoc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
     ".asc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
+    ".doc": legacy_office.DOC,
+    ".xls": legacy_office.XLS,
+    ".ppt": legacy_office.PPT,
+    ".odt": legacy_office.ODT,
+    ".ods": legacy_office.ODS,
+    ".odp": legacy_office.ODP,
+    ".rtf": legacy_office.RTF,
     # ".xml" is JATS only by content (``detect``): other XML has no parser.
 }
 
@@ -171,6 +183,7 @@ PARSERS: dict[str, Parser] = {
     **dict.fromkeys(image.MEDIA_TYPES, image.parse),
     **dict.fromkeys(mail.MEDIA_TYPES, mail.parse),
     ziparchive.MEDIA_TYPE: ziparchive.parse,
+    **dict.fromkeys(legacy_office.MEDIA_TYPES, legacy_office.parse),
 }
 #: Parsers that read ``ParsingSettings`` (OCR): they get the run's settings.
 _TAKES_SETTINGS = (pdf.parse, image.parse)

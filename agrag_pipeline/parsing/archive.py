@@ -23,6 +23,7 @@ import re
 import struct
 import zipfile
 
+import olefile
 from lxml import etree
 
 from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLargeError
@@ -72,11 +73,7 @@ def open_zip(
             ``max_ratio`` or overlapping members (a zip bomb).
     """
     if raw.startswith(_OLE_MAGIC):
-        raise CorruptDocumentError(
-            source_key,
-            "an OLE compound file, not a ZIP package: a password-protected Office file or a "
-            "legacy binary one (.doc/.xls/.ppt), which is not supported",
-        )
+        raise CorruptDocumentError(source_key, _ole_problem(raw))
     declared = _declared_member_count(raw)
     if declared is not None and declared > max_members:
         raise DocumentTooLargeError(
@@ -100,6 +97,24 @@ def open_zip(
         archive.close()
         raise
     return archive
+
+
+def _ole_problem(raw: bytes) -> str:
+    """Why an OLE compound file is no ZIP package: encrypted OOXML (its ``EncryptedPackage``
+    stream) is password-protected; anything else is a legacy binary file behind a new name."""
+    try:
+        with olefile.OleFileIO(io.BytesIO(raw)) as ole:
+            encrypted = ole.exists("EncryptedPackage")
+    except Exception:  # olefile raises OSError, struct.error, IndexError on damage
+        return "a damaged OLE compound file (truncated?), not a ZIP package"
+    if encrypted:
+        return (
+            "a password-protected (encrypted) Office file: it cannot be read without its password"
+        )
+    return (
+        "an OLE compound file, not a ZIP package: a legacy binary Office file (.doc/.xls/.ppt) "
+        "with an OOXML extension? Rename it to its real extension"
+    )
 
 
 def check_archive(

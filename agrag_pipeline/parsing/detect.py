@@ -9,8 +9,11 @@
   part names (``word/`` DOCX, ``ppt/`` PPTX, ``xl/`` XLSX); macro-enabled variants (DOCM, PPTM,
   XLSM) likewise; an EPUB by its OCF ``mimetype`` first member (or ``META-INF/container.xml``
   behind ``.epub``); images (PNG, JPEG, TIFF, WebP, GIF; BMP only behind ``.bmp``, its two-byte
-  magic being too weak) by their signatures, whatever their extension; any other zip, legacy
-  OLE2 Office files and other binary data (NUL bytes) have no parser: ``None``.
+  magic being too weak) by their signatures, whatever their extension; OpenDocument (ODT,
+  ODS, ODP) by its first member ``mimetype``; legacy OLE2 Office files (DOC, XLS, PPT) by the
+  main stream named in their directory (``_ole_type``; by extension where the directory lies
+  past the head), an Outlook message by its MAPI property streams; RTF by ``{\\rtf``; any
+  other OLE2 file and other binary data (NUL bytes) have no parser: ``None``.
 - Text is sniffed for markup where the extension may lie (``.txt``, ``.xml``, ``.csv``, ``.tsv``,
   no extension): JATS by ``<!DOCTYPE article`` with a JATS/NLM DTD, or an ``<article>`` root
   carrying ``dtd-version`` or JATS front matter; HTML by ``<!doctype html`` or an ``<html>``,
@@ -67,6 +70,13 @@ RST = "text/x-rst"
 LATEX = "application/x-latex"
 ORG = "text/x-org"
 ASCIIDOC = "text/asciidoc"
+DOC = "application/msword"
+XLS = "application/vnd.ms-excel"
+PPT = "application/vnd.ms-powerpoint"
+ODT = "application/vnd.oasis.opendocument.text"
+ODS = "application/vnd.oasis.opendocument.spreadsheet"
+ODP = "application/vnd.oasis.opendocument.presentation"
+RTF = "application/rtf"
 
 #: Extension (lower case, with the dot) -> the media type it claims.
 EXTENSIONS: dict[str, str] = {
@@ -108,6 +118,13 @@ EXTENSIONS: dict[str, str] = {
     ".adoc": ASCIIDOC,
     ".asciidoc": ASCIIDOC,
     ".asc": ASCIIDOC,
+    ".doc": DOC,
+    ".xls": XLS,
+    ".ppt": PPT,
+    ".odt": ODT,
+    ".ods": ODS,
+    ".odp": ODP,
+    ".rtf": RTF,
 }
 _OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
@@ -160,6 +177,9 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             return claimed, None
         return None, f"an empty file with {_ext_words(ext)}"
     if head.startswith(_ZIP_MAGIC):
+        odf = _odf_type(head, claimed)
+        if odf is not None:
+            return odf, None
         return _zip_type(head, ext, claimed)
     if b"%PDF-" in head[:1024]:
         return PDF, None
@@ -171,12 +191,17 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
     if head.startswith(_OLE2_MAGIC) and (claimed == OUTLOOK_MSG or _is_outlook_msg(head)):
         return OUTLOOK_MSG, None
     if head.startswith(_OLE2_MAGIC):
+        ole = _ole_type(head, claimed)
+        if ole is not None:
+            return ole, None
         if claimed in _OOXML:
             # An encrypted OOXML file is an OLE2 container: the parser says it cannot be read.
             return claimed, None
-        return None, "a legacy binary Office file (OLE2: .doc/.xls/.ppt), which no parser reads"
+        return None, _ole_reason(head, ext)
     if _is_heif(head):
         return None, _HEIF_REASON
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
+        return (DOC if claimed == DOC else RTF), None  # Word saves RTF as .doc too
     text = _head_text(head)
     if text is None:
         if claimed is not None and claimed not in _OOXML and claimed != PDF:
@@ -198,6 +223,81 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
     if ext == "":
         return PLAIN, None
     return None, f"no parser for {_ext_words(ext)}"
+
+
+#: OLE2 stream name -> the legacy Office type whose content it holds (Excel 5/95: "Book").
+_OLE_MAIN_STREAMS = {
+    "WordDocument": DOC,
+    "Workbook": XLS,
+    "Book": XLS,
+    "PowerPoint Document": PPT,
+}
+_OLE_OFFICE = frozenset({DOC, XLS, PPT})
+_ODF = frozenset({ODT, ODS, ODP})
+_ODF_MIMETYPE = re.compile(
+    rb"application/vnd\.oasis\.opendocument\.(text|spreadsheet|presentation)"
+)
+
+
+def _ole_type(head: bytes, claimed: str | None) -> str | None:
+    """.doc, .xls or .ppt by the main stream named in the OLE2 directory ``head`` holds; by the
+    extension where the directory lies past ``head`` (parsing then checks the streams); else
+    None."""
+    streams = _ole_streams(head)
+    found = {_OLE_MAIN_STREAMS[name] for name in streams or () if name in _OLE_MAIN_STREAMS}
+    if claimed in found or (claimed in _OLE_OFFICE and not found):
+        return claimed
+    if len(found) == 1:
+        return found.pop()
+    return None
+
+
+def _ole_streams(head: bytes) -> set[str] | None:
+    """Names of the streams in the OLE2 directory entries ``head`` holds (None: no directory
+    entry in ``head``; Word writes its directory at the end of the file).
+
+    Directory entries are 128-byte records in sectors (512 or 4096 bytes), so each 128-byte
+    slot is tried: a UTF-16LE name whose byte length (with its NUL) is at 0x40, the entry's type
+    at 0x42 (2: stream, 5: the root entry)."""
+    streams: set[str] = set()
+    seen_root = False
+    for at in range(512, len(head) - 127, 128):
+        kind = head[at + 0x42]
+        name_length = int.from_bytes(head[at + 0x40 : at + 0x42], "little")
+        if kind not in (2, 5) or not 2 <= name_length <= 64 or name_length % 2:
+            continue
+        try:
+            name = head[at : at + name_length - 2].decode("utf-16-le")
+        except UnicodeDecodeError:
+            continue
+        if kind == 5 and name == "Root Entry":
+            seen_root = True
+        elif kind == 2:
+            streams.add(name)
+    return streams if seen_root else None
+
+
+def _ole_reason(head: bytes, ext: str) -> str:
+    if _ole_streams(head) is None:
+        return (
+            f"an OLE2 compound file with {_ext_words(ext)} whose directory lies past the bytes "
+            "read, so its kind is unknown (a .doc/.xls/.ppt is read under its own extension)"
+        )
+    return (
+        "an OLE2 compound file that is not a Word, Excel or PowerPoint file, which no parser reads"
+    )
+
+
+def _odf_type(head: bytes, claimed: str | None) -> str | None:
+    """An OpenDocument package by its first member, ``mimetype`` (stored, as ODF requires);
+    else by the extension when the zip is not an OOXML package."""
+    if head[30:38] == b"mimetype":
+        match = _ODF_MIMETYPE.match(head, 38)
+        if match is not None:
+            return {b"text": ODT, b"spreadsheet": ODS, b"presentation": ODP}[match.group(1)]
+    if claimed in _ODF and b"[Content_Types].xml" not in head:
+        return claimed  # damaged or unusual: parsing reports it per file
+    return None
 
 
 def _ext_words(ext: str) -> str:
@@ -431,6 +531,7 @@ def _is_jats_article(text: str) -> bool:
 
 __all__ = [
     "CSV",
+    "DOC",
     "DOCM",
     "DOCX",
     "EPUB",
@@ -438,11 +539,16 @@ __all__ = [
     "HTML",
     "JATS",
     "MARKDOWN",
+    "ODP",
+    "ODS",
+    "ODT",
     "PDF",
     "PLAIN",
     "PPTM",
     "PPTX",
+    "RTF",
     "TSV",
+    "XLS",
     "XLSM",
     "XLSX",
     "detect_media_type",

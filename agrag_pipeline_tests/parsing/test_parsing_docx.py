@@ -515,10 +515,11 @@ def test_truncated_docx_is_a_corrupt_document_error(corpus_dir: Path) -> None:
         parse_document(raw[: len(raw) // 2], "cut.docx")
 
 
-def test_legacy_or_encrypted_word_file_is_named_as_such() -> None:
-    ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 504
-    with pytest.raises(CorruptDocumentError, match="password-protected Office file or a legacy"):
-        parse_document(ole, "secret.docx")
+def test_encrypted_word_file_is_named_password_protected() -> None:
+    # Apache POI's test file (Apache-2.0): an agile-encrypted .docx is an OLE compound file.
+    raw = Path(__file__).parents[1] / "fixtures" / "legacy_office" / "protected_agile.docx"
+    with pytest.raises(CorruptDocumentError, match=r"^secret\.docx: a password-protected"):
+        parse_document(raw.read_bytes(), "secret.docx")
 
 
 def test_zip_without_a_word_document_is_a_corrupt_document_error() -> None:

@@ -1,0 +1,174 @@
+"""Legacy binary Office (.doc, .xls, .ppt), OpenDocument (.odt, .ods, .odp) and RTF.
+
+Each is checked here, then converted by LibreOffice (``libreoffice.convert``) to the OOXML
+equivalent and read by our own DOCX/XLSX/PPTX parser, so the text layer and sections follow
+the same rules as a ``.docx``/``.xlsx``/``.pptx`` (headings from styles, tables, slides).
+
+Checked before the converter starts (fast, clear per-file errors, no process for a bad file):
+
+- an OLE file (.doc/.xls/.ppt) must be a readable compound file holding its format's main
+  stream; a password-protected one (``msoffcrypto``: RC4/CryptoAPI/XOR-encrypted binaries, and
+  encrypted OOXML, which is an OLE file too) is ``CorruptDocumentError`` saying
+  "password-protected";
+- an OpenDocument file is a ZIP opened through ``archive.open_zip`` (zip bombs and truncation
+  refused from its directory), whose ``mimetype`` must name the format; an encrypted one
+  (``encryption-data`` in its manifest) is "password-protected";
+- an RTF file must start with ``{\\rtf``.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import msoffcrypto
+import olefile
+
+from agrag_pipeline.models import Document
+from agrag_pipeline.parsing import libreoffice, powerpoint, spreadsheet, word
+from agrag_pipeline.parsing.archive import open_zip, read_member
+from agrag_pipeline.parsing.errors import CorruptDocumentError
+from agrag_pipeline.parsing.parsed import ParsedDocument
+
+DOC = "application/msword"
+XLS = "application/vnd.ms-excel"
+PPT = "application/vnd.ms-powerpoint"
+ODT = "application/vnd.oasis.opendocument.text"
+ODS = "application/vnd.oasis.opendocument.spreadsheet"
+ODP = "application/vnd.oasis.opendocument.presentation"
+RTF = "application/rtf"
+MEDIA_TYPES = (DOC, XLS, PPT, ODT, ODS, ODP, RTF)
+OLE_TYPES = (DOC, XLS, PPT)
+ODF_TYPES = (ODT, ODS, ODP)
+
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_RTF_MAGIC = b"{\\rtf"
+#: The BOF record that opens an Excel 2.x-4.0 worksheet, which is a bare BIFF file, not OLE.
+_BIFF_BOF = (b"\x09\x00", b"\x09\x02", b"\x09\x04")
+#: Media type -> (file suffix LibreOffice is given, OOXML target, words for errors).
+_FORMATS: dict[str, tuple[str, str, str]] = {
+    DOC: (".doc", "docx", "a Word 97-2003 document"),
+    XLS: (".xls", "xlsx", "an Excel 97-2003 workbook"),
+    PPT: (".ppt", "pptx", "a PowerPoint 97-2003 presentation"),
+    ODT: (".odt", "docx", "an OpenDocument text"),
+    ODS: (".ods", "xlsx", "an OpenDocument spreadsheet"),
+    ODP: (".odp", "pptx", "an OpenDocument presentation"),
+    RTF: (".rtf", "docx", "an RTF document"),
+}
+#: The OLE stream that holds each binary format's content (Excel 5/95 names it "Book").
+_MAIN_STREAMS: dict[str, tuple[str, ...]] = {
+    DOC: ("WordDocument",),
+    XLS: ("Workbook", "Book"),
+    PPT: ("PowerPoint Document",),
+}
+_ENCRYPTED_OOXML_STREAMS = ("EncryptionInfo", "EncryptedPackage")
+_ODF_ENCRYPTION = re.compile(rb"<manifest:encryption-data\b")
+#: The OOXML parser that reads each conversion target.
+_READERS = {"docx": word.parse, "xlsx": spreadsheet.parse, "pptx": powerpoint.parse}
+
+
+def parse(raw: bytes, document: Document) -> ParsedDocument:
+    """The text layer and sections of a legacy Office, OpenDocument or RTF file."""
+    media_type = document.media_type
+    suffix, target, _words = _FORMATS[media_type]
+    key = document.source_key
+    if media_type in OLE_TYPES:
+        if raw.startswith(_RTF_MAGIC):
+            suffix = ".rtf"  # Word saves RTF behind .doc often enough; LibreOffice reads it
+        elif not (media_type == XLS and raw[:2] in _BIFF_BOF):
+            check_ole(raw, key, media_type)
+    elif media_type in ODF_TYPES:
+        check_odf(raw, key, media_type)
+    elif not raw.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(_RTF_MAGIC):
+        raise CorruptDocumentError(key, "not an RTF document (it does not start with {\\rtf)")
+    converted = libreoffice.convert(raw, key, source_suffix=suffix, target=target)
+    parsed = _READERS[target](converted, document)
+    document.metadata["converted_by"] = f"LibreOffice ({suffix} to .{target})"
+    return parsed
+
+
+def check_ole(raw: bytes, source_key: str, media_type: str) -> None:
+    """Refuse what is not a readable, unencrypted OLE file of ``media_type``."""
+    words = _FORMATS[media_type][2]
+    if not raw.startswith(_OLE_MAGIC):
+        raise CorruptDocumentError(
+            source_key, f"not {words} (no OLE compound file signature; a renamed file?)"
+        )
+    try:
+        with olefile.OleFileIO(io.BytesIO(raw)) as ole:
+            streams = {"/".join(path) for path in ole.listdir(streams=True, storages=False)}
+    except Exception as exc:  # olefile raises OSError, struct.error, IndexError, ...
+        raise CorruptDocumentError(
+            source_key, f"not a readable OLE compound file (truncated or damaged?): {exc}"
+        ) from exc
+    if any(name in streams for name in _ENCRYPTED_OOXML_STREAMS):
+        raise CorruptDocumentError(
+            source_key,
+            "a password-protected (encrypted) Office file: it cannot be read without its password",
+        )
+    wanted = _MAIN_STREAMS[media_type]
+    if not any(name in streams for name in wanted):
+        raise CorruptDocumentError(
+            source_key, f"not {words}: the OLE file has no {' or '.join(wanted)} stream"
+        )
+    if _is_encrypted(raw):
+        raise CorruptDocumentError(
+            source_key,
+            f"{words} that is password-protected (encrypted): it cannot be read without its "
+            "password",
+        )
+
+
+def _is_encrypted(raw: bytes) -> bool:
+    """Whether msoffcrypto finds the file encrypted. A format it does not know (Excel 5/95's
+    "Book" stream) or damaged records it cannot follow are left to LibreOffice, which reads
+    the former and reports the latter."""
+    try:
+        return bool(msoffcrypto.OfficeFile(io.BytesIO(raw)).is_encrypted())
+    except Exception:
+        return False
+
+
+def check_odf(raw: bytes, source_key: str, media_type: str) -> None:
+    """Refuse what is not a safe, unencrypted OpenDocument package of ``media_type``."""
+    words = _FORMATS[media_type][2]
+    with open_zip(raw, source_key) as archive:
+        names = set(archive.namelist())
+        if "mimetype" in names:
+            declared = read_member(archive, "mimetype", source_key, max_bytes=256)
+            declared_type = declared.decode("ascii", "replace").strip()
+            if not declared_type.startswith(media_type):
+                raise CorruptDocumentError(
+                    source_key, f"not {words}: its mimetype says {declared_type!r}"
+                )
+        elif "content.xml" not in names:
+            raise CorruptDocumentError(
+                source_key, f"not {words}: the package has neither mimetype nor content.xml"
+            )
+        if "META-INF/manifest.xml" in names:
+            manifest = read_member(
+                archive, "META-INF/manifest.xml", source_key, max_bytes=16 * 1024 * 1024
+            )
+            if _ODF_ENCRYPTION.search(manifest):
+                raise CorruptDocumentError(
+                    source_key,
+                    f"{words} that is password-protected (encrypted): it cannot be read "
+                    "without its password",
+                )
+
+
+__all__ = [
+    "DOC",
+    "MEDIA_TYPES",
+    "ODF_TYPES",
+    "ODP",
+    "ODS",
+    "ODT",
+    "OLE_TYPES",
+    "PPT",
+    "RTF",
+    "XLS",
+    "check_odf",
+    "check_ole",
+    "parse",
+]

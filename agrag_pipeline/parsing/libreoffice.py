@@ -1,0 +1,180 @@
+"""LibreOffice headless as a converter: one file in, its OOXML equivalent out, within budgets.
+
+Why a converter: legacy binary Office (.doc/.xls/.ppt), OpenDocument and RTF are read by
+LibreOffice far better than by any permissive Python library, and its OOXML output is what our
+DOCX/XLSX/PPTX parsers already read well (BENCHMARKS.md, "Legacy Office and OpenDocument").
+
+Each conversion is one ``soffice --headless --convert-to`` process with
+
+- its own temporary profile (``-env:UserInstallation``), so parallel conversions never share or
+  lock a profile, and nothing is left in the user's home;
+- a memory budget (``ulimit -v``, applied by ``sh`` before it execs ``soffice``: no
+  ``preexec_fn``, which is unsafe in a threaded worker);
+- a time budget: the smaller of ``CONVERT_TIMEOUT_S`` and what the parse's ``Deadline`` has
+  left. It runs in a new process group (session); past the budget the whole group is killed
+  with SIGKILL (``soffice`` is a script that starts ``oosplash``, which starts ``soffice.bin``:
+  killing only the first would leave the others running). The group is killed after a normal
+  exit too, so a straggler never outlives its conversion;
+- no network where the machine allows a network namespace (``unshare --net``, else an
+  unprivileged ``unshare --map-root-user --net``): a document's linked images or remote
+  references cannot be fetched while it is converted. Where neither works (a container
+  without namespaces) the conversion runs with the machine's network and a warning is logged
+  once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from agrag_pipeline.parsing.budget import current_deadline
+from agrag_pipeline.parsing.errors import (
+    CorruptDocumentError,
+    ParseTimeoutError,
+    UnsupportedFormatError,
+)
+
+#: Longest one conversion may run, in seconds (the parse's own deadline may cut it shorter).
+#: LibreOffice starts in 2-3 s; a large real document converts in well under a minute.
+CONVERT_TIMEOUT_S = 120.0
+#: Address-space limit of the converter, in bytes (soffice.bin converts in ~0.5 GiB).
+CONVERT_MEMORY_BYTES = 2 * 1024**3
+#: How much of the converter's output an error quotes.
+_OUTPUT_TAIL = 600
+
+_log = logging.getLogger(__name__)
+
+
+def soffice_path() -> str | None:
+    """The ``soffice`` (or ``libreoffice``) executable on PATH, or None."""
+    return shutil.which("soffice") or shutil.which("libreoffice")
+
+
+@functools.cache
+def offline_prefix() -> tuple[str, ...]:
+    """The command prefix that runs a program without network (``unshare``), or ``()``."""
+    unshare = shutil.which("unshare")
+    if unshare is not None:
+        for flags in (("--net",), ("--map-root-user", "--net")):
+            try:
+                probe = subprocess.run(
+                    [unshare, *flags, "--", "true"], capture_output=True, timeout=30, check=False
+                )
+            except (OSError, subprocess.SubprocessError):
+                continue
+            if probe.returncode == 0:
+                return (unshare, *flags, "--")
+    _log.warning(
+        "no network namespace available (unshare): LibreOffice converts with network access"
+    )
+    return ()
+
+
+def convert(
+    raw: bytes,
+    source_key: str,
+    *,
+    source_suffix: str,
+    target: str,
+    timeout_s: float = CONVERT_TIMEOUT_S,
+    memory_bytes: int = CONVERT_MEMORY_BYTES,
+) -> bytes:
+    """``raw`` (a file ending in ``source_suffix``) converted by LibreOffice to ``target``
+    (``"docx"``, ``"xlsx"``, ``"pptx"``).
+
+    Raises:
+        UnsupportedFormatError: LibreOffice is not installed.
+        ParseTimeoutError: the conversion ran past its time budget (its processes are killed).
+        CorruptDocumentError: LibreOffice gave no output (it could not read the file).
+    """
+    program = soffice_path()
+    if program is None:
+        raise UnsupportedFormatError(
+            source_key,
+            f"reading {source_suffix} files needs LibreOffice (soffice), which is not installed "
+            "(bin/setup installs it)",
+        )
+    budget = min(timeout_s, current_deadline(source_key).remaining)
+    if budget <= 0:
+        raise ParseTimeoutError(source_key, "no time left in the budget to convert it")
+    with tempfile.TemporaryDirectory(prefix="agrag-soffice-") as tmp:
+        work = Path(tmp)
+        source = work / f"document{source_suffix}"
+        source.write_bytes(raw)
+        out_dir = work / "out"
+        command = [
+            *offline_prefix(),
+            "/bin/sh",
+            "-c",
+            'ulimit -v "$0" && exec "$@"',
+            str(max(memory_bytes // 1024, 1)),
+            program,
+            "--headless",
+            "--norestore",
+            "--nologo",
+            "--nolockcheck",
+            "--nodefault",
+            f"-env:UserInstallation={(work / 'profile').as_uri()}",
+            "--convert-to",
+            target,
+            "--outdir",
+            str(out_dir),
+            str(source),
+        ]
+        log_path = work / "soffice.log"
+        env = {**os.environ, "HOME": str(work), "SAL_USE_VCLPLUGIN": "svp"}
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=work,
+                env=env,
+                start_new_session=True,
+            )
+            try:
+                process.wait(timeout=budget)
+            except subprocess.TimeoutExpired:
+                _kill_group(process)
+                raise ParseTimeoutError(
+                    source_key,
+                    f"LibreOffice did not convert it within {budget:g} s (time budget): "
+                    "the converter was killed",
+                ) from None
+            except BaseException:
+                _kill_group(process)
+                raise
+            _kill_group(process)  # stragglers of a finished conversion
+        converted = out_dir / f"document.{target}"
+        if not converted.is_file():
+            output = log_path.read_text("utf-8", "replace").strip()[-_OUTPUT_TAIL:]
+            raise CorruptDocumentError(
+                source_key,
+                f"LibreOffice could not read it as {source_suffix} (exit status "
+                f"{process.returncode}): {output or 'no output'}",
+            )
+        return converted.read_bytes()
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL every process of the conversion's group, then reap its leader."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+__all__ = [
+    "CONVERT_MEMORY_BYTES",
+    "CONVERT_TIMEOUT_S",
+    "convert",
+    "offline_prefix",
+    "soffice_path",
+]
