@@ -9,5 +9,6 @@ SNAPSHOT_VERSION = "1"
 #: 2: PDFs read with PDFium (words, columns, headings, OCR); 3: PDF compound hyphens kept;
 #: 4: PDF ligatures keep every letter, tight lines of two sizes apart, dates not headers, images
 #: without a resolution tag read at the size of a paper page; 5: every parse scored for reading
-#: quality, PDF text in Unicode codes without a map kept, OCR in the page's own language.
-PARSE_VERSION = "5"
+#: quality, PDF text in Unicode codes without a map kept, OCR in the page's own language;
+#: 6: HTML navigation, page headers and footers, permalinks and hidden elements left out.
+PARSE_VERSION = "6"
