@@ -91,7 +91,14 @@ def _labelled(
             raise EvalError(f"{questions_path}: {key} is not in the warehouse")
         return sections_from_table(warehouse.read_table("sections", document_id))
 
-    return questions, {rule: answer_spans(questions, sections_of, rule) for rule in RULES}
+    @cache
+    def text_of(key: str) -> str:
+        from agrag_pipeline.pipeline import current_document, load_parsed
+
+        sections_of(key)  # a document not in the warehouse is named as such
+        return load_parsed(warehouse, current_document(warehouse, key)).text_layer
+
+    return questions, {rule: answer_spans(questions, sections_of, rule, text_of) for rule in RULES}
 
 
 def evaluate_index(

@@ -1,7 +1,10 @@
 """Retrieval score on labelled questions: recall@1/5/10 and MRR@10 per search mode and hit rule.
 
-A question names its answer as a source key plus either the heading of the answering section
-or a character span ``start:end`` of the document's text layer. A hit is a retrieved chunk of
+A question names its answer as a source key plus the heading of the answering section, a
+character span ``start:end`` of the document's text layer, or (a questions file whose third
+column is named ``quote``) a quote of the answer's words: found in the text layer by its words
+alone (case, punctuation, spacing and line breaks aside), so one label holds across parser
+versions and across a document's PDF and HTML twins. A hit is a retrieved chunk of
 that document whose character range overlaps the answer, under one of two rules (``RULES``):
 - ``section``: the answering section with all its subsections (for a span: the section that
   holds it, with its subsections), so a chunk anywhere under the right heading counts;
@@ -20,7 +23,7 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -35,6 +38,7 @@ RULES: tuple[Rule, ...] = ("section", "strict")
 BASELINE_CHARS = 1000
 _SPAN = re.compile(r"^\s*(\d+)\s*[:-]\s*(\d+)\s*$")
 _WORD = re.compile(r"\w+")
+_QUOTE_WORD = re.compile(r"[^\W_]+")
 
 
 class EvalError(ValueError):
@@ -45,10 +49,12 @@ class EvalError(ValueError):
 class Question:
     query: str
     source_key: str
-    #: The answering section's heading, or None when ``span`` is given.
+    #: The answering section's heading, or None when ``span`` or ``quote`` is given.
     heading: str | None
     span: tuple[int, int] | None
     line: int = 0
+    #: The answer's own words, to be found in the document's text layer.
+    quote: str | None = None
 
 
 class Located(Protocol):
@@ -71,6 +77,7 @@ def load_questions(path: str | Path) -> list[Question]:
         header = next(reader, None)
         if header is None or len(header) < 3:
             raise EvalError(f"{path}: expected a header row: query, source_key, heading (or span)")
+        quotes = header[2].strip().lower() == "quote"
         out: list[Question] = []
         for n, row in enumerate(reader, start=2):
             if not row or not "".join(row).strip():
@@ -78,6 +85,11 @@ def load_questions(path: str | Path) -> list[Question]:
             if len(row) < 3 or not row[0].strip() or not row[1].strip() or not row[2].strip():
                 raise EvalError(f"{path}:{n}: expected query, source key and heading or span")
             query, key, answer = row[0].strip(), row[1].strip(), row[2].strip()
+            if quotes:
+                if not _QUOTE_WORD.search(answer):
+                    raise EvalError(f"{path}:{n}: the quote {answer!r} has no words")
+                out.append(Question(query, key, None, None, n, answer))
+                continue
             m = _SPAN.match(answer)
             if m:
                 a, b = int(m.group(1)), int(m.group(2))
@@ -137,17 +149,34 @@ def _enclosing_section_span(sections: Sequence[Section], span: tuple[int, int]) 
     return min(span[0], found[0]), max(span[1], found[1])
 
 
+def quote_span(text: str, quote: str) -> tuple[int, int] | None:
+    """Where the words of ``quote`` first occur in ``text`` in that order, with nothing but
+    non-letters between them (case aside), or None."""
+    words = _QUOTE_WORD.findall(quote)
+    pattern = r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, words)) + r"(?![^\W_])"
+    m = re.search(pattern, text, re.IGNORECASE)
+    return (m.start(), m.end()) if m else None
+
+
 def answer_spans(
     questions: Iterable[Question],
     sections_of: Callable[[str], Sequence[Section]],
     rule: Rule = "section",
+    text_of: Callable[[str], str] | None = None,
 ) -> dict[int, tuple[int, int]]:
-    """Each question's answer span (by position) under ``rule``, its heading resolved in its
-    document."""
+    """Each question's answer span (by position) under ``rule``, its heading or quote resolved
+    in its document (``text_of``: a document's text layer, needed for quotes)."""
     if rule not in RULES:
         raise ValueError(f"unknown hit rule {rule!r}: use one of {', '.join(RULES)}")
     spans: dict[int, tuple[int, int]] = {}
     for i, q in enumerate(questions):
+        if q.quote is not None:
+            if text_of is None:
+                raise EvalError(f"line {q.line}: a quoted answer needs the document's text")
+            quoted = quote_span(text_of(q.source_key), q.quote)
+            if quoted is None:
+                raise EvalError(f"line {q.line}: {q.source_key} does not contain {q.quote!r}")
+            q = replace(q, span=quoted)
         if q.span is not None:
             spans[i] = (
                 q.span
@@ -187,6 +216,10 @@ class Scores:
         out = {f"{prefix}/recall@{k}": round(v, 4) for k, v in self.recall.items()}
         out[f"{prefix}/mrr@10"] = round(self.mrr10, 4)
         return out
+
+    def subset(self, keep: Sequence[int], mode: str | None = None) -> Scores:
+        """The scores of the questions at positions ``keep`` only."""
+        return _scores(mode or self.mode, self.rule, [self.ranks[i] for i in keep])
 
     def per_question(self, metric: str) -> np.ndarray:
         """Each question's value of ``metric`` (``mrr@10`` or ``recall@K``), for pairing."""

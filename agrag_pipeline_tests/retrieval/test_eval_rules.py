@@ -10,11 +10,13 @@ import pytest
 
 from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.retrieval.evaluate import (
+    EvalError,
     Question,
     Scores,
     answer_spans,
     comparison_table,
     fixed_size_spans,
+    load_questions,
     paired_bootstrap,
     score_rules,
 )
@@ -138,3 +140,27 @@ def test_fixed_size_baseline_covers_the_text_in_chunks_of_at_most_1000_character
     assert sum(text[b : b + 2] == "\n\n" for _, b in spans[:-1]) >= len(spans) - 2
     assert fixed_size_spans("x" * 2500) == [(0, 1000), (1000, 2000), (2000, 2500)]
     assert fixed_size_spans(" \n ") == []
+
+
+def _quoted(question: Question, text: str) -> tuple[int, int]:
+    parsed = parse_document(text.encode(), "manual.md")
+    spans = answer_spans([question], lambda _k: parsed.sections, "strict", lambda _k: text)
+    return spans[0]
+
+
+def test_a_quoted_answer_is_found_by_its_words_in_either_twin(tmp_path: Path) -> None:
+    """One label for a PDF and its HTML twin: line breaks, markup and case aside."""
+    questions = tmp_path / "q.tsv"
+    questions.write_text(
+        "query\tsource_key\tquote\n"
+        "what does cif mean?\tmanual\tThe cif in ffi_cif stands for Call InterFace\n"
+    )
+    (question,) = load_questions(questions)
+    pdf_text = "Intro.\n\nthe cif in ffi_\ncif stands for Call\nInterFace. To prepare..."
+    start, end = _quoted(question, pdf_text)
+    assert pdf_text[start:end] == "the cif in ffi_\ncif stands for Call\nInterFace"
+    html_text = "# Basics\n\nThe `cif` in `ffi_cif` stands for **Call InterFace**."
+    start, end = _quoted(question, html_text)
+    assert html_text[start:end] == "The `cif` in `ffi_cif` stands for **Call InterFace"
+    with pytest.raises(EvalError, match="does not contain"):
+        _quoted(question, "The cif in ffi_cif stands for Call InterFaces")  # words, not prefixes
