@@ -109,6 +109,15 @@ def test_eval_scores_every_mode_on_labelled_questions(indexed, tmp_path, capsys)
         "Ours against a fixed-size baseline (1,000-character chunks of the same 4 documents" in out
     )
     assert out.count("| hybrid | strict | mrr@10 |") == 1 and "95% interval" in out
+    # Answers labelled as quotes are found in the stored text layers.
+    quoted = tmp_path / "quoted.tsv"
+    quoted.write_text(
+        "query\tsource_key\tquote\n"
+        "How do I build for release?\tch01-03-hello-cargo.md\t"
+        "cargo build --release to compile it with optimizations\n"
+    )
+    (bm25, strict) = evaluate_index(rt, quoted, modes=("bm25",))
+    assert (bm25.rule, strict.rule) == ("section", "strict") and strict.recall[10] == 1.0
     assert main([*roots, "search", "building for release", "-k", "2", "--mode", "bm25"]) == 0
     out = capsys.readouterr().out
     assert "ch01-03-hello-cargo.md" in out and out.count("\n") == 4  # 2 results, 2 lines each
