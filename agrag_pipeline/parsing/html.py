@@ -388,11 +388,12 @@ def _is_permalink(node: LexborNode, href: str) -> bool:
 
 
 def main_content(top: LexborNode) -> LexborNode | None:
-    """The page's main content (its first ``<main>`` or ``role="main"``), if it holds text."""
+    """The page's main content (its first ``<main>`` or ``role="main"`` not hidden), if it holds
+    text."""
     for main in top.css("main, [role~=main]"):
-        if main.text(deep=True).strip():
-            return main
-        break
+        if "hidden" in main.attributes:
+            continue  # not shown (HTML allows hidden <main>s besides the visible one)
+        return main if main.text(deep=True).strip() else None
     return None
 
 

@@ -147,6 +147,10 @@ def test_main_content_preferred_and_header_of_an_article_kept() -> None:
     assert parse_document(html.encode(), "p.html").text_layer == (
         "Title\n\nBody.\n\nArticle footnote."
     )
+    with_hidden_main = "<main hidden><p>Other page</p></main>" + html
+    assert parse_document(with_hidden_main.encode(), "p.html").text_layer == (
+        "Title\n\nBody.\n\nArticle footnote."
+    )
     no_main = html.replace("<main>", "<div>").replace("</main>", "</div>")
     assert parse_document(no_main.encode(), "p.html").text_layer == (
         "Title\n\nBody.\n\nArticle footnote."
