@@ -551,11 +551,17 @@ def build_parser() -> argparse.ArgumentParser:
     eval_parser = sub.add_parser(
         "eval",
         parents=[roots],
-        help="recall@1/5/10 and MRR@10 on labelled questions",
+        help="recall@1/5/10 and MRR@10 on labelled questions, against a fixed-size baseline",
         **sub_options,
     )
     eval_parser.add_argument(
         "questions", help="TSV: query, source_key, heading of the answer (or span start:end)"
+    )
+    eval_parser.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip the comparison with 1,000-character chunks of the same text (which embeds "
+        "every stored document a second time, through the embedding cache)",
     )
     eval_parser.set_defaults(func=retrieval)
     extraction_eval_parser = sub.add_parser(
@@ -641,7 +647,7 @@ def retrieval(args: argparse.Namespace) -> int:
         return commands.index_command(runtime)
     if args.command == "search":
         return commands.search_command(runtime, args.question, args.k, args.mode)
-    return commands.eval_command(runtime, args.questions)
+    return commands.eval_command(runtime, args.questions, baseline=not args.no_baseline)
 
 
 def eval_extraction(args: argparse.Namespace) -> int:

@@ -13,5 +13,6 @@ SNAPSHOT_VERSION = "1"
 #: in JATS and HTML (and JATS ``tex-math``) written as linear LaTeX, an HTML list item's first
 #: paragraph on its marker's line, spreadsheet tables kept whole across blank spacer rows and
 #: columns, 3-D charts read, Arabic tatweel strokes dropped from PDF text, vertical Japanese read
-#: down its columns.
+#: down its columns, HTML navigation, page headers and footers, permalinks and hidden
+#: elements left out.
 PARSE_VERSION = "6"

@@ -9,7 +9,24 @@ exact by construction:
 - list items start a line with ``- `` (``ul``) or ``N. `` (``ol``); ``dt``/``dd`` get a line each;
 - a table is written one row per line, cells joined by `` | ``; leading rows of ``<th>`` cells
   (or rows in ``<thead>``) are its header; a ``<caption>`` is a text line before the table;
-- ``script``, ``style``, ``template``, ``noscript``, ``head`` and comments are skipped.
+- ``script``, ``style``, ``template``, ``noscript``, ``head``, comments, ``button``s and
+  ``hidden`` elements are skipped.
+
+Page furniture of generated documentation (texinfo, Sphinx, MkDocs, Javadoc, rustdoc, mdBook) is
+left out by structure, never by a site's class names, so that chunks hold the document and not
+its "Next: …, Previous: …, Up: …" lines, menus, breadcrumbs and footers:
+- the text is read from the page's main content (``<main>`` or ``role="main"``, the first one)
+  when it has one, else from ``<body>``;
+- ``<nav>`` and ARIA landmarks navigation, banner, contentinfo, search and complementary are
+  skipped, and so are ``<header>``/``<footer>`` outside the main content and outside any
+  ``article``/``aside``/``section`` (where HTML makes them the page's banner and footer);
+- a link-dense block (at least half of its text is link text; ``_Frame``) is dropped when its
+  links say they navigate (``rel`` next/prev/up/contents/index/…), when it comes before the
+  first heading of a page that has headings (skip links, breadcrumbs, top navigation bars), or
+  when it repeats the links of an earlier block (a navigation bar at the top and the bottom);
+  a block holding a heading is never dropped;
+- a link to an anchor of the page whose text is only symbols (the "¶", "§", "#" permalinks
+  beside headings) is skipped.
 The DOM is walked with an explicit stack, never by Python recursion.
 
 Nesting is capped at ``MAX_DEPTH`` elements, as browsers do (Chromium: 512): HTML5 tree
@@ -54,6 +71,7 @@ _SKIP = frozenset(
         "object",
         "canvas",
         "-comment",
+        "button",
     }
 )
 #: Separated from their neighbours by a blank line.
@@ -106,6 +124,18 @@ _LINE_LIKE = frozenset(
         "legend",
     }
 )
+#: Landmark roles (ARIA) of page furniture, never of the document's own content.
+_BOILERPLATE_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "complementary"})
+#: Link types (HTML ``rel``) that say a link moves through a site rather than cites something.
+_NAVIGATION_RELS = frozenset(
+    {"next", "prev", "previous", "up", "first", "last", "start", "contents", "toc", "index"}
+)
+#: Elements whose text is measured for link density (``_Frame``), to drop navigation blocks.
+_LINK_BLOCKS = frozenset(
+    {"div", "p", "ul", "ol", "dl", "menu", "form", "section", "aside", "center", "details"}
+)
+#: ``<header>``/``<footer>`` inside these belong to them, not to the page (HTML-AAM).
+_SECTIONING = frozenset({"article", "aside", "main", "nav", "section"})
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
 _ENDS_IN_COMMAND = re.compile(r"\\[A-Za-z]+\Z")
@@ -263,6 +293,56 @@ class _Layer:
     def value(self) -> str:
         return "".join(self.parts)
 
+    def mark(self) -> tuple[int, int, int, str, bool]:
+        """Where the layer stands, for ``rewind``."""
+        return (len(self.parts), self.pos, self.pending_break, self.last, self.pending_space)
+
+    def rewind(self, mark: tuple[int, int, int, str, bool]) -> None:
+        """Forgets everything written since ``mark``."""
+        count, self.pos, self.pending_break, self.last, self.pending_space = mark
+        del self.parts[count:]
+
+
+class _Frame:
+    """Text and link text written inside one block element (``_LINK_BLOCKS``), to tell a
+    navigation block from content when it closes: kept, its counts join its parent's."""
+
+    __slots__ = (
+        "has_heading",
+        "headings",
+        "hrefs",
+        "link_text",
+        "mark",
+        "node",
+        "rel",
+        "tables",
+        "text",
+    )
+
+    def __init__(
+        self, node: LexborNode, mark: tuple[int, int, int, str, bool], headings: int, tables: int
+    ) -> None:
+        self.node = node
+        self.mark = mark
+        self.headings = headings
+        self.tables = tables
+        self.text = 0  # characters written inside
+        self.link_text = 0  # of them, inside a link
+        self.hrefs: list[str] = []
+        self.rel = False  # holds a link whose rel says it navigates
+        self.has_heading = False
+
+    def absorb(self, child: _Frame) -> None:
+        self.text += child.text
+        self.link_text += child.link_text
+        self.hrefs.extend(child.hrefs)
+        self.rel = self.rel or child.rel
+        self.has_heading = self.has_heading or child.has_heading
+
+    @property
+    def link_dense(self) -> bool:
+        return bool(self.hrefs) and self.text > 0 and 2 * self.link_text >= self.text
+
 
 def _children(node: LexborNode) -> list[LexborNode]:
     out = []
@@ -341,6 +421,26 @@ def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
     return rows
 
 
+def _roles(node: LexborNode) -> set[str]:
+    return set((node.attributes.get("role") or "").lower().split())
+
+
+def _is_permalink(node: LexborNode, href: str) -> bool:
+    """A link to an anchor of this page shown as a symbol ("¶", "§", "#"): a heading's
+    permalink, not text."""
+    return href.startswith("#") and not any(c.isalnum() for c in node.text(deep=True))
+
+
+def main_content(top: LexborNode) -> LexborNode | None:
+    """The page's main content (its first ``<main>`` or ``role="main"`` not hidden), if it holds
+    text."""
+    for main in top.css("main, [role~=main]"):
+        if "hidden" in main.attributes:
+            continue  # not shown (HTML allows hidden <main>s besides the visible one)
+        return main if main.text(deep=True).strip() else None
+    return None
+
+
 def _list_start(node: LexborNode) -> int:
     """The first number of an ordered list (its ``start`` attribute, default 1)."""
     try:
@@ -360,8 +460,22 @@ class _Extractor:
         self.pre_depth = 0
         self.heading: tuple[LexborNode, int] | None = None  # open heading element and level
         self.heading_start: int | None = None
+        self.frames: list[_Frame] = []  # open link-measured blocks, innermost last
+        self.links: list[LexborNode] = []  # open <a href> elements
+        self.sectioning = 0  # open article/aside/main/nav/section elements
+        self.page_has_heading = False  # set by ``run``: whether the page region has headings
+        self.link_blocks: dict[tuple[str, ...], int] = {}  # kept link blocks' hrefs -> end
+
+    def _count(self, start: int | None) -> None:
+        if start is not None and self.frames:
+            frame = self.frames[-1]
+            written = self.layer.pos - start
+            frame.text += written
+            if self.links:
+                frame.link_text += written
 
     def _written(self, start: int | None) -> None:
+        self._count(start)
         if start is not None and self.heading is not None and self.heading_start is None:
             self.heading_start = start
 
@@ -369,6 +483,9 @@ class _Extractor:
         # (node, entering, and its next siblings too): entering a node pushes its next sibling,
         # its leave mark and its first child, so the stack grows with depth, never with width
         # (a <p> of a million inline elements holds no list of a million wrappers).
+        self.page_has_heading = top.css_first("h1, h2, h3, h4, h5, h6") is not None
+        if top.tag != "body":
+            self.sectioning += 1  # the main content: a header in it is its own
         stack: list[tuple[LexborNode, bool, bool]] = [(top, True, False)]
         visited = 0
         while stack:
@@ -394,7 +511,17 @@ class _Extractor:
             else:
                 self._written(layer.text(raw))
             return
-        if tag is None or tag in _SKIP:
+        if tag is None or tag in _SKIP or tag == "nav":
+            return
+        attributes = node.attributes
+        if "hidden" in attributes:
+            return
+        if "role" in attributes and _roles(node) & _BOILERPLATE_ROLES:
+            return
+        if tag in ("header", "footer") and not self.sectioning:
+            return  # the page's banner or footer
+        href = attributes.get("href") if tag == "a" else None
+        if href is not None and _is_permalink(node, href):
             return
         if self.anchors and (element_id := node.attributes.get("id")):
             layer.anchor(element_id)
@@ -410,6 +537,17 @@ class _Extractor:
             layer.block(2)
         elif tag in _LINE_LIKE:
             layer.block(1)
+        if tag in _LINK_BLOCKS:
+            self.frames.append(_Frame(node, layer.mark(), len(self.headings), len(self.tables)))
+        if tag in _SECTIONING:
+            self.sectioning += 1
+        if href is not None:
+            self.links.append(node)
+            if self.frames:
+                frame = self.frames[-1]
+                frame.hrefs.append(href)
+                rels = (attributes.get("rel") or "").lower().split()
+                frame.rel = frame.rel or not _NAVIGATION_RELS.isdisjoint(rels)
         if tag in _HEADINGS and self.heading is None:
             self.heading, self.heading_start = (node, _HEADINGS[tag]), None
         elif tag in ("ul", "ol"):
@@ -438,6 +576,14 @@ class _Extractor:
                     HeadingMark(self.heading_start, layer.pos, self.heading[1], "")
                 )
             self.heading, self.heading_start = None, None
+            if self.frames:
+                self.frames[-1].has_heading = True
+        if self.links and node is self.links[-1]:
+            self.links.pop()
+        if tag in _SECTIONING:
+            self.sectioning -= 1
+        if self.frames and node is self.frames[-1].node:
+            self._close_frame(self.frames.pop())
         if tag in ("ul", "ol") and self.lists:
             self.lists.pop()
         elif tag == "pre":
@@ -465,6 +611,29 @@ class _Extractor:
         elif _ENDS_IN_COMMAND.search(latex):
             layer.pending_space = True  # "\\pi r", not "\\pir"
 
+    def _close_frame(self, frame: _Frame) -> None:
+        """Drops the block just closed if it is navigation (module doc), else keeps it."""
+        if self._is_navigation(frame):
+            self.layer.rewind(frame.mark)
+            del self.headings[frame.headings :]
+            del self.tables[frame.tables :]
+            return
+        if frame.link_dense and len(frame.hrefs) >= 2:
+            self.link_blocks.setdefault(tuple(frame.hrefs), self.layer.pos)
+        if self.frames:
+            self.frames[-1].absorb(frame)
+
+    def _is_navigation(self, frame: _Frame) -> bool:
+        if frame.has_heading or self.heading is not None or not frame.link_dense:
+            return False
+        if frame.rel:
+            return True
+        if self.page_has_heading and not self.headings:
+            # Before the first heading: a bar of links, or one link alone (a skip link).
+            return len(frame.hrefs) >= 2 or 10 * frame.link_text >= 9 * frame.text
+        earlier_end = self.link_blocks.get(tuple(frame.hrefs))
+        return earlier_end is not None and earlier_end <= frame.mark[1]
+
     def _table(self, table: LexborNode) -> None:
         layer = self.layer
         captions = [c for c in _children(table) if c.tag == "caption"]
@@ -483,6 +652,11 @@ class _Extractor:
             start = layer.write(CELL_SEPARATOR.join(cells))
             self._written(start)
             spans.append((start, layer.pos))
+        if self.frames:  # the table's links, for the link density of the block around it
+            frame = self.frames[-1]
+            for link in table.css("a[href]"):
+                frame.hrefs.append(link.attributes.get("href") or "")
+                frame.link_text += len(_inline_text(link))
         layer.block(2)
         if self.heading is not None:
             return  # a table inside a heading element is heading text, not a table section
@@ -515,6 +689,7 @@ def extract(text: str, deadline: Deadline, *, anchors: bool = False) -> Extracte
     extractor = _Extractor(anchors=anchors)
     top = tree.body if tree.body is not None else tree.root
     if top is not None:
+        top = main_content(top) or top
         extractor.run(top, deadline)
     del top, tree  # free Lexbor's DOM (about 300 bytes a node) before building sections
     extractor.heading = None

@@ -10,6 +10,7 @@ import pytest
 from agrag_pipeline.freshness import remove_deleted
 from agrag_pipeline.models import Document
 from agrag_pipeline.pipeline import run_document
+from agrag_pipeline.retrieval.evaluate import RULES
 from agrag_pipeline.retrieval.search import rrf, search, snippet
 from agrag_pipeline.runtime import Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
@@ -86,17 +87,37 @@ def test_eval_scores_every_mode_on_labelled_questions(indexed, tmp_path, capsys)
     rt, _ = indexed
     questions = tmp_path / "q.tsv"
     questions.write_text(QUESTIONS)
-    results = {s.mode: s for s in evaluate_index(rt, questions)}
-    assert set(results) == {"dense", "bm25", "hybrid"}
+    results = {(s.mode, s.rule): s for s in evaluate_index(rt, questions)}
+    assert set(results) == {(m, r) for m in ("dense", "bm25", "hybrid") for r in RULES}
     for s in results.values():
         assert s.questions == 3
         assert s.recall[1] <= s.recall[5] <= s.recall[10] and s.recall[10] == 1.0
         assert 0 < s.mrr10 <= 1
-    assert results["hybrid"].as_metadata()["hybrid/recall@10"] == 1.0
+    for mode in ("dense", "bm25", "hybrid"):  # a strict hit is a hit under the section rule
+        assert results[mode, "strict"].mrr10 <= results[mode, "section"].mrr10
+    assert results["hybrid", "section"].as_metadata()["hybrid/recall@10"] == 1.0
+    assert "hybrid/strict/mrr@10" in results["hybrid", "strict"].as_metadata()
     roots = ["--raw-root", str(rt.raw_root), "--warehouse", rt.warehouse_root]
+    assert main([*roots, "eval", str(questions), "--no-baseline"]) == 0
+    out = capsys.readouterr().out
+    assert "| hybrid | section | 3 |" in out and "| hybrid | strict | 3 |" in out
+    assert "fixed-1000" not in out
     assert main([*roots, "eval", str(questions)]) == 0
     out = capsys.readouterr().out
-    assert "| hybrid | 3 |" in out and "recall@5" in out
+    assert "| fixed-1000 hybrid | strict | 3 |" in out
+    assert (
+        "Ours against a fixed-size baseline (1,000-character chunks of the same 4 documents" in out
+    )
+    assert out.count("| hybrid | strict | mrr@10 |") == 1 and "95% interval" in out
+    # Answers labelled as quotes are found in the stored text layers.
+    quoted = tmp_path / "quoted.tsv"
+    quoted.write_text(
+        "query\tsource_key\tquote\n"
+        "How do I build for release?\tch01-03-hello-cargo.md\t"
+        "cargo build --release to compile it with optimizations\n"
+    )
+    (bm25, strict) = evaluate_index(rt, quoted, modes=("bm25",))
+    assert (bm25.rule, strict.rule) == ("section", "strict") and strict.recall[10] == 1.0
     assert main([*roots, "search", "building for release", "-k", "2", "--mode", "bm25"]) == 0
     out = capsys.readouterr().out
     assert "ch01-03-hello-cargo.md" in out and out.count("\n") == 4  # 2 results, 2 lines each
