@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from agrag_pipeline.file_kinds import KIND_EXTENSIONS
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import (
@@ -41,15 +42,19 @@ from agrag_pipeline.parsing import (
     image,
     jats,
     markdown,
+    notebook,
     pdf,
     plaintext,
     powerpoint,
     quality,
+    sourcecode,
     spreadsheet,
+    structured,
     word,
+    xmldoc,
 )
 from agrag_pipeline.parsing.budget import DEFAULT_TIME_BUDGET_S, Deadline, deadline_scope
-from agrag_pipeline.parsing.detect import detect_media_type
+from agrag_pipeline.parsing.detect import EXTENSIONS, detect_media_type
 from agrag_pipeline.parsing.encoding import decode
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
@@ -91,7 +96,9 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".webp": image.WEBP,
     ".bmp": image.BMP,
     ".gif": image.GIF,
-    # ".xml" is JATS only by content (``detect``): other XML has no parser.
+    # Structured text and code (issue 23): JSON, NDJSON, YAML, XML (JATS by content,
+    # ``detect``), notebooks, source files (``file_kinds``).
+    **{ext: EXTENSIONS[ext] for exts in KIND_EXTENSIONS.values() for ext in exts},
 }
 
 Parser = Callable[[bytes, Document], ParsedDocument]
@@ -146,6 +153,10 @@ PARSERS: dict[str, Parser] = {
     delimited.TSV_MEDIA_TYPE: delimited.parse,
     jats.MEDIA_TYPE: jats.parse,
     **dict.fromkeys(image.MEDIA_TYPES, image.parse),
+    **structured.PARSERS,
+    xmldoc.MEDIA_TYPE: xmldoc.parse,
+    notebook.MEDIA_TYPE: notebook.parse,
+    **dict.fromkeys(sourcecode.MEDIA_TYPES.values(), sourcecode.parse),
 }
 #: Parsers that read ``ParsingSettings`` (OCR): they get the run's settings.
 _TAKES_SETTINGS = (pdf.parse, image.parse)

@@ -15,7 +15,9 @@
   carrying ``dtd-version`` or JATS front matter; HTML by ``<!doctype html`` or an ``<html>``,
   ``<head>`` or ``<body>`` root. A ``.md`` or ``.html`` file is trusted (Markdown may embed HTML;
   an HTML fragment is still HTML).
-- Other XML (an ``.xml`` whose root is not a JATS article) has no parser: ``None``.
+- Other XML (an ``.xml``, or a file without extension opening ``<?xml``, whose root is not a
+  JATS article) is generic XML. JSON, YAML, notebooks and source code go by their extension
+  (``file_kinds``); a ``.txt`` holding JSON stays plain text (``structured`` says why).
 - A file without an extension that is UTF-8 text (``README``, ``NOTES``) is plain text; one with
   an extension no parser knows is ``None``. A known extension whose content is damaged keeps its
   type, so parsing reports a clear per-file error (a truncated zip, a PDF without its header).
@@ -31,6 +33,8 @@ import re
 import zipfile
 import zlib
 from pathlib import PurePosixPath
+
+from agrag_pipeline.file_kinds import CODE_LANGUAGES
 
 PDF = "application/pdf"
 HTML = "text/html"
@@ -51,6 +55,13 @@ TIFF = "image/tiff"
 WEBP = "image/webp"
 BMP = "image/bmp"
 GIF = "image/gif"
+# Structured text and code (issue 23): ``parsing.structured``, ``xmldoc``, ``notebook``,
+# ``sourcecode``; a source file's media type is ``text/x-<language>``.
+JSON = "application/json"
+NDJSON = "application/x-ndjson"
+YAML = "application/yaml"
+XML = "application/xml"
+NOTEBOOK = "application/x-ipynb+json"
 
 #: Extension (lower case, with the dot) -> the media type it claims.
 EXTENSIONS: dict[str, str] = {
@@ -80,6 +91,14 @@ EXTENSIONS: dict[str, str] = {
     ".webp": WEBP,
     ".bmp": BMP,
     ".gif": GIF,
+    ".json": JSON,
+    ".ndjson": NDJSON,
+    ".jsonl": NDJSON,
+    ".yaml": YAML,
+    ".yml": YAML,
+    ".xml": XML,
+    ".ipynb": NOTEBOOK,
+    **{ext: f"text/x-{language}" for ext, language in CODE_LANGUAGES.items()},
 }
 _OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
@@ -157,8 +176,7 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
         if markup is not None:
             return markup, None
         if ext == ".xml" or (ext == "" and text.lstrip().startswith("<?xml")):
-            root = _root_name(text)
-            return None, f"XML with root element <{root or '?'}>, which no parser reads"
+            return XML, None  # generic XML (``xmldoc``): element text under its path
     if claimed is not None:
         return claimed, None
     if ext == "":
@@ -336,7 +354,10 @@ __all__ = [
     "EXTENSIONS",
     "HTML",
     "JATS",
+    "JSON",
     "MARKDOWN",
+    "NDJSON",
+    "NOTEBOOK",
     "PDF",
     "PLAIN",
     "PPTM",
@@ -344,6 +365,8 @@ __all__ = [
     "TSV",
     "XLSM",
     "XLSX",
+    "XML",
+    "YAML",
     "detect_media_type",
     "extension",
     "undetected_reason",

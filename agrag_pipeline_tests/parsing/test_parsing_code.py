@@ -1,0 +1,97 @@
+"""Source code files (issue 23): the text as it is, its language in metadata, Python's classes
+and functions as sections; unreadable Python and a 5 MB minified line still parse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agrag_pipeline.parsing import parse_document
+from agrag_pipeline.settings import DocumentsSettings
+from agrag_pipeline.sources import scan_raw_root
+from agrag_pipeline_tests.parsing.parsed_support import headings, parse_checked
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "structured"
+
+
+def test_source_files_keep_their_text_and_language() -> None:
+    for name, language in (("logger.py", "python"), ("fake.go", "go")):
+        raw = (FIXTURES / name).read_bytes()
+        parsed = parse_checked(raw, f"src/{name}")
+        assert parsed.text_layer == raw.decode()
+        assert parsed.document.media_type == f"text/x-{language}"
+        assert parsed.document.metadata["code_language"] == language
+    go = parse_checked((FIXTURES / "fake.go").read_bytes(), "fake.go")
+    assert [s.heading for s in go.sections] == [None]  # no definitions outside Python (yet)
+
+
+def test_python_classes_and_functions_are_sections() -> None:
+    source = (
+        '"""Module."""\nimport os\n\n\n@dataclass\nclass Store:\n    """Keeps things."""\n\n'
+        "    def get(self, key):\n        def inner():\n            return 1\n"
+        "        return key\n\n"
+        "    async def put(self, key):\n        pass\n\n\ndef main(\n    argv,\n):\n    return 0\n"
+    )
+    parsed = parse_checked(source.encode(), "store.py")
+    assert headings(parsed) == [
+        (1, ["class Store"]),
+        (2, ["class Store", "def get"]),
+        (2, ["class Store", "async def put"]),
+        (1, ["def main"]),
+    ]
+    store = next(s for s in parsed.sections if s.heading == "class Store")
+    assert store.text_in(parsed.text_layer).startswith("@dataclass\nclass Store:")
+    get = next(s for s in parsed.sections if s.heading == "def get")
+    assert "def inner" in get.text_in(parsed.text_layer)  # nested functions stay in their body
+    assert parsed.sections[0].text_in(parsed.text_layer) == '"""Module."""\nimport os'
+
+
+def test_python_that_ast_cannot_read_is_one_section_with_a_warning() -> None:
+    parsed = parse_checked(b"print 'hello'\n\ndef f():\n    pass\n", "legacy.py")
+    assert [s.heading for s in parsed.sections] == [None]
+    assert parsed.warnings and "not read as python (line 1): SyntaxError" in parsed.warnings[0]
+
+
+def test_a_5_mb_minified_javascript_line_parses_as_one_section_within_budget() -> None:
+    body = ";".join(f'function f{i}(x){{return x*{i}+"s{i}"}}' for i in range(160_000))
+    raw = body.encode()[: 5 * 1024 * 1024]
+    assert len(raw) == 5 * 1024 * 1024 and b"\n" not in raw
+    parsed = parse_document(raw, "dist/app.bundle.js", time_budget_s=60)
+    assert parsed.document.metadata["code_language"] == "javascript"
+    assert len(parsed.sections) == 1 and parsed.sections[0].end == len(raw)
+
+
+def test_structured_kinds_decide_which_kinds_are_documents_and_built_files_are_left_out(
+    tmp_path: Path,
+) -> None:
+    files = {
+        "src/app.py": "def main():\n    return 0\n",
+        "src/app.min.js": "var a=1;",
+        "node_modules/lib/index.js": "module.exports = 1;\n",
+        "venv/lib/python3.11/site-packages/x/y.py": "X = 1\n",
+        "config/settings.yaml": "mode: fast\n",
+        "data/export.json": '{"a": 1}',
+        "notes/run.ipynb": '{"cells": []}',
+        "docs/feed.xml": "<feed><title>t</title></feed>",
+        "package-lock.json": "{}",
+    }
+    for key, text in files.items():
+        (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / key).write_text(text, encoding="utf-8")
+    found = scan_raw_root(tmp_path, DocumentsSettings())
+    assert found.keys == [
+        "config/settings.yaml",
+        "data/export.json",
+        "docs/feed.xml",
+        "notes/run.ipynb",
+        "src/app.py",
+    ]
+    only_data = scan_raw_root(tmp_path, DocumentsSettings(structured_kinds=["json", "yaml"]))
+    assert only_data.keys == ["config/settings.yaml", "data/export.json"]
+    reasons = {p.source_key: p.reason for p in only_data.skipped}
+    assert reasons["src/app.py"] == (
+        "a source code file, and 'code' is not in documents.structured_kinds"
+    )
+    assert reasons["notes/run.ipynb"] == (
+        "a Jupyter notebook, and 'notebook' is not in documents.structured_kinds"
+    )
+    assert reasons["src/app.min.js"] == "excluded by the documents.exclude pattern '*.min.js'"
