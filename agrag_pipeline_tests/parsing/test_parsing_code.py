@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.settings import DocumentsSettings
 from agrag_pipeline.sources import scan_raw_root
@@ -13,15 +15,99 @@ from agrag_pipeline_tests.parsing.parsed_support import headings, parse_checked
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "structured"
 
 
-def test_source_files_keep_their_text_and_language() -> None:
-    for name, language in (("logger.py", "python"), ("fake.go", "go")):
-        raw = (FIXTURES / name).read_bytes()
-        parsed = parse_checked(raw, f"src/{name}")
-        assert parsed.text_layer == raw.decode()
-        assert parsed.document.media_type == f"text/x-{language}"
-        assert parsed.document.metadata["code_language"] == language
+@pytest.mark.parametrize(
+    ("name", "language"),
+    [("logger.py", "python"), ("fake.go", "go"), ("view.js", "javascript"), ("key.rs", "rust")],
+)
+def test_source_files_keep_their_text_and_language(name: str, language: str) -> None:
+    raw = (FIXTURES / name).read_bytes()
+    parsed = parse_checked(raw, f"src/{name}")
+    assert parsed.text_layer == raw.decode()
+    assert parsed.document.media_type == f"text/x-{language}"
+    assert parsed.document.metadata["code_language"] == language
+
+
+def test_definitions_of_real_javascript_go_and_rust_files_are_sections() -> None:
     go = parse_checked((FIXTURES / "fake.go").read_bytes(), "fake.go")
-    assert [s.heading for s in go.sections] == [None]  # no definitions outside Python (yet)
+    assert headings(go) == [(1, ["func main"])]
+    view = parse_checked((FIXTURES / "view.js").read_bytes(), "lib/view.js")
+    assert headings(view) == [(1, ["function View"]), (1, ["function tryStat"])]
+    key = parse_checked((FIXTURES / "key.rs").read_bytes(), "src/kv/key.rs")
+    found = headings(key)
+    assert (1, ["struct Key"]) in found
+    assert (2, ["impl fmt::Display for Key<'k>", "fn fmt"]) in found
+    assert (3, ["mod std_support", "impl ToKey for String", "fn to_key"]) in found
+    tests = next(s for s in key.sections if s.heading == "mod tests")
+    # Attributes before an item open its section with it.
+    assert tests.text_in(key.text_layer).startswith("#[cfg(test)]\nmod tests {")
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "expected"),
+    [
+        (
+            "a.ts",
+            "import x from 'y';\n\nexport class A extends B {\n  @dec()\n  m(x: number): void {}\n"
+            "}\nexport function f() {}\ninterface I { a: string }\n",
+            [
+                (1, ["class A"]),
+                (2, ["class A", "method m"]),
+                (1, ["function f"]),
+                (1, ["interface I"]),
+            ],
+        ),
+        (
+            "App.tsx",
+            "export function App() {\n  return <div>hi</div>;\n}\n",
+            [(1, ["function App"])],
+        ),
+        (
+            "k.cpp",
+            "namespace n {\nclass K {\n public:\n  int f() { return 1; }\n};\n}\nclass Fwd;\n"
+            "template<class T>\nT h(T x) { return x; }\n",
+            [
+                (1, ["namespace n"]),
+                (2, ["namespace n", "class K"]),
+                (3, ["namespace n", "class K", "function f"]),
+                (1, ["function h"]),
+            ],
+        ),
+        (
+            "k.h",
+            "#ifndef K_H\n#define K_H\nstatic int *make(void) { return 0; }\n#endif\n",
+            [(1, ["function make"])],
+        ),
+        (
+            "K.java",
+            "@A\npublic class K {\n  public K() {}\n  @Override\n  void m() {}\n}\n",
+            [(1, ["class K"]), (2, ["class K", "constructor K"]), (2, ["class K", "method m"])],
+        ),
+        (
+            "k.rb",
+            "module M\n  class K < B\n    def self.s; end\n    def m(x)\n    end\n  end\nend\n",
+            [
+                (1, ["module M"]),
+                (2, ["module M", "class K"]),
+                (3, ["module M", "class K", "def self.s"]),
+                (3, ["module M", "class K", "def m"]),
+            ],
+        ),
+        ("run.sh", "#!/bin/sh\nusage() {\n  echo hi\n}\n", [(1, ["function usage"])]),
+        ("q.sql", "SELECT 1;\n", []),
+    ],
+)
+def test_definitions_of_each_language_are_sections(
+    name: str, source: str, expected: list[tuple[int, list[str]]]
+) -> None:
+    assert headings(parse_checked(source.encode(), name)) == expected
+
+
+def test_only_definitions_that_start_their_line_are_sections() -> None:
+    source = "var a = 1; function f() {} function g() {}\nfunction ünï() { return 'é'; }\n"
+    parsed = parse_checked(source.encode(), "mixed.js")
+    assert headings(parsed) == [(1, ["function ünï"])]
+    section = parsed.sections[-1]
+    assert section.text_in(parsed.text_layer) == "function ünï() { return 'é'; }"
 
 
 def test_python_classes_and_functions_are_sections() -> None:
