@@ -4,18 +4,22 @@
   code exactly. Its language (by extension, ``LANGUAGES``) is recorded as ``code_language``
   (``language`` is the document's natural language, measured by ``quality``).
 - Python: definitions from the standard library's ``ast`` (a real parser, no dependency): each
-  top-level ``class``/``def`` opens a level-1 section headed ``class Name`` / ``def name`` (its
-  span starts at its first decorator and the heading is its ``def`` line); a class's own
-  definitions are sections one level deeper (to level 6). Functions nested in functions stay
-  in their function's text. Module code between definitions joins the section above it (a
-  section runs to the next heading; so in every language). Source ``ast`` cannot read
-  (Python 2, a syntax error, nesting past its limits) is one section, with a warning saying why.
+  top-level ``class``/``def`` opens a level-1 section; a class's own definitions are sections
+  one level deeper (to level 6). Functions nested in functions stay in their function's text.
+  Module code between definitions joins the section above it (a section runs to the next
+  heading; so in every language). Source ``ast`` cannot read (Python 2, a syntax error,
+  nesting past its limits) is one section, with a warning saying why.
 - JavaScript, TypeScript, Java, Go, Rust, C, C++, Ruby and shell: definitions from tree-sitter
   (MIT; one small wheel per grammar, ~2.3 MB in all with the core, C code that never raises on
-  broken source: it marks the broken part and parses the rest). Functions, classes, methods,
-  interfaces, structs, impls, modules, namespaces (``_GRAMMARS`` names the node types) are
-  headed ``<keyword> <name>`` (``function main``, ``class Store``, ``impl Display for Point``);
-  a container's members are one level deeper.
+  broken source: it marks the broken part and parses the rest): functions, classes, methods,
+  interfaces, structs, impls, modules, namespaces (``_grammars`` names the node types), a
+  container's members one level deeper.
+- A definition's section starts at its decorators or attributes (``@dataclass``,
+  ``#[cfg(test)]``, an ``export`` or ``template<...>`` before it), and its heading is its head as
+  written, up to the line where its body opens (``@dataclass class Store``, ``def get(self,
+  key)``, ``impl fmt::Display for Key<'k>``), whitespace collapsed. Why the head and not just a
+  name: the chunker leaves a section's heading lines out of a chunk's text (its label says the
+  heading), so a heading of only ``def get`` would lose the parameters from the chunk.
 - A definition is a section only where it starts its line (only blanks before it): a minified
   file's hundred thousand functions on one line stay one section, as do one-liners.
 - Other languages (Kotlin, C#, Swift, PHP, SQL, ...): the whole file is one section; chunking
@@ -30,6 +34,7 @@ import ast
 import functools
 import re
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +52,8 @@ MEDIA_TYPES: dict[str, str] = {lang: f"text/x-{lang}" for lang in sorted(set(LAN
 _LANGUAGE_OF_MEDIA_TYPE = {media: lang for lang, media in MEDIA_TYPES.items()}
 #: Files larger than this are not parsed for definitions (``ast`` takes ~20x the memory).
 MAX_DEFINITION_BYTES = 4 * 1024 * 1024
+#: A definition's heading (its head as written) is cut here: a label rides on every chunk.
+MAX_HEADING_CHARS = 300
 #: Deepest section level (``Section.level``).
 _MAX_LEVEL = 6
 
@@ -92,19 +99,25 @@ def python_definitions(text: str) -> list[HeadingMark]:
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
             line_start = starts[first - 1]
             start = line_start + (len(text[line_start:]) - len(text[line_start:].lstrip(" \t")))
-            end = _line_end(text, starts[node.lineno - 1])
-            if isinstance(node, ast.ClassDef):
-                label = f"class {node.name}"
-            elif isinstance(node, ast.AsyncFunctionDef):
-                label = f"async def {node.name}"
-            else:
-                label = f"def {node.name}"
-            marks.append(HeadingMark(start, end, level, label))
+            # The head runs to the signature's last line (the line before the body's first).
+            last = max(node.lineno, node.body[0].lineno - 1) if node.body else node.lineno
+            marks.append(_head_mark(text, start, starts[last - 1], level))
             if isinstance(node, ast.ClassDef) and level < _MAX_LEVEL:
                 visit(node.body, level + 1)
 
     visit(tree.body, 1)
     return marks
+
+
+def _head_mark(text: str, start: int, last_line: int, level: int) -> HeadingMark:
+    """The heading mark of a definition whose head (decorators, signature) runs from ``start``
+    to the end of the line at ``last_line``: its heading is that text, whitespace collapsed,
+    a closing ``{`` or ``:`` dropped, cut at ``MAX_HEADING_CHARS``."""
+    end = max(_line_end(text, last_line), start)
+    heading = " ".join(text[start:end].split())
+    if len(heading) > MAX_HEADING_CHARS:
+        heading = heading[:MAX_HEADING_CHARS].rstrip()
+    return HeadingMark(start, end, level, heading.rstrip(" {:") or heading)
 
 
 def _starts_line(text: str, at: int) -> bool:
@@ -118,20 +131,18 @@ class _Grammar:
 
     #: The grammar's ``Language`` capsule, loaded on first use.
     language: Callable[[], object]
-    #: Node type -> the keyword its heading starts with.
-    definitions: dict[str, str]
+    #: Node types that are definitions (each a section, headed by its head as written).
+    definitions: AbstractSet[str]
     #: Definitions whose members are sections one level deeper (classes, impls, modules).
-    containers: frozenset[str] = frozenset()
+    containers: AbstractSet[str] = frozenset()
     #: Nodes walked through at the same level (export wrappers, class bodies, ``#ifdef``).
-    through: frozenset[str] = frozenset()
+    through: AbstractSet[str] = frozenset()
 
 
-_JS_DEFINITIONS = {
-    "function_declaration": "function",
-    "generator_function_declaration": "function",
-    "class_declaration": "class",
-    "method_definition": "method",
-}
+_JS_DEFINITIONS = frozenset(
+    {"function_declaration", "generator_function_declaration", "class_declaration"}
+    | {"method_definition"}
+)
 #: Nodes before a definition that belong to it (``@decorator``, Rust's ``#[attribute]``).
 _PREFIXES = frozenset({"decorator", "attribute_item"})
 #: Through-nodes that wrap one definition: its section starts where they do.
@@ -150,13 +161,12 @@ def _grammars() -> dict[str, _Grammar]:
     import tree_sitter_rust
     import tree_sitter_typescript
 
-    typescript = {
-        **_JS_DEFINITIONS,
-        "abstract_class_declaration": "class",
-        "interface_declaration": "interface",
-        "enum_declaration": "enum",
-        "type_alias_declaration": "type",
-        "internal_module": "namespace",
+    typescript = _JS_DEFINITIONS | {
+        "abstract_class_declaration",
+        "interface_declaration",
+        "enum_declaration",
+        "type_alias_declaration",
+        "internal_module",
     }
     ts_containers = frozenset(
         {"class_declaration", "abstract_class_declaration", "internal_module"}
@@ -175,15 +185,17 @@ def _grammars() -> dict[str, _Grammar]:
         "tsx": _Grammar(tree_sitter_typescript.language_tsx, typescript, ts_containers, ts_through),
         "java": _Grammar(
             tree_sitter_java.language,
-            {
-                "class_declaration": "class",
-                "interface_declaration": "interface",
-                "enum_declaration": "enum",
-                "record_declaration": "record",
-                "annotation_type_declaration": "@interface",
-                "method_declaration": "method",
-                "constructor_declaration": "constructor",
-            },
+            frozenset(
+                {
+                    "class_declaration",
+                    "interface_declaration",
+                    "enum_declaration",
+                    "record_declaration",
+                    "annotation_type_declaration",
+                    "method_declaration",
+                    "constructor_declaration",
+                }
+            ),
             frozenset(
                 {"class_declaration", "interface_declaration", "enum_declaration"}
                 | {"record_declaration"}
@@ -193,38 +205,38 @@ def _grammars() -> dict[str, _Grammar]:
         "go": _Grammar(
             tree_sitter_go.language,
             {
-                "function_declaration": "func",
-                "method_declaration": "func",
-                "type_declaration": "type",
+                "function_declaration",
+                "method_declaration",
+                "type_declaration",
             },
         ),
         "rust": _Grammar(
             tree_sitter_rust.language,
             {
-                "function_item": "fn",
-                "struct_item": "struct",
-                "enum_item": "enum",
-                "union_item": "union",
-                "trait_item": "trait",
-                "impl_item": "impl",
-                "mod_item": "mod",
-                "macro_definition": "macro_rules!",
+                "function_item",
+                "struct_item",
+                "enum_item",
+                "union_item",
+                "trait_item",
+                "impl_item",
+                "mod_item",
+                "macro_definition",
             },
             frozenset({"impl_item", "trait_item", "mod_item"}),
             frozenset({"declaration_list"}),
         ),
         "c": _Grammar(
             tree_sitter_c.language,
-            {"function_definition": "function"},
+            {"function_definition"},
             through=_PREPROCESSOR | {"linkage_specification", "declaration_list"},
         ),
         "cpp": _Grammar(
             tree_sitter_cpp.language,
             {
-                "function_definition": "function",
-                "class_specifier": "class",
-                "struct_specifier": "struct",
-                "namespace_definition": "namespace",
+                "function_definition",
+                "class_specifier",
+                "struct_specifier",
+                "namespace_definition",
             },
             frozenset({"class_specifier", "struct_specifier", "namespace_definition"}),
             _PREPROCESSOR
@@ -238,15 +250,15 @@ def _grammars() -> dict[str, _Grammar]:
         "ruby": _Grammar(
             tree_sitter_ruby.language,
             {
-                "method": "def",
-                "singleton_method": "def self.",
-                "class": "class",
-                "module": "module",
+                "method",
+                "singleton_method",
+                "class",
+                "module",
             },
             frozenset({"class", "module"}),
             frozenset({"body_statement"}),
         ),
-        "shell": _Grammar(tree_sitter_bash.language, {"function_definition": "function"}),
+        "shell": _Grammar(tree_sitter_bash.language, {"function_definition"}),
     }
 
 
@@ -304,7 +316,7 @@ def tree_sitter_definitions(text: str, language: str) -> list[HeadingMark]:
         return []
     data = text.encode("utf-8")
     tree = Parser(Language(grammar.language())).parse(data)
-    found: list[tuple[int, int, int, str]] = []  # byte start, byte end, level, heading
+    found: list[tuple[int, int, int, int]] = []  # byte start, body start, name start, level
 
     def walk(node: Any, level: int, anchor: int | None = None) -> None:
         """``anchor``: where the wrapper around ``node``'s definition starts (``export``)."""
@@ -315,8 +327,7 @@ def tree_sitter_definitions(text: str, language: str) -> list[HeadingMark]:
                 continue
             start = min(at for at in (anchor, prefix, child.start_byte) if at is not None)
             prefix = None
-            keyword = grammar.definitions.get(child.type)
-            if keyword is None:
+            if child.type not in grammar.definitions:
                 if child.type in grammar.through:
                     walk(child, level, start if child.type in _WRAPPERS else None)
                 continue
@@ -324,11 +335,16 @@ def tree_sitter_definitions(text: str, language: str) -> list[HeadingMark]:
                 child.child_by_field_name("body") is None
             ):
                 continue  # a forward declaration
-            name = _node_name(child)
-            if name is None:
+            if _node_name(child) is None:
                 continue
-            separator = "" if keyword.endswith(".") else " "
-            found.append((start, child.end_byte, level, f"{keyword}{separator}{name}"))
+            # The head runs to the line where the body opens, or the line before when the
+            # body starts a line of its own (Ruby, a C brace on its own line); at least to the
+            # name's line.
+            body = child.child_by_field_name("body")
+            name = child.child_by_field_name("name")
+            head = body.start_byte if body is not None else child.start_byte
+            at_name = name.start_byte if name is not None else start
+            found.append((start, max(start, head), max(start, at_name), level))
             if child.type in grammar.containers and level < _MAX_LEVEL:
                 walk(child, level + 1)
 
@@ -338,13 +354,16 @@ def tree_sitter_definitions(text: str, language: str) -> list[HeadingMark]:
     if text.isascii():
         char: Callable[[int], int] = int
     else:
-        char = _char_offsets(data, {o for s, e, _, _ in found for o in (s, e)}).__getitem__
+        offsets = {o for s, b, n, _ in found for o in (s, b, n)}
+        char = _char_offsets(data, offsets).__getitem__
     marks: list[HeadingMark] = []
-    for byte_start, byte_end, level, heading in found:
-        start, end = char(byte_start), char(byte_end)
+    for byte_start, byte_body, byte_name, level in found:
+        start, body = char(byte_start), char(byte_body)
         if not _starts_line(text, start) or (marks and start < marks[-1].end):
             continue
-        marks.append(HeadingMark(start, min(end, _line_end(text, start)), level, heading))
+        if body > start and _starts_line(text, body):
+            body = text.rfind("\n", start, body)  # the line before the body's
+        marks.append(_head_mark(text, start, max(body, char(byte_name), start), level))
     return marks
 
 

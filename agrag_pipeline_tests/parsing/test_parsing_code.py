@@ -29,16 +29,22 @@ def test_source_files_keep_their_text_and_language(name: str, language: str) -> 
 
 def test_definitions_of_real_javascript_go_and_rust_files_are_sections() -> None:
     go = parse_checked((FIXTURES / "fake.go").read_bytes(), "fake.go")
-    assert headings(go) == [(1, ["func main"])]
+    assert headings(go) == [(1, ["func main()"])]
     view = parse_checked((FIXTURES / "view.js").read_bytes(), "lib/view.js")
-    assert headings(view) == [(1, ["function View"]), (1, ["function tryStat"])]
+    assert headings(view) == [
+        (1, ["function View(name, options)"]),
+        (1, ["function tryStat(path)"]),
+    ]
     key = parse_checked((FIXTURES / "key.rs").read_bytes(), "src/kv/key.rs")
     found = headings(key)
-    assert (1, ["struct Key"]) in found
-    assert (2, ["impl fmt::Display for Key<'k>", "fn fmt"]) in found
-    assert (3, ["mod std_support", "impl ToKey for String", "fn to_key"]) in found
-    tests = next(s for s in key.sections if s.heading == "mod tests")
-    # Attributes before an item open its section with it.
+    display = "impl<'k> fmt::Display for Key<'k>"
+    assert (2, [display, "fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result"]) in found
+    std = '#[cfg(feature = "std")] mod std_support'
+    assert (3, [std, "impl ToKey for String", "fn to_key(&self) -> Key<'_>"]) in found
+    # Attributes before an item open its section with it; the heading holds them.
+    struct = "#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)] pub struct Key<'k>"
+    assert (1, [struct]) in found
+    tests = next(s for s in key.sections if s.heading == "#[cfg(test)] mod tests")
     assert tests.text_in(key.text_layer).startswith("#[cfg(test)]\nmod tests {")
 
 
@@ -50,49 +56,53 @@ def test_definitions_of_real_javascript_go_and_rust_files_are_sections() -> None
             "import x from 'y';\n\nexport class A extends B {\n  @dec()\n  m(x: number): void {}\n"
             "}\nexport function f() {}\ninterface I { a: string }\n",
             [
-                (1, ["class A"]),
-                (2, ["class A", "method m"]),
-                (1, ["function f"]),
-                (1, ["interface I"]),
+                (1, ["export class A extends B"]),
+                (2, ["export class A extends B", "@dec() m(x: number): void {}"]),
+                (1, ["export function f() {}"]),
+                (1, ["interface I { a: string }"]),
             ],
         ),
         (
             "App.tsx",
             "export function App() {\n  return <div>hi</div>;\n}\n",
-            [(1, ["function App"])],
+            [(1, ["export function App()"])],
         ),
         (
             "k.cpp",
             "namespace n {\nclass K {\n public:\n  int f() { return 1; }\n};\n}\nclass Fwd;\n"
-            "template<class T>\nT h(T x) { return x; }\n",
+            "template<class T>\nT h(T x)\n{\n  return x;\n}\n",
             [
                 (1, ["namespace n"]),
                 (2, ["namespace n", "class K"]),
-                (3, ["namespace n", "class K", "function f"]),
-                (1, ["function h"]),
+                (3, ["namespace n", "class K", "int f() { return 1; }"]),
+                (1, ["template<class T> T h(T x)"]),
             ],
         ),
         (
             "k.h",
-            "#ifndef K_H\n#define K_H\nstatic int *make(void) { return 0; }\n#endif\n",
-            [(1, ["function make"])],
+            "#ifndef K_H\n#define K_H\nstatic int *make(void) {\n  return 0;\n}\n#endif\n",
+            [(1, ["static int *make(void)"])],
         ),
         (
             "K.java",
-            "@A\npublic class K {\n  public K() {}\n  @Override\n  void m() {}\n}\n",
-            [(1, ["class K"]), (2, ["class K", "constructor K"]), (2, ["class K", "method m"])],
+            "@A\npublic class K {\n  public K() {}\n  @Override\n  void m() {\n  }\n}\n",
+            [
+                (1, ["@A public class K"]),
+                (2, ["@A public class K", "public K() {}"]),
+                (2, ["@A public class K", "@Override void m()"]),
+            ],
         ),
         (
             "k.rb",
             "module M\n  class K < B\n    def self.s; end\n    def m(x)\n    end\n  end\nend\n",
             [
                 (1, ["module M"]),
-                (2, ["module M", "class K"]),
-                (3, ["module M", "class K", "def self.s"]),
-                (3, ["module M", "class K", "def m"]),
+                (2, ["module M", "class K < B"]),
+                (3, ["module M", "class K < B", "def self.s; end"]),
+                (3, ["module M", "class K < B", "def m(x)"]),
             ],
         ),
-        ("run.sh", "#!/bin/sh\nusage() {\n  echo hi\n}\n", [(1, ["function usage"])]),
+        ("run.sh", "#!/bin/sh\nusage() {\n  echo hi\n}\n", [(1, ["usage()"])]),
         ("q.sql", "SELECT 1;\n", []),
     ],
 )
@@ -103,14 +113,14 @@ def test_definitions_of_each_language_are_sections(
 
 
 def test_only_definitions_that_start_their_line_are_sections() -> None:
-    source = "var a = 1; function f() {} function g() {}\nfunction ünï() { return 'é'; }\n"
+    source = "var a = 1; function f() {} function g() {}\nfunction ünï() {\n  return 'é';\n}\n"
     parsed = parse_checked(source.encode(), "mixed.js")
-    assert headings(parsed) == [(1, ["function ünï"])]
+    assert headings(parsed) == [(1, ["function ünï()"])]
     section = parsed.sections[-1]
-    assert section.text_in(parsed.text_layer) == "function ünï() { return 'é'; }"
+    assert section.text_in(parsed.text_layer) == "function ünï() {\n  return 'é';\n}"
 
 
-def test_python_classes_and_functions_are_sections() -> None:
+def test_python_classes_and_functions_are_sections_headed_by_their_signature() -> None:
     source = (
         '"""Module."""\nimport os\n\n\n@dataclass\nclass Store:\n    """Keeps things."""\n\n'
         "    def get(self, key):\n        def inner():\n            return 1\n"
@@ -119,14 +129,14 @@ def test_python_classes_and_functions_are_sections() -> None:
     )
     parsed = parse_checked(source.encode(), "store.py")
     assert headings(parsed) == [
-        (1, ["class Store"]),
-        (2, ["class Store", "def get"]),
-        (2, ["class Store", "async def put"]),
-        (1, ["def main"]),
+        (1, ["@dataclass class Store"]),
+        (2, ["@dataclass class Store", "def get(self, key)"]),
+        (2, ["@dataclass class Store", "async def put(self, key)"]),
+        (1, ["def main( argv, )"]),
     ]
-    store = next(s for s in parsed.sections if s.heading == "class Store")
+    store = next(s for s in parsed.sections if s.heading == "@dataclass class Store")
     assert store.text_in(parsed.text_layer).startswith("@dataclass\nclass Store:")
-    get = next(s for s in parsed.sections if s.heading == "def get")
+    get = next(s for s in parsed.sections if s.heading == "def get(self, key)")
     assert "def inner" in get.text_in(parsed.text_layer)  # nested functions stay in their body
     assert parsed.sections[0].text_in(parsed.text_layer) == '"""Module."""\nimport os'
 
