@@ -166,6 +166,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
         return None, "a legacy binary Office file (OLE2: .doc/.xls/.ppt), which no parser reads"
     text = _head_text(head)
     if text is None:
+        if ext in CODE_LANGUAGES:  # a video's .ts, a binary .pl: not source code
+            return None, f"binary data with {_ext_words(ext)}, which is not source code"
         if claimed is not None and claimed not in _OOXML and claimed != PDF:
             return claimed, None  # a text extension: parsing names the bad byte
         if claimed is not None:

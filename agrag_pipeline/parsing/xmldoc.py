@@ -10,13 +10,16 @@ repeated children a list, attributes keys ``@name`` (written ``title@lang: en``)
 own text its value. So the root's repeated children (``<factbook><country>…``) are records,
 each a section titled by a ``name``/``title``/``id`` child or attribute. An element of mixed
 content (text and child elements, as in ``<p>a <b>bold</b> word</p>``) is one value, its text
-read through (``a bold word``); comments and processing instructions are left out; empty
+read through (``a bold word``), as is one holding entities a DTD we never load would define
+(``&nbsp;``, read as their HTML5 characters); comments and processing instructions are left
+out; empty
 elements without attributes write nothing. The root element's name is recorded as
 ``xml_root`` in the document's metadata.
 """
 
 from __future__ import annotations
 
+import html.entities
 import re
 
 from lxml import etree
@@ -44,6 +47,20 @@ def _local(name: str) -> str:
     return name.rsplit("}", 1)[-1] if name.startswith("{") else name
 
 
+def _full_text(element: etree._Element) -> str:
+    """All text inside ``element`` in order, entities left unresolved (``&nbsp;`` of a DTD we
+    never load) read as their HTML5 characters."""
+    parts = [element.text or ""]
+    for child in element:
+        if isinstance(child.tag, str):
+            parts.append(_full_text(child))
+        elif isinstance(child, etree._Entity):
+            name = (child.name or "").strip("&;")
+            parts.append(html.entities.html5.get(name + ";", ""))
+        parts.append(child.tail or "")
+    return "".join(parts)
+
+
 class _Reader:
     def __init__(self, source_key: str) -> None:
         self.source_key = source_key
@@ -64,8 +81,9 @@ class _Reader:
         }
         children = [c for c in element if isinstance(c.tag, str)]
         own = (element.text or "").strip()
-        if children and (own or any((c.tail or "").strip() for c in children)):
-            own = _SPACE.sub(" ", "".join(element.itertext())).strip()
+        entities = len(children) < len(element)
+        if entities or (children and (own or any((c.tail or "").strip() for c in element))):
+            own = _SPACE.sub(" ", _full_text(element)).strip()
             children = []
         if not children:
             if not attributes:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agrag_pipeline.parsing import parse_document
+from agrag_pipeline.parsing.detect import detect_media_type, undetected_reason
 from agrag_pipeline.settings import DocumentsSettings
 from agrag_pipeline.sources import scan_raw_root
 from agrag_pipeline_tests.parsing.parsed_support import headings, parse_checked
@@ -191,3 +192,11 @@ def test_structured_kinds_decide_which_kinds_are_documents_and_built_files_are_l
         "a Jupyter notebook, and 'notebook' is not in documents.structured_kinds"
     )
     assert reasons["src/app.min.js"] == "excluded by the documents.exclude pattern '*.min.js'"
+
+
+def test_binary_data_behind_a_code_extension_is_skipped_saying_why() -> None:
+    video = (b"\x47" + bytes(187)) * 40  # an MPEG transport stream, also named .ts
+    assert detect_media_type("clips/intro.ts", video) is None
+    assert undetected_reason("clips/intro.ts", video) == (
+        "binary data with extension '.ts', which is not source code"
+    )

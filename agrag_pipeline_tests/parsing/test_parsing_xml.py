@@ -79,3 +79,14 @@ def test_deep_and_truncated_xml_are_refused_naming_the_file() -> None:
     raw = (FIXTURES / "factbook.xml").read_bytes()
     with pytest.raises(CorruptDocumentError, match=r"^cut\.xml: not well-formed XML"):
         parse_document(raw[: len(raw) // 2], "cut.xml")
+
+
+def test_text_around_entities_of_a_dtd_never_loaded_is_kept() -> None:
+    raw = (
+        b'<?xml version="1.0"?>\n<!DOCTYPE book PUBLIC "-//OASIS//DTD DocBook XML V4.5//EN" '
+        b'"http://www.oasis-open.org/docbook/xml/4.5/docbookx.dtd">\n'
+        b"<book><title>Costs&nbsp;and risks &amp; more</title>"
+        b"<para>Caf&eacute; au lait</para></book>"
+    )
+    parsed = parse_checked(raw, "book.xml")
+    assert parsed.text_layer == "title: Costs and risks & more\npara: Café au lait"
