@@ -7,7 +7,7 @@ needs. The same writer serves generic XML (``xmldoc``), so every structured form
 
 Conventions (``render``):
 - A path joins keys with ``.`` and list positions with ``[i]``; a key holding ``.``, ``[``,
-  ``]``, a line break or nothing is quoted (``["a.b"]``). An XML attribute (key ``@name``)
+  ``]``, a line break or nothing is quoted (``["a.b"]``). An XML attribute (key ``Attribute``)
   follows its element's path directly (``title@lang``); an XML element's own text (key
   ``OWN_TEXT``) sits under the element's path.
 - Scalars read as written in JSON (``true``, ``false``, ``null``, numbers); strings verbatim
@@ -23,7 +23,10 @@ Conventions (``render``):
   holding a mapping or a list of more than scalars under a level-1 heading naming its key, its
   lines keeping their full path. One-line entries go first because a section runs to the next
   heading: one written after a heading would read as part of that heading's section.
-- YAML with several documents (``---``): each is a level-1 section "document N".
+- YAML with several documents (``---``): each is a level-1 section "document N". A YAML
+  template (Helm's ``{{ .Values.x }}``, Jinja's ``{% if %}``) that is not YAML as it stands is
+  read as plain text, with a warning; JSON with comments or trailing commas (JSONC:
+  ``tsconfig.json``) is read with them blanked, with a warning.
 
 Budgets, each a ``DocumentTooLargeError`` naming the file and the limit: nesting deeper than
 ``MAX_DEPTH`` levels (the JSON reader's own recursion limit, reached by ``10^5`` brackets, says
@@ -76,6 +79,8 @@ TITLE_KEYS = ("title", "name", "id", "key", "label", "subject", "headline", "sku
 #: A title longer than this is not a name: the record is titled by its position.
 _MAX_TITLE_CHARS = 120
 
+#: Template markup (Helm, Jinja, Ansible): such a file is YAML only once rendered.
+_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}")
 _PLAIN_KEY = re.compile(r"[^.\[\]\r\n]+")
 _SPACE = re.compile(r"\s+")
 
@@ -133,12 +138,18 @@ class _OwnText:
 OWN_TEXT = _OwnText()
 
 
+class Attribute(str):
+    """An XML attribute's key (``@lang``): written right after its element's path."""
+
+    __slots__ = ()
+
+
 def join_path(path: str, key: object) -> str:
     """``path`` extended by a mapping key (see the module docstring for quoting)."""
     if key is OWN_TEXT:
         return path
     name = key if isinstance(key, str) else scalar_text(key)
-    if name.startswith("@") and _PLAIN_KEY.fullmatch(name):
+    if isinstance(key, Attribute) and _PLAIN_KEY.fullmatch(name):
         return f"{path}{name}"
     if not _PLAIN_KEY.fullmatch(name) or name != name.strip():
         name = "[" + json.dumps(name, ensure_ascii=False) + "]"
@@ -309,12 +320,47 @@ def _load_json(text: str, source_key: str, line: int | None = None) -> object:
         raise CorruptDocumentError(source_key, f"not readable as JSON{where}: {exc}") from exc
 
 
+#: A JSON string, a ``//`` or ``/* */`` comment, or a comma before a closing bracket: strings
+#: are matched first, so what looks like a comment inside one stays.
+_JSONC_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[\]}])', re.DOTALL)
+
+
+def _without_comments(text: str) -> str:
+    """JSON with comments and trailing commas (JSONC: ``tsconfig.json``, VS Code settings) as
+    JSON: each comment and trailing comma blanked (line breaks kept, so positions hold)."""
+
+    def blank(match: re.Match[str]) -> str:
+        token = match.group()
+        return token if token.startswith('"') else re.sub(r"[^\n]", " ", token)
+
+    return _JSONC_TOKEN.sub(blank, text)
+
+
+def _load_jsonc(text: str, source_key: str, invalid: CorruptDocumentError) -> object:
+    """``text`` read as JSONC. Raises ``invalid`` (the error of reading it as JSON) when it
+    has no comment or trailing comma, else the error of reading it without them (at the same
+    line and column: blanking keeps every position)."""
+    stripped = _without_comments(text)
+    if stripped == text:
+        raise invalid
+    return _load_json(stripped, source_key)
+
+
 def parse_json(raw: bytes, document: Document) -> ParsedDocument:
-    """A JSON file (one value)."""
+    """A JSON file (one value); JSON with comments (JSONC) too, with a warning saying so."""
+    key = document.source_key
     text = _decoded(raw, document)
-    writer = StructuredWriter(document.source_key)
-    write_document(writer, _load_json(text, document.source_key))
-    return finish(writer, document, "JSON")
+    warnings: list[str] = []
+    try:
+        value = _load_json(text, key)
+    except CorruptDocumentError as invalid:
+        value = _load_jsonc(text, key, invalid)
+        warnings.append("read as JSON with comments or trailing commas (JSONC)")
+    writer = StructuredWriter(key)
+    write_document(writer, value)
+    parsed = finish(writer, document, "JSON")
+    parsed.warnings.extend(warnings)
+    return parsed
 
 
 def parse_ndjson(raw: bytes, document: Document) -> ParsedDocument:
@@ -419,6 +465,16 @@ def parse_yaml(raw: bytes, document: Document) -> ParsedDocument:
     except yaml.YAMLError as exc:
         if "maximum nesting depth" in str(exc):  # libyaml's own limit, past ours
             raise _too_deep(key) from exc
+        if _TEMPLATE.search(text):
+            # A Helm or Jinja template: YAML only once rendered; its text is what we have.
+            parsed = ParsedDocument(
+                document=document, text_layer=text, sections=build_sections(text, document, [], [])
+            )
+            parsed.warnings.append(
+                f"a template ({{{{ … }}}} or {{% … %}}), not YAML until rendered "
+                f"({_one_line(exc)}): read as plain text"
+            )
+            return parsed
         raise CorruptDocumentError(key, f"not valid YAML: {_one_line(exc)}") from exc
     values = [v for v in values if v is not None]
     writer = StructuredWriter(key)
@@ -451,6 +507,7 @@ __all__ = [
     "PARSERS",
     "TITLE_KEYS",
     "YAML_MEDIA_TYPE",
+    "Attribute",
     "StructuredWriter",
     "finish",
     "join_path",

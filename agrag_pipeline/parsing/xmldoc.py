@@ -33,6 +33,7 @@ from agrag_pipeline.parsing.structured import (
     MAX_DEPTH,
     MAX_VALUES,
     OWN_TEXT,
+    Attribute,
     StructuredWriter,
     finish,
     write_document,
@@ -77,7 +78,7 @@ class _Reader:
         check_size(self.source_key, "elements", self.elements, MAX_VALUES)
         self.deadline.tick(f"element {self.elements:,}")
         attributes: dict[object, object] = {
-            "@" + _local(str(k)): str(v) for k, v in element.attrib.items()
+            Attribute("@" + _local(str(k))): str(v) for k, v in element.attrib.items()
         }
         children = [c for c in element if isinstance(c.tag, str)]
         own = (element.text or "").strip()

@@ -174,3 +174,34 @@ def test_yaml_tags_never_run_code_and_recursive_aliases_are_refused(tmp_path: Pa
         parse_document(b"[" * 100_000 + b"]" * 100_000, "deep.yaml")
     with pytest.raises(CorruptDocumentError, match=r"^cut\.yaml: not valid YAML"):
         parse_document(b"a: [1, 2\nb: {c: ", "cut.yaml")
+
+
+def test_json_with_comments_and_trailing_commas_is_read_with_a_warning() -> None:
+    raw = (
+        b'{\n  // Compiler options\n  "compilerOptions": {\n    "target": "es2020", /* modern */\n'
+        b'    "paths": {"@/*": ["src/*"]},\n    "outDir": "dist//x",\n  },\n'
+        b'  "include": ["src/**/*.ts",],\n}\n'
+    )
+    parsed = parse_checked(raw, "tsconfig.json")
+    lines = parsed.text_layer.splitlines()
+    assert "compilerOptions.outDir: dist//x" in lines  # a // inside a string is no comment
+    assert "compilerOptions.paths.@/*: src/*" in lines
+    assert "include: src/**/*.ts" in lines
+    assert parsed.warnings == ["read as JSON with comments or trailing commas (JSONC)"]
+    # Truncated JSON stays an error, comments or not.
+    with pytest.raises(CorruptDocumentError, match=r"^cut\.json: not valid JSON: .*truncated\?"):
+        parse_document(raw[:60], "cut.json")
+
+
+def test_a_yaml_template_is_read_as_plain_text_with_a_warning() -> None:
+    raw = (
+        b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n"
+        b'  name: {{ include "app.fullname" . }}\n  labels:\n'
+        b'    {{- include "app.labels" . | nindent 4 }}\nspec:\n'
+        b"  {{- if not .Values.autoscaling.enabled }}\n  replicas: {{ .Values.replicaCount }}\n"
+        b"  {{- end }}\n"
+    )
+    parsed = parse_checked(raw, "chart/templates/deployment.yaml")
+    assert parsed.text_layer == raw.decode()
+    assert len(parsed.warnings) == 1
+    assert parsed.warnings[0].startswith("a template ({{ … }} or {% … %}), not YAML until rendered")
