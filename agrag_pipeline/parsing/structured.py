@@ -21,8 +21,10 @@ Conventions (``render``):
   NDJSON). Inside a record, paths start at the record (``address.city: Paris``).
 - A top-level mapping: its one-line entries come first (the level-0 section), then each entry
   holding a mapping or a list of more than scalars under a level-1 heading naming its key, its
-  lines keeping their full path. One-line entries go first because a section runs to the next
-  heading: one written after a heading would read as part of that heading's section.
+  lines keeping their full path; a mapping there whose values are all mappings (docker-compose
+  ``services``, OpenAPI ``paths``) is records too, each titled by its key. One-line entries go
+  first because a section runs to the next heading: one written after a heading would read as
+  part of that heading's section.
 - YAML with several documents (``---``): each is a level-1 section "document N". A YAML
   template (Helm's ``{{ .Values.x }}``, Jinja's ``{% if %}``) that is not YAML as it stands is
   read as plain text, with a warning; JSON with comments or trailing commas (JSONC:
@@ -243,6 +245,15 @@ def _is_record_list(value: object) -> bool:
     return isinstance(value, list) and any(isinstance(v, dict) for v in value)
 
 
+def _is_keyed_records(value: object) -> bool:
+    """A mapping of names to mappings (docker-compose ``services``, OpenAPI ``paths``)."""
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and all(isinstance(v, dict) and v and not _is_one_line(v) for v in value.values())
+    )
+
+
 def write_records(
     writer: StructuredWriter,
     records: Iterable[tuple[str, object]],
@@ -276,6 +287,11 @@ def write_document(writer: StructuredWriter, value: object, *, depth: int = 0) -
             assert isinstance(item, list)
             labels = ((f"{path}[{i}]", v) for i, v in enumerate(item))
             write_records(writer, labels, 2, depth + 1)
+        elif _is_keyed_records(item):
+            assert isinstance(item, dict)
+            for name, record in item.items():  # titled by their key: it is their name
+                writer.heading(join_path("", name), 2)
+                write_value(writer, record, "", depth + 2)
         else:
             write_value(writer, item, path, depth + 1)
 

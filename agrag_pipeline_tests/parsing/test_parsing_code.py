@@ -18,7 +18,13 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "structured"
 
 @pytest.mark.parametrize(
     ("name", "language"),
-    [("logger.py", "python"), ("fake.go", "go"), ("view.js", "javascript"), ("key.rs", "rust")],
+    [
+        ("logger.py", "python"),
+        ("fake.go", "go"),
+        ("view.js", "javascript"),
+        ("key.rs", "rust"),
+        ("docker-build.sh", "shell"),
+    ],
 )
 def test_source_files_keep_their_text_and_language(name: str, language: str) -> None:
     raw = (FIXTURES / name).read_bytes()

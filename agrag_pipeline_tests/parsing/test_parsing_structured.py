@@ -205,3 +205,25 @@ def test_a_yaml_template_is_read_as_plain_text_with_a_warning() -> None:
     assert parsed.text_layer == raw.decode()
     assert len(parsed.warnings) == 1
     assert parsed.warnings[0].startswith("a template ({{ … }} or {% … %}), not YAML until rendered")
+
+
+@pytest.mark.parametrize("name", ["pre-commit-config.yaml", "docker-compose-pgvector.yaml"])
+def test_every_value_of_real_yaml_files_is_in_the_text_layer(name: str) -> None:
+    raw = (FIXTURES / name).read_bytes()
+    parsed = parse_checked(raw, name)
+    missing = [s for s in _strings(yaml.safe_load(raw)) if s not in parsed.text_layer]
+    assert missing == []
+
+
+def test_a_mapping_of_named_mappings_is_a_section_per_name() -> None:
+    parsed = parse_checked((FIXTURES / "docker-compose-pgvector.yaml").read_bytes(), "dc.yaml")
+    assert headings(parsed) == [(1, ["services"]), (2, ["services", "pgvector"])]
+    service = next(s for s in parsed.sections if s.heading == "pgvector")
+    assert "environment.POSTGRES_DB: elements" in service.text_in(parsed.text_layer).splitlines()
+    hooks = parse_checked((FIXTURES / "pre-commit-config.yaml").read_bytes(), "p.yaml")
+    assert headings(hooks) == [
+        (1, ["repos"]),
+        (2, ["repos", "repos[0]"]),
+        (2, ["repos", "repos[1]"]),
+    ]
+    assert "hooks[0].args: --fix-only, --show-fixes" in hooks.text_layer.splitlines()
