@@ -154,8 +154,7 @@ def join_path(path: str, key: object) -> str:
     if isinstance(key, Attribute) and _PLAIN_KEY.fullmatch(name):
         return f"{path}{name}"
     if not _PLAIN_KEY.fullmatch(name) or name != name.strip():
-        name = "[" + json.dumps(name, ensure_ascii=False) + "]"
-        return f"{path}{name}"
+        return f'{path}["{name}"]'  # the key as written (readable, not escaped)
     return f"{path}.{name}" if path else name
 
 

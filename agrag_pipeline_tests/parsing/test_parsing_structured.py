@@ -9,10 +9,19 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from agrag_pipeline.fingerprints import content_hash
+from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import parse_document
-from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLargeError
-from agrag_pipeline.parsing.structured import MAX_DEPTH, MAX_VALUES
+from agrag_pipeline.parsing.contract import contract_violations
+from agrag_pipeline.parsing.errors import (
+    CorruptDocumentError,
+    DocumentTooLargeError,
+    EmptyDocumentError,
+)
+from agrag_pipeline.parsing.structured import MAX_DEPTH, MAX_VALUES, parse_json
 from agrag_pipeline_tests.parsing.parsed_support import headings, parse_checked
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "structured"
@@ -227,3 +236,32 @@ def test_a_mapping_of_named_mappings_is_a_section_per_name() -> None:
         (2, ["repos", "repos[1]"]),
     ]
     assert "hooks[0].args: --fix-only, --show-fixes" in hooks.text_layer.splitlines()
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(_JSON_VALUES)
+def test_any_json_value_keeps_the_contract_and_every_string_in_the_text(value: object) -> None:
+    raw = json.dumps(value).encode()
+    document = Document(
+        source_key="any.json",
+        media_type="application/json",
+        size_bytes=len(raw),
+        content_hash=content_hash(raw),
+    )
+    try:
+        parsed = parse_json(raw, document)  # the parser alone: reading quality is not tested
+    except EmptyDocumentError:
+        assert not [s for s in _strings(value) if s.strip()]  # nothing to read: refused as empty
+        return
+    assert contract_violations(parsed) == []
+    missing = [s for s in _strings(value) if s not in parsed.text_layer]
+    assert missing == []
