@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-StructuredKind = Literal["json", "yaml", "xml", "notebook", "code"]
+StructuredKind = Literal["json", "yaml", "toml", "xml", "notebook", "code"]
 
 #: Extension (lower case, with the dot) -> language name, for source code files.
 CODE_LANGUAGES: dict[str, str] = {
@@ -47,13 +47,31 @@ CODE_LANGUAGES: dict[str, str] = {
     ".bash": "shell",
     ".zsh": "shell",
     ".ps1": "powershell",
+    ".bat": "batch",
+    ".cmd": "batch",
     ".sql": "sql",
+    ".vue": "vue",
+    ".svelte": "svelte",
+    ".dart": "dart",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".erl": "erlang",
+    ".hs": "haskell",
+    ".ml": "ocaml",
+    ".clj": "clojure",
+    ".groovy": "groovy",
+    ".gradle": "groovy",
+    ".tf": "terraform",
+    ".proto": "protobuf",
+    ".graphql": "graphql",
+    ".f90": "fortran",
 }
 
 #: Kind -> the extensions of its files.
 KIND_EXTENSIONS: dict[str, tuple[str, ...]] = {
     "json": (".json", ".ndjson", ".jsonl"),
     "yaml": (".yaml", ".yml"),
+    "toml": (".toml",),
     "xml": (".xml",),
     "notebook": (".ipynb",),
     "code": tuple(CODE_LANGUAGES),
@@ -65,6 +83,7 @@ _KIND_OF_EXTENSION = {ext: kind for kind, exts in KIND_EXTENSIONS.items() for ex
 _WORDS = {
     "json": "a JSON file",
     "yaml": "a YAML file",
+    "toml": "a TOML file",
     "xml": "an XML file",
     "notebook": "a Jupyter notebook",
     "code": "a source code file",

@@ -256,7 +256,7 @@ class DocumentsSettings(_Frozen):
     pattern does. Hidden files (a component starting with ``.``) are skipped by the scan anyway.
 
     ``structured_kinds`` says which kinds of structured text and code count as documents
-    (``file_kinds.KIND_EXTENSIONS``: ``json`` .json/.ndjson/.jsonl, ``yaml``, ``xml``,
+    (``file_kinds.KIND_EXTENSIONS``: ``json`` .json/.ndjson/.jsonl, ``yaml``, ``toml``, ``xml``,
     ``notebook`` .ipynb, ``code`` source files by extension). All by default: a team's
     configuration, data exports, notebooks and code are what it searches for; what is generated
     rather than written (lock files, minified files, ``node_modules``, VCS folders) is left out

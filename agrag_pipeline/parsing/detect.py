@@ -60,6 +60,7 @@ GIF = "image/gif"
 JSON = "application/json"
 NDJSON = "application/x-ndjson"
 YAML = "application/yaml"
+TOML = "application/toml"
 XML = "application/xml"
 NOTEBOOK = "application/x-ipynb+json"
 
@@ -96,6 +97,7 @@ EXTENSIONS: dict[str, str] = {
     ".jsonl": NDJSON,
     ".yaml": YAML,
     ".yml": YAML,
+    ".toml": TOML,
     ".xml": XML,
     ".ipynb": NOTEBOOK,
     **{ext: f"text/x-{language}" for ext, language in CODE_LANGUAGES.items()},
@@ -364,6 +366,7 @@ __all__ = [
     "PLAIN",
     "PPTM",
     "PPTX",
+    "TOML",
     "TSV",
     "XLSM",
     "XLSX",

@@ -1,4 +1,4 @@
-"""JSON, NDJSON and YAML: every value written under its key path, records as sections.
+"""JSON, NDJSON, YAML and TOML: every value written under its key path, records as sections.
 
 Why a text layer of ``path: value`` lines: a reader (and an embedder) sees each value next to
 the keys that say what it is (``user.address.city: Paris``), and search finds the value and its
@@ -48,6 +48,7 @@ import datetime
 import json
 import math
 import re
+import tomllib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -67,6 +68,7 @@ from agrag_pipeline.parsing.tree import HeadingMark, build_sections
 JSON_MEDIA_TYPE = "application/json"
 NDJSON_MEDIA_TYPE = "application/x-ndjson"
 YAML_MEDIA_TYPE = "application/yaml"
+TOML_MEDIA_TYPE = "application/toml"
 
 #: Levels of nesting a document may have (a real one rarely passes 20).
 MAX_DEPTH = 100
@@ -500,6 +502,21 @@ def parse_yaml(raw: bytes, document: Document) -> ParsedDocument:
     return finish(writer, document, "YAML")
 
 
+def parse_toml(raw: bytes, document: Document) -> ParsedDocument:
+    """A TOML file (``pyproject.toml``, ``Cargo.toml``), with the standard library's reader."""
+    key = document.source_key
+    text = _decoded(raw, document)
+    try:
+        value = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CorruptDocumentError(key, f"not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise _too_deep(key) from None
+    writer = StructuredWriter(key)
+    write_document(writer, value)
+    return finish(writer, document, "TOML")
+
+
 def _one_line(exc: BaseException) -> str:
     return _SPACE.sub(" ", str(exc)).strip()
 
@@ -509,6 +526,7 @@ PARSERS: dict[str, Callable[[bytes, Document], ParsedDocument]] = {
     JSON_MEDIA_TYPE: parse_json,
     NDJSON_MEDIA_TYPE: parse_ndjson,
     YAML_MEDIA_TYPE: parse_yaml,
+    TOML_MEDIA_TYPE: parse_toml,
 }
 
 __all__ = [
@@ -521,6 +539,7 @@ __all__ = [
     "OWN_TEXT",
     "PARSERS",
     "TITLE_KEYS",
+    "TOML_MEDIA_TYPE",
     "YAML_MEDIA_TYPE",
     "Attribute",
     "StructuredWriter",
@@ -528,6 +547,7 @@ __all__ = [
     "join_path",
     "parse_json",
     "parse_ndjson",
+    "parse_toml",
     "parse_yaml",
     "record_title",
     "scalar_text",

@@ -1,9 +1,10 @@
-"""JSON, NDJSON and YAML (issue 23): every value under its key path, records as sections,
+"""JSON, NDJSON, YAML and TOML (issue 23): every value under its key path, records as sections,
 hostile input refused within budget with an error naming the file."""
 
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -265,3 +266,15 @@ def test_any_json_value_keeps_the_contract_and_every_string_in_the_text(value: o
     assert contract_violations(parsed) == []
     missing = [s for s in _strings(value) if s not in parsed.text_layer]
     assert missing == []
+
+
+def test_every_toml_value_is_in_the_text_layer_and_tables_are_sections() -> None:
+    raw = (FIXTURES / "Cargo.toml").read_bytes()
+    parsed = parse_checked(raw, "Cargo.toml")
+    assert parsed.document.media_type == "application/toml"
+    missing = [s for s in _strings(tomllib.loads(raw.decode())) if s not in parsed.text_layer]
+    assert missing == []
+    assert (1, ["package"]) in headings(parsed)
+    assert "package.name: log" in parsed.text_layer.splitlines()
+    with pytest.raises(CorruptDocumentError, match=r"^cut\.toml: not valid TOML"):
+        parse_document(raw[: raw.index(b"=") + 1], "cut.toml")
