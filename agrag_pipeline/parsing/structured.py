@@ -5,11 +5,11 @@ the keys that say what it is (``user.address.city: Paris``), and search finds th
 key alike; the file's own punctuation (braces, quotes, indentation) carries no meaning a chunk
 needs. The same writer serves generic XML (``xmldoc``), so every structured format reads alike.
 
-Conventions (``render``):
+Conventions (``write_document``):
 - A path joins keys with ``.`` and list positions with ``[i]``; a key holding ``.``, ``[``,
-  ``]``, a line break or nothing is quoted (``["a.b"]``). An XML attribute (key ``Attribute``)
-  follows its element's path directly (``title@lang``); an XML element's own text (key
-  ``OWN_TEXT``) sits under the element's path.
+  ``]``, a line break, edge blanks or nothing is quoted as written (``["a.b"]``). An XML
+  attribute (key ``Attribute``) follows its element's path directly (``title@lang``); an XML
+  element's own text (key ``OWN_TEXT``) sits under the element's path.
 - Scalars read as written in JSON (``true``, ``false``, ``null``, numbers); strings verbatim
   (their line breaks kept, so ``text_layer`` holds every string value exactly); a list of
   scalars without line breaks is one line, ``tags: a, b, c``; an empty list or mapping reads
