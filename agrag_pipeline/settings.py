@@ -24,6 +24,7 @@ from pydantic import (
 from agrag_pipeline.chunking.settings import ChunkerSettings
 from agrag_pipeline.embedding.settings import EmbeddingSettings
 from agrag_pipeline.extraction.settings import LlmSettings
+from agrag_pipeline.file_kinds import STRUCTURED_KINDS, StructuredKind, kind_of, kind_words
 from agrag_pipeline.sinks.graph.settings import GraphSettings
 
 #: The settings file the project ships and the Dagster definitions load by default.
@@ -193,6 +194,11 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     "npm-shrinkwrap.json",
     "pnpm-lock.yaml",
     "go.sum",
+    # Built, not written: minified scripts and styles, source maps, installed Python packages.
+    "*.min.js",
+    "*.min.css",
+    "*.map",
+    "**/site-packages/**",
     "~$*",
     "*~",
     "*.tmp",
@@ -248,12 +254,22 @@ class DocumentsSettings(_Frozen):
 
     A file is a document when some ``include`` pattern matches its key and no ``exclude``
     pattern does. Hidden files (a component starting with ``.``) are skipped by the scan anyway.
+
+    ``structured_kinds`` says which kinds of structured text and code count as documents
+    (``file_kinds.KIND_EXTENSIONS``: ``json`` .json/.ndjson/.jsonl, ``yaml``, ``toml``, ``xml``,
+    ``notebook`` .ipynb, ``code`` source files by extension). All by default: a team's
+    configuration, data exports, notebooks and code are what it searches for; what is generated
+    rather than written (lock files, minified files, ``node_modules``, VCS folders) is left out
+    by ``exclude``. A file of a kind not listed is skipped with a reason naming this setting.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, ignored_types=(cached_property,))
 
     include: list[str] = Field(default_factory=lambda: ["**"])
     exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    structured_kinds: list[StructuredKind] = Field(
+        default_factory=lambda: list(STRUCTURED_KINDS)  # type: ignore[arg-type]
+    )
 
     @field_validator("include", "exclude")
     @classmethod
@@ -279,6 +295,9 @@ class DocumentsSettings(_Frozen):
         for pattern, regex in exclude:
             if regex.match(source_key):
                 return f"excluded by the documents.exclude pattern {pattern!r}"
+        kind = kind_of(source_key)
+        if kind is not None and kind not in self.structured_kinds:
+            return f"{kind_words(kind)}, and {kind!r} is not in documents.structured_kinds"
         return None
 
 

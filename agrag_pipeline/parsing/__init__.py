@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from agrag_pipeline.file_kinds import KIND_EXTENSIONS
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import (
@@ -50,17 +51,21 @@ from agrag_pipeline.parsing import (
     lightmarkup,
     mail,
     markdown,
+    notebook,
     pdf,
     plaintext,
     powerpoint,
     quality,
     rst,
+    sourcecode,
     spreadsheet,
+    structured,
     word,
+    xmldoc,
     ziparchive,
 )
 from agrag_pipeline.parsing.budget import DEFAULT_TIME_BUDGET_S, Deadline, deadline_scope
-from agrag_pipeline.parsing.detect import detect_media_type
+from agrag_pipeline.parsing.detect import EXTENSIONS, detect_media_type
 from agrag_pipeline.parsing.encoding import decode
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
@@ -122,6 +127,9 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".odp": legacy_office.ODP,
     ".rtf": legacy_office.RTF,
     # ".xml" is JATS only by content (``detect``): other XML has no parser.
+    # Structured text and code (issue 23): JSON, NDJSON, YAML, XML (JATS by content,
+    # ``detect``), notebooks, source files (``file_kinds``).
+    **{ext: EXTENSIONS[ext] for exts in KIND_EXTENSIONS.values() for ext in exts},
 }
 
 Parser = Callable[[bytes, Document], ParsedDocument]
@@ -184,6 +192,10 @@ PARSERS: dict[str, Parser] = {
     **dict.fromkeys(mail.MEDIA_TYPES, mail.parse),
     ziparchive.MEDIA_TYPE: ziparchive.parse,
     **dict.fromkeys(legacy_office.MEDIA_TYPES, legacy_office.parse),
+    **structured.PARSERS,
+    xmldoc.MEDIA_TYPE: xmldoc.parse,
+    notebook.MEDIA_TYPE: notebook.parse,
+    **dict.fromkeys(sourcecode.MEDIA_TYPES.values(), sourcecode.parse),
 }
 #: Parsers that read ``ParsingSettings`` (OCR): they get the run's settings.
 _TAKES_SETTINGS = (pdf.parse, image.parse)

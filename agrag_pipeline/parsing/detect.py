@@ -19,7 +19,9 @@
   carrying ``dtd-version`` or JATS front matter; HTML by ``<!doctype html`` or an ``<html>``,
   ``<head>`` or ``<body>`` root. A ``.md`` or ``.html`` file is trusted (Markdown may embed HTML;
   an HTML fragment is still HTML).
-- Other XML (an ``.xml`` whose root is not a JATS article) has no parser: ``None``.
+- Other XML (an ``.xml``, or a file without extension opening ``<?xml``, whose root is not a
+  JATS article) is generic XML. JSON, YAML, notebooks and source code go by their extension
+  (``file_kinds``); a ``.txt`` holding JSON stays plain text (``structured`` says why).
 - A file without an extension that is UTF-8 text (``README``, ``NOTES``) is plain text; one with
   an extension no parser knows is ``None``. A known extension whose content is damaged keeps its
   type, so parsing reports a clear per-file error (a truncated zip, a PDF without its header).
@@ -42,6 +44,8 @@ import re
 import zipfile
 import zlib
 from pathlib import PurePosixPath
+
+from agrag_pipeline.file_kinds import CODE_LANGUAGES
 
 PDF = "application/pdf"
 HTML = "text/html"
@@ -77,6 +81,14 @@ ODT = "application/vnd.oasis.opendocument.text"
 ODS = "application/vnd.oasis.opendocument.spreadsheet"
 ODP = "application/vnd.oasis.opendocument.presentation"
 RTF = "application/rtf"
+# Structured text and code (issue 23): ``parsing.structured``, ``xmldoc``, ``notebook``,
+# ``sourcecode``; a source file's media type is ``text/x-<language>``.
+JSON = "application/json"
+NDJSON = "application/x-ndjson"
+YAML = "application/yaml"
+TOML = "application/toml"
+XML = "application/xml"
+NOTEBOOK = "application/x-ipynb+json"
 
 #: Extension (lower case, with the dot) -> the media type it claims.
 EXTENSIONS: dict[str, str] = {
@@ -125,6 +137,15 @@ EXTENSIONS: dict[str, str] = {
     ".ods": ODS,
     ".odp": ODP,
     ".rtf": RTF,
+    ".json": JSON,
+    ".ndjson": NDJSON,
+    ".jsonl": NDJSON,
+    ".yaml": YAML,
+    ".yml": YAML,
+    ".toml": TOML,
+    ".xml": XML,
+    ".ipynb": NOTEBOOK,
+    **{ext: f"text/x-{language}" for ext, language in CODE_LANGUAGES.items()},
 }
 _OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
@@ -204,6 +225,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
         return (DOC if claimed == DOC else RTF), None  # Word saves RTF as .doc too
     text = _head_text(head)
     if text is None:
+        if ext in CODE_LANGUAGES:  # a video's .ts, a binary .pl: not source code
+            return None, f"binary data with {_ext_words(ext)}, which is not source code"
         if claimed is not None and claimed not in _OOXML and claimed != PDF:
             return claimed, None  # a text extension: parsing names the bad byte
         if claimed is not None:
@@ -216,8 +239,7 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
         if ext == "" and _is_rfc822(text):
             return EML, None
         if ext == ".xml" or (ext == "" and text.lstrip().startswith("<?xml")):
-            root = _root_name(text)
-            return None, f"XML with root element <{root or '?'}>, which no parser reads"
+            return XML, None  # generic XML (``xmldoc``): element text under its path
     if claimed is not None:
         return claimed, None
     if ext == "":
@@ -538,7 +560,10 @@ __all__ = [
     "EXTENSIONS",
     "HTML",
     "JATS",
+    "JSON",
     "MARKDOWN",
+    "NDJSON",
+    "NOTEBOOK",
     "ODP",
     "ODS",
     "ODT",
@@ -547,10 +572,13 @@ __all__ = [
     "PPTM",
     "PPTX",
     "RTF",
+    "TOML",
     "TSV",
     "XLS",
     "XLSM",
     "XLSX",
+    "XML",
+    "YAML",
     "detect_media_type",
     "extension",
     "undetected_reason",

@@ -38,12 +38,10 @@ def test_txt_holding_html_is_parsed_as_html_not_tag_by_tag() -> None:
     assert "<p>" not in parsed.text_layer
 
 
-def test_other_xml_and_binaries_have_no_parser_and_say_why() -> None:
+def test_binaries_and_unknown_extensions_have_no_parser_and_say_why() -> None:
+    # Any XML that is not JATS is generic XML now (issue 23), read as element text.
     svg = b'<?xml version="1.0"?>\n<!-- drawn -->\n<svg xmlns="http://www.w3.org/2000/svg"/>'
-    assert detect_media_type("logo.xml", svg) is None
-    assert (
-        undetected_reason("logo.xml", svg) == "XML with root element <svg>, which no parser reads"
-    )
+    assert detect_media_type("logo.xml", svg) == detect.XML
     assert detect_media_type("song.mp3", b"ID3\x04\x00\x00\x00\x00\x00\x00") is None
     assert "binary data with extension '.mp3'" in (
         undetected_reason("song.mp3", b"ID3\x04\x00") or ""
@@ -60,8 +58,9 @@ def test_other_xml_and_binaries_have_no_parser_and_say_why() -> None:
     assert "a zip archive" in (undetected_reason("photos.jar", archive.getvalue()) or "")
     # Behind .zip it is an archive, whose members are documents (``derived``).
     assert detect_media_type("photos.zip", archive.getvalue()) == "application/zip"
-    assert detect_media_type("data.json", b'{"a": 1}') is None
-    assert undetected_reason("data.json", b'{"a": 1}') == "no parser for extension '.json'"
+    assert detect_media_type("data.json", b'{"a": 1}') == detect.JSON
+    assert detect_media_type("data.xyz", b'{"a": 1}') is None
+    assert undetected_reason("data.xyz", b'{"a": 1}') == "no parser for extension '.xyz'"
     assert undetected_reason("README", b"hello") is None
 
 
