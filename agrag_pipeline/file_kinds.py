@@ -65,6 +65,12 @@ CODE_LANGUAGES: dict[str, str] = {
     ".proto": "protobuf",
     ".graphql": "graphql",
     ".f90": "fortran",
+    # TeX packages and classes, BibTeX databases and styles: text a LaTeX project keeps.
+    ".sty": "tex",
+    ".cls": "tex",
+    ".dtx": "tex",
+    ".bib": "bibtex",
+    ".bst": "bibtex-style",
 }
 
 #: Kind -> the extensions of its files.
@@ -72,7 +78,7 @@ KIND_EXTENSIONS: dict[str, tuple[str, ...]] = {
     "json": (".json", ".ndjson", ".jsonl"),
     "yaml": (".yaml", ".yml"),
     "toml": (".toml",),
-    "xml": (".xml",),
+    "xml": (".xml", ".xsd", ".xsl", ".xslt", ".rss", ".atom"),
     "notebook": (".ipynb",),
     "code": tuple(CODE_LANGUAGES),
 }

@@ -60,6 +60,7 @@ from agrag_pipeline.parsing import (
     sourcecode,
     spreadsheet,
     structured,
+    subtitles,
     word,
     xmldoc,
     ziparchive,
@@ -119,6 +120,8 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".adoc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
     ".asciidoc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
     ".asc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
+    ".vtt": subtitles.VTT_MEDIA_TYPE,
+    ".srt": subtitles.SRT_MEDIA_TYPE,
     ".doc": legacy_office.DOC,
     ".xls": legacy_office.XLS,
     ".ppt": legacy_office.PPT,
@@ -126,7 +129,7 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".ods": legacy_office.ODS,
     ".odp": legacy_office.ODP,
     ".rtf": legacy_office.RTF,
-    # ".xml" is JATS only by content (``detect``): other XML has no parser.
+    # ".xml" is JATS or generic XML by content (``detect``).
     # Structured text and code (issue 23): JSON, NDJSON, YAML, XML (JATS by content,
     # ``detect``), notebooks, source files (``file_kinds``).
     **{ext: EXTENSIONS[ext] for exts in KIND_EXTENSIONS.values() for ext in exts},
@@ -188,6 +191,8 @@ PARSERS: dict[str, Parser] = {
     latex.MEDIA_TYPE: _text_parser(latex.parse),
     lightmarkup.ORG_MEDIA_TYPE: _text_parser(lightmarkup.parse_org),
     lightmarkup.ASCIIDOC_MEDIA_TYPE: _text_parser(lightmarkup.parse_asciidoc),
+    subtitles.VTT_MEDIA_TYPE: _text_parser(subtitles.parse),
+    subtitles.SRT_MEDIA_TYPE: _text_parser(subtitles.parse),
     **dict.fromkeys(image.MEDIA_TYPES, image.parse),
     **dict.fromkeys(mail.MEDIA_TYPES, mail.parse),
     ziparchive.MEDIA_TYPE: ziparchive.parse,

@@ -88,6 +88,8 @@ NDJSON = "application/x-ndjson"
 YAML = "application/yaml"
 TOML = "application/toml"
 XML = "application/xml"
+VTT = "text/vtt"
+SRT = "application/x-subrip"
 NOTEBOOK = "application/x-ipynb+json"
 
 #: Extension (lower case, with the dot) -> the media type it claims.
@@ -125,6 +127,7 @@ EXTENSIONS: dict[str, str] = {
     ".rst": RST,
     ".rest": RST,
     ".tex": LATEX,
+    ".bbl": LATEX,  # a LaTeX bibliography (thebibliography), as BibTeX writes it
     ".latex": LATEX,
     ".org": ORG,
     ".adoc": ASCIIDOC,
@@ -144,10 +147,29 @@ EXTENSIONS: dict[str, str] = {
     ".yml": YAML,
     ".toml": TOML,
     ".xml": XML,
+    ".xsd": XML,
+    ".xsl": XML,
+    ".xslt": XML,
+    ".rss": XML,
+    ".atom": XML,
+    ".vtt": VTT,
+    ".srt": SRT,
     ".ipynb": NOTEBOOK,
     **{ext: f"text/x-{language}" for ext, language in CODE_LANGUAGES.items()},
 }
 _OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
+#: Recordings: skipped with that reason (no speech recognition), not as unknown "binary data".
+_AUDIO_VIDEO = {
+    **dict.fromkeys(
+        (".mp3", ".wav", ".flac", ".m4a", ".aac", ".ogg", ".oga", ".opus", ".wma", ".aiff"),
+        "audio",
+    ),
+    **dict.fromkeys(
+        (".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".wmv", ".mpg", ".mpeg", ".3gp"),
+        "video",
+    ),
+}
+_COMPRESSED = frozenset({".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar", ".lz4"})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
 _SNIFFED = frozenset({".txt", ".text", ".xml", ".nxml", ".csv", ".tsv", ".tab", ""})
 
@@ -231,6 +253,16 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             return claimed, None  # a text extension: parsing names the bad byte
         if claimed is not None:
             return claimed, None  # damaged container: parsing reports it per file
+        if ext in _AUDIO_VIDEO:
+            return None, (
+                f"{_AUDIO_VIDEO[ext]} ({ext}): there is no speech recognition here; a "
+                "transcript or subtitles beside it (.vtt, .srt, .txt) are read"
+            )
+        if ext in _COMPRESSED:
+            return None, (
+                f"a compressed file ({ext}), which is not unpacked (only .zip archives, .eml and "
+                ".msg attachments are read as the documents they hold)"
+            )
         return None, f"binary data with {_ext_words(ext)}, which no parser reads"
     if ext in _SNIFFED or claimed in _OOXML or claimed == PDF:
         markup = _markup_type(text)
@@ -572,8 +604,10 @@ __all__ = [
     "PPTM",
     "PPTX",
     "RTF",
+    "SRT",
     "TOML",
     "TSV",
+    "VTT",
     "XLS",
     "XLSM",
     "XLSX",

@@ -43,8 +43,11 @@ def test_binaries_and_unknown_extensions_have_no_parser_and_say_why() -> None:
     svg = b'<?xml version="1.0"?>\n<!-- drawn -->\n<svg xmlns="http://www.w3.org/2000/svg"/>'
     assert detect_media_type("logo.xml", svg) == detect.XML
     assert detect_media_type("song.mp3", b"ID3\x04\x00\x00\x00\x00\x00\x00") is None
-    assert "binary data with extension '.mp3'" in (
+    assert "audio (.mp3): there is no speech recognition here" in (
         undetected_reason("song.mp3", b"ID3\x04\x00") or ""
+    )
+    assert "binary data with extension '.dwg'" in (
+        undetected_reason("plan.dwg", b"AC1032\x00\x00") or ""
     )
     # An image is a scan for OCR, known by its signature.
     assert detect_media_type("photo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR") == "image/png"
