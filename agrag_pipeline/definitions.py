@@ -8,6 +8,7 @@ import warnings
 import dagster as dg
 
 from agrag_pipeline.defs.assets import build_assets
+from agrag_pipeline.defs.code_versions import asset_code_versions
 from agrag_pipeline.defs.extraction import build_extraction_assets
 from agrag_pipeline.defs.graph import build_graph_asset
 from agrag_pipeline.defs.index import build_index_assets
@@ -17,17 +18,18 @@ from agrag_pipeline.defs.sensors import raw_documents_sensor
 
 
 def build_definitions(pipeline: PipelineResource | None = None) -> dg.Definitions:
-    """Definitions for one configuration; code versions fold in its settings fingerprints."""
+    """Definitions for one configuration; code versions fold in its settings fingerprints and
+    those of everything upstream (``defs/code_versions.py``)."""
     pipeline = pipeline or default_pipeline_resource()
-    code_versions = pipeline.runtime().code_versions()
+    code_versions = asset_code_versions(pipeline.runtime())
     with warnings.catch_warnings():
         # BackfillPolicy is a beta parameter of @asset in Dagster 1.13; we rely on it knowingly.
         warnings.simplefilter("ignore", dg.BetaWarning)
         assets = [
             *build_assets(code_versions),
-            build_graph_asset(),
-            *build_extraction_assets(pipeline.runtime()),
-            *build_index_assets(),
+            build_graph_asset(code_versions["graph"]),
+            *build_extraction_assets(code_versions),
+            *build_index_assets(code_versions["search_index"]),
         ]
     return dg.Definitions(
         assets=assets,

@@ -200,11 +200,12 @@ def _place_in_run(context: dg.AssetExecutionContext) -> _Place:
 
 
 def _provenance_tags(
-    code_version: str | None, upstream: str | None, pointer: md.Pointer | None
+    code_version: str | None, upstreams: dict[str, md.Pointer | None]
 ) -> dict[str, str]:
     """The data-version tags Dagster writes on a materialisation it derives from an output:
-    the code version as data version (see the module docstring) and the upstream partition's
-    materialisation this one was made from, so staleness is computed per document."""
+    the code version as data version (see the module docstring) and, for every upstream asset,
+    its partition's materialisation this one was made from, so staleness is computed per
+    document (an upstream left out reads as "has a new dependency": a false "Unsynced")."""
     if code_version is None:
         return {}
     tags = {
@@ -212,7 +213,7 @@ def _provenance_tags(
         DATA_VERSION_TAG: code_version,
         DATA_VERSION_IS_USER_PROVIDED_TAG: "true",
     }
-    if upstream is not None:
+    for upstream, pointer in upstreams.items():
         key = dg.AssetKey(upstream)
         tags[get_input_data_version_tag(key)] = (
             pointer.data_version if pointer and pointer.data_version else DEFAULT_DATA_VERSION.value
@@ -236,12 +237,29 @@ def _why_not_made(warehouse: Warehouse, key: str) -> str:
     return "an earlier asset was not made for it in this run"
 
 
+#: How much of a document's error one line of a run's failure shows (the log has it all).
+SHORT_ERROR_CHARS = 160
+
+
+def short_error(key: str, why: str) -> str:
+    """Why a document was not made, as one short line for a list that names it already: its
+    first line, without the ``<key>: `` the core begins its messages with, cut to
+    ``SHORT_ERROR_CHARS`` (the whole message is in the run's log and the failure's metadata)."""
+    lines = why.strip().splitlines()
+    first = lines[0].strip().replace(f"{key}: ", "", 1) if lines else ""
+    if not first:
+        return "no error recorded"
+    if len(first) > SHORT_ERROR_CHARS or len(lines) > 1:
+        return first[: SHORT_ERROR_CHARS - 1].rstrip() + "…"
+    return first
+
+
 def documents_failed(step: str, total: int, not_made: dict[str, str], made: int) -> dg.Failure:
     """The step's failure naming the documents it could not make, so the run ends failed and
     Dagster marks exactly those partitions failed (the others were materialised)."""
     shown = sorted(not_made)[:NAMED_IN_FAILURE]
     more = len(not_made) - len(shown)
-    lines = [f"- {key}: {not_made[key]}" for key in shown]
+    lines = [f"- {key}: {short_error(key, not_made[key])}" for key in shown]
     if more > 0:
         lines.append(f"- and {more} more (the run's log names each one)")
     return dg.Failure(
@@ -264,6 +282,7 @@ def _materialize(
     describe: Callable[[T, Warehouse], dict[str, Any]],
     upstream: str | None = None,
     evaluate: Callable[[str], list[CheckOutcome]] | None = None,
+    also_upstream: tuple[str, ...] = (),
 ) -> Iterator[Any]:
     """Run ``work`` per document; materialise only the documents it made, then their checks.
 
@@ -274,11 +293,15 @@ def _materialize(
     planned a partition and did not materialise it is what Dagster shows as a "Failed"
     partition: exactly those documents, on every asset they did not reach. A document whose
     upstream failed in this run is not tried again (its error is logged once, where it failed).
+    ``also_upstream`` names the asset's other dependencies (recorded and linked, not blocking).
     """
     _tag_run(context, runtime)
     keys = list(context.partition_keys)
     place = _place_in_run(context)
-    inputs = latest_materializations(context.instance, upstream, keys) if upstream else {}
+    inputs = {
+        asset: latest_materializations(context.instance, asset, keys)
+        for asset in ((upstream,) if upstream else ()) + also_upstream
+    }
     made_upstream = (
         materialized_in_run(context.instance, context.run.run_id, upstream)
         if upstream and place.upstream_runs
@@ -319,15 +342,15 @@ def _materialize(
         key = outcome.source_key
         meta = describe(outcome.result, runtime.warehouse)
         reused += meta.get("agrag/status") == "reused"
-        pointer = inputs.get(key)
-        if upstream:
-            meta.update(md.pointer_metadata(pointer, upstream))
+        pointers = {asset: found.get(key) for asset, found in inputs.items()}
+        for asset, pointer in pointers.items():
+            meta.update(md.pointer_metadata(pointer, asset))
         yield dg.AssetMaterialization(
             asset_key=step,
             partition=key,
             metadata=meta,
             tags={
-                **_provenance_tags(code_version, upstream, pointer),
+                **_provenance_tags(code_version, pointers),
                 **backfill,
                 **runtime.fingerprint_tags(),
             },

@@ -113,12 +113,11 @@ def report_checks(
                     asset_key=asset_key,
                     check_name=outcome.name,
                     passed=outcome.passed,
+                    # The partition names the document: the description and metadata say
+                    # only what was found (the UI lists them beside the partition key).
                     partition=key,
-                    description=f"{key}: {outcome.description}",
-                    metadata={
-                        "source_key": key,
-                        **{k: v for k, v in outcome.metadata.items() if v is not None},
-                    },
+                    description=outcome.description,
+                    metadata={k: v for k, v in outcome.metadata.items() if v is not None},
                     severity=_SEVERITY[outcome.severity],
                     target_materialization_data=(
                         AssetCheckEvaluationTargetMaterializationData(

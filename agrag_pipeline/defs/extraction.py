@@ -77,9 +77,17 @@ def extraction_metadata(result: ExtractionResult, warehouse: Warehouse) -> dict[
     }
 
 
-def build_extraction_assets(runtime: Runtime) -> list[dg.AssetsDefinition]:
-    """The two assets; their code versions fold in the prompt and extraction fingerprints."""
-    version = f"extract-{PROMPT_VERSION}-{short(runtime.extraction_fingerprint)}"
+def extraction_code_versions(runtime: Runtime) -> dict[str, str]:
+    """The two assets' own code versions: the prompt and extraction fingerprints, the schema's."""
+    return {
+        "extractions": f"extract-{PROMPT_VERSION}-{short(runtime.extraction_fingerprint)}",
+        "entity_graph": f"entities-{short(runtime.schema_fingerprint)}",
+    }
+
+
+def build_extraction_assets(code_versions: dict[str, str]) -> list[dg.AssetsDefinition]:
+    """The two assets, with their code versions (``code_versions.py``)."""
+    version = code_versions["extractions"]
 
     @dg.asset(
         deps=["chunks"],
@@ -125,7 +133,7 @@ def build_extraction_assets(runtime: Runtime) -> list[dg.AssetsDefinition]:
 
     @dg.asset(
         deps=["extractions", "graph"],
-        **per_document_asset("entity_graph", f"entities-{short(runtime.schema_fingerprint)}"),
+        **per_document_asset("entity_graph", code_versions["entity_graph"]),
         kinds={"python", "graph"},
         description="The merged entity graph: Entity nodes (one per type and normalised name, "
         "across documents), MENTIONS edges from Chunk nodes, typed relation edges carrying the "
@@ -170,6 +178,7 @@ def build_extraction_assets(runtime: Runtime) -> list[dg.AssetsDefinition]:
                 describe,
                 upstream="extractions",
                 evaluate=lambda key: check_entity_graph(rt.warehouse, key, store),
+                also_upstream=("graph",),
             )
         finally:
             if store is not None:

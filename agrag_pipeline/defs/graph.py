@@ -16,7 +16,7 @@ from agrag_pipeline.defs import metadata as md
 from agrag_pipeline.defs.assets import StepConfig, _materialize, per_document_asset
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.pipeline import current_document
-from agrag_pipeline.sinks.graph.model import EDGE_TYPES, NODE_PROPERTIES, NODES_SCHEMA
+from agrag_pipeline.sinks.graph.model import EDGE_TYPES, NODE_PROPERTIES
 from agrag_pipeline.sinks.graph.step import GRAPH_VERSION, GraphResult, build_graph, check_graph
 from agrag_pipeline.storage import Warehouse
 
@@ -37,19 +37,20 @@ def graph_metadata(result: GraphResult, warehouse: Warehouse) -> dict[str, Any]:
     }
 
 
-#: The graph asset's code version (its failure records name it).
+#: The graph asset's own code version (``code_versions.py`` adds what is upstream).
 GRAPH_CODE_VERSION = f"graph-{GRAPH_VERSION}"
 
 
-def build_graph_asset() -> dg.AssetsDefinition:
-    """The graph asset (built where the definitions are, inside their BetaWarning filter)."""
+def build_graph_asset(code_version: str) -> dg.AssetsDefinition:
+    """The graph asset (built where the definitions are, inside their BetaWarning filter), with
+    its code version (``code_versions.py``: ``GRAPH_CODE_VERSION`` and what is upstream)."""
 
     @dg.asset(
         deps=["embeddings"],
         **per_document_asset(
             "graph",
-            GRAPH_CODE_VERSION,
-            {"dagster/column_schema": md.table_schema(NODES_SCHEMA)},
+            code_version,
+            md.definition_metadata("graph"),
         ),
         kinds={"python", "parquet", "graph"},
         description="Document, Section and Chunk nodes with HAS_SECTION, SUBSECTION_OF, HAS_CHUNK, "

@@ -16,6 +16,7 @@ from typing import Any
 
 import dagster as dg
 
+from agrag_pipeline.defs import metadata as md
 from agrag_pipeline.defs.assets import OWNERS, StepConfig, _materialize, per_document_asset
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.retrieval.commands import evaluate_index
@@ -25,7 +26,7 @@ from agrag_pipeline.sinks.index import IndexCheck, IndexUpdate, check_index
 from agrag_pipeline.sinks.index_step import check_index_document, index_document
 from agrag_pipeline.storage import Warehouse
 
-#: The search_index asset's code version (its failure records name it).
+#: The search_index asset's own code version (``code_versions.py`` adds what is upstream).
 INDEX_CODE_VERSION = "index-1"
 DEFAULT_QUESTIONS = PROJECT_ROOT / "data" / "eval" / "rust-book-questions.tsv"
 
@@ -48,12 +49,18 @@ class RetrievalScoreConfig(dg.Config):
     questions: str = str(DEFAULT_QUESTIONS)
 
 
-def build_index_assets() -> list[dg.AssetsDefinition]:
-    """``search_index`` and ``retrieval_score`` (built inside the definitions' warning filter)."""
+def build_index_assets(code_version: str) -> list[dg.AssetsDefinition]:
+    """``search_index`` (with its code version, ``code_versions.py``) and ``retrieval_score``
+    (built inside the definitions' warning filter)."""
 
     @dg.asset(
         deps=["embeddings"],
-        **per_document_asset("search_index", INDEX_CODE_VERSION, stage="index"),
+        **per_document_asset(
+            "search_index",
+            code_version,
+            md.definition_metadata("search_index"),
+            stage="index",
+        ),
         kinds={"python", "lancedb"},
         description="Each document's chunks and vectors in the LanceDB index under the warehouse "
         "(index/): dense and BM25 search; replaced per document, never rebuilt.",

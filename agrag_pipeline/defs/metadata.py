@@ -47,24 +47,43 @@ def table_schema(schema: pa.Schema, fallback: Mapping[str, str] | None = None) -
 
 
 def definition_metadata(asset: str) -> dict[str, Any]:
-    """What an asset's definition shows whatever the partition."""
+    """What an asset's definition shows whatever the partition: its tables' columns, each
+    described (from the Parquet field metadata, which a loader reads too)."""
     from agrag_pipeline.embedding.table import embeddings_schema
+    from agrag_pipeline.sinks.graph.model import EDGES_SCHEMA, NODES_SCHEMA
+    from agrag_pipeline.sinks.index import INDEX_COLUMNS
 
+    embedding_columns = {
+        c.name: _any_dimension(c) for c in table_schema(embeddings_schema(1, "")).columns
+    }
     if asset == "sections":
         return {"dagster/column_schema": table_schema(SECTION_SCHEMA)}
     if asset == "chunks":
         return {"dagster/column_schema": table_schema(CHUNK_SCHEMA)}
     if asset == "embeddings":
-        schema = embeddings_schema(1, "")
-        columns = table_schema(schema).columns
-        vector = [
-            dg.TableColumn(c.name, "fixed_size_list<float32>[dimension]", c.description)
-            if c.name == "vector"
-            else c
-            for c in columns
+        return {"dagster/column_schema": dg.TableSchema(columns=list(embedding_columns.values()))}
+    if asset == "graph":
+        return {
+            "dagster/column_schema": table_schema(NODES_SCHEMA),
+            "graph_edges columns": table_schema(EDGES_SCHEMA),
+        }
+    if asset == "search_index":
+        # The LanceDB table's rows: the chunk's columns, its id and its vector.
+        chunk_columns = {c.name: c for c in table_schema(CHUNK_SCHEMA).columns}
+        columns = [
+            embedding_columns["chunk_id"],
+            *(chunk_columns[name] for name in INDEX_COLUMNS[1:-1]),
+            embedding_columns["vector"],
         ]
-        return {"dagster/column_schema": dg.TableSchema(columns=vector)}
+        return {"dagster/column_schema": dg.TableSchema(columns=columns)}
     return {}
+
+
+def _any_dimension(column: dg.TableColumn) -> dg.TableColumn:
+    """The vector column's type for any model (its dimension is the model's)."""
+    if column.name != "vector":
+        return column
+    return dg.TableColumn(column.name, "fixed_size_list<float32>[dimension]", column.description)
 
 
 @dataclass(frozen=True)
@@ -81,14 +100,19 @@ class Pointer:
 
 
 def pointer_metadata(pointer: Pointer | None, asset: str) -> dict[str, Any]:
-    """Named links to the upstream materialisation this partition was made from."""
+    """Named links to the upstream partition and run this partition was made from.
+
+    The partition link is the URL Dagster's own UI uses to open one partition of an asset
+    (``?view=partitions&partition=``, as its event detail links it): the upstream asset's
+    Partitions tab with this document selected, not its overview (which shows whichever
+    partition was materialised last). The run link names the exact materialisation's run.
+    """
     if pointer is None:
         return {}
     partition = quote(pointer.partition, safe="")
-    millis = int(pointer.timestamp * 1000)
     return {
         f"input/{asset}": dg.MetadataValue.url(
-            f"/assets/{asset}?partition={partition}&time={millis}"
+            f"/assets/{asset}?view=partitions&partition={partition}"
         ),
         f"input/{asset} run": dg.MetadataValue.url(f"/runs/{pointer.run_id}"),
     }

@@ -30,9 +30,13 @@ from dagster._core.events import DagsterEventType
 from dagster._core.launcher import DefaultRunLauncher
 from dagster._core.launcher.base import CheckRunHealthResult, WorkerStatus
 from dagster._core.storage.dagster_run import DagsterRun
+from dagster._core.storage.tags import HIDDEN_TAG_PREFIX
 
-PID_TAG = "agrag/worker_pid"
-HOST_TAG = "agrag/worker_host"
+#: Internal run tags, under Dagster's hidden-tag prefix (``.dagster/``): the UI (its GraphQL
+#: ``Run.tags``) leaves them out, as it does Dagster's own ``.dagster/run_worker``, so the runs
+#: list shows only the tags a user filters by; run monitoring still reads them from storage.
+PID_TAG = f"{HIDDEN_TAG_PREFIX}agrag_worker_pid"
+HOST_TAG = f"{HIDDEN_TAG_PREFIX}agrag_worker_host"
 
 #: Seconds a process may appear to predate its own start event (clock granularity, slack).
 _CLOCK_SLACK_S = 5.0

@@ -13,8 +13,7 @@ when its file or the failing step's settings change, or when asked: the Material
 
 import dagster as dg
 
-from agrag_pipeline.defs.graph import GRAPH_CODE_VERSION
-from agrag_pipeline.defs.index import INDEX_CODE_VERSION
+from agrag_pipeline.defs.code_versions import asset_code_versions
 from agrag_pipeline.defs.partitions import DOCUMENTS_PER_RUN, documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.defs.sensors import automation_status
@@ -54,12 +53,7 @@ def nightly_refresh(context: dg.ScheduleEvaluationContext, pipeline: PipelineRes
         chunker_hash=rt.chunker_hash,
         embedding_settings=rt.embedding_settings_fingerprint,
     )
-    code_versions = {
-        **rt.code_versions(),
-        "graph": GRAPH_CODE_VERSION,
-        "search_index": INDEX_CODE_VERSION,
-    }
-    known = failed_as_before(rt.warehouse, rt.raw_root, stale, code_versions)
+    known = failed_as_before(rt.warehouse, rt.raw_root, stale, asset_code_versions(rt))
     if known:
         context.log.info(
             f"not run again: {len(known)} documents that failed on their current version with "

@@ -23,6 +23,7 @@ import os
 import dagster as dg
 from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
 from dagster._core.definitions.events import AssetKeyPartitionKey
+from dagster._core.storage.tags import HIDDEN_TAG_PREFIX
 
 from agrag_pipeline.defs.partitions import documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
@@ -34,6 +35,8 @@ from agrag_pipeline.models import Document
 ASSET_KEYS = ("raw_documents", "sections", "chunks", "embeddings", "graph", "search_index")
 #: How many names one log line lists before it says "and N more".
 NAMED_PER_LINE = 20
+#: The digest of the changes a sensor run was requested for (hidden in the UI's runs list).
+CHANGES_TAG = f"{HIDDEN_TAG_PREFIX}agrag_changes"
 
 
 class ScanState:
@@ -142,7 +145,8 @@ def raw_documents_sensor(
         digest = hashlib.sha256(
             "\n".join(f"{k}={plan.seen[k].content_hash}" for k in plan.to_run).encode()
         ).hexdigest()[:16]
-        tags = {**rt.fingerprint_tags(), "agrag/trigger": "sensor", "agrag/changes": digest}
+        # The digest of the changes is for us, not a filter: under Dagster's hidden prefix.
+        tags = {**rt.fingerprint_tags(), "agrag/trigger": "sensor", CHANGES_TAG: digest}
         requests.append(backfill_request(context, plan.to_run, tags))
     if plan.new:
         context.log.info(f"new ({len(plan.new)}): {_names(plan.new)}")

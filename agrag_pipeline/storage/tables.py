@@ -78,29 +78,51 @@ _BOX = pa.struct(
 )
 _SPAN = pa.struct([("start", pa.int64()), ("end", pa.int64())])
 
+#: Each column of the sections table, its type and what it means (Parquet field metadata, as
+#: for the chunks table).
+_SECTION_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("id", pa.string(), "Section.id: UUIDv5 of document_id, content_hash and tree position"),
+    ("document_id", pa.string(), "UUIDv5 of the source key; stable across document versions"),
+    ("content_hash", pa.string(), "SHA-256 of the raw bytes of the document version"),
+    ("ordinal", pa.int32(), "position of the section in reading order within the document"),
+    ("heading", pa.string(), "the section's heading text (null for text before any heading)"),
+    ("level", pa.int8(), "heading level 1-6; 0 for text before the first heading"),
+    ("heading_path", pa.list_(pa.string()), "headings containing the section, outermost first"),
+    ("kind", pa.string(), "'text' for running text, 'table' for a table"),
+    ("parent_id", pa.string(), "id of the enclosing section (null at the top level)"),
+    (
+        "char_start",
+        pa.int64(),
+        "start offset into the version's text layer of the section's own text (heading included)",
+    ),
+    ("char_end", pa.int64(), "end offset (exclusive); child sections are not included"),
+    ("table_header", _SPAN, "a table's header row as a text-layer span {start, end}, or null"),
+    ("table_rows", pa.list_(_SPAN), "a table's body rows as text-layer spans {start, end}"),
+    ("pages", pa.list_(pa.int32()), "1-based pages the section spans (empty for text sources)"),
+    (
+        "boxes",
+        pa.list_(_BOX),
+        "where the section lies on its pages: {page, x0, y0, x1, y1} in PDF points, with the "
+        "corner they count from (origin)",
+    ),
+    ("created_at", _UTC_TS, "when the section row was made (UTC)"),
+    ("metadata", pa.string(), "Section.metadata as JSON"),
+]
+
 SECTION_SCHEMA = pa.schema(
     [
-        ("id", pa.string()),
-        ("document_id", pa.string()),
-        ("content_hash", pa.string()),
-        ("ordinal", pa.int32()),
-        ("heading", pa.string()),
-        ("level", pa.int8()),
-        ("heading_path", pa.list_(pa.string())),
-        ("kind", pa.string()),
-        ("parent_id", pa.string()),
-        ("char_start", pa.int64()),
-        ("char_end", pa.int64()),
-        ("table_header", _SPAN),
-        ("table_rows", pa.list_(_SPAN)),
-        ("pages", pa.list_(pa.int32())),
-        ("boxes", pa.list_(_BOX)),
-        ("created_at", _UTC_TS),
-        ("metadata", pa.string()),
+        pa.field(name, kind, metadata={"description": description})
+        for name, kind, description in _SECTION_COLUMNS
     ]
 )
 
-LAYOUT_SCHEMA = pa.schema([("char_start", pa.int64()), ("char_end", pa.int64()), ("box", _BOX)])
+LAYOUT_SCHEMA = pa.schema(
+    [
+        pa.field("char_start", pa.int64(), metadata={"description": "start offset of a span"}),
+        pa.field("char_end", pa.int64(), metadata={"description": "end offset (exclusive)"}),
+        pa.field("box", _BOX, metadata={"description": "where the span lies on its page"}),
+    ]
+)
 
 
 def with_metadata(table: pa.Table, metadata: Mapping[str, str | None]) -> pa.Table:

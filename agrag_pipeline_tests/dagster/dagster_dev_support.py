@@ -100,6 +100,7 @@ query PartitionStatus($group: AssetGroupSelector!) {
         materializedPartitions failedPartitions materializingPartitions
       }
     }
+    partitionStats { numMaterialized numFailed numMaterializing numPartitions }
   }
 }
 """

@@ -104,11 +104,31 @@ def test_every_column_and_check_is_described(snapshot: dict[str, Any]) -> None:
     for asset, spec in snapshot.items():
         assert spec["description"] and spec["owners"] and spec["kinds"], asset
     # The column descriptions come from the storage tables' Arrow schemas.
-    for asset in ("chunks", "embeddings"):
-        columns = snapshot[asset]["metadata"]["dagster/column_schema"]
-        assert len(columns) >= 6, asset
+    tables = [
+        (asset, "dagster/column_schema")
+        for asset in ("sections", "chunks", "embeddings", "graph", "search_index")
+    ] + [("graph", "graph_edges columns")]
+    for asset, key in tables:
+        columns = snapshot[asset]["metadata"][key]
+        assert len(columns) >= 4, (asset, key)
         for column in columns:
             assert column["description"], f"{asset}.{column['name']} has no description"
     for asset, spec in snapshot.items():
         for check in spec["checks"]:
             assert check["description"] and check["partitioned"], (asset, check)
+
+
+def test_each_code_version_folds_in_exactly_the_assets_upstream(snapshot: dict[str, Any]) -> None:
+    """The chain of code versions follows the assets' real dependencies, so a changed setting
+    marks exactly the assets downstream of it "Unsynced" (``defs/code_versions.py``)."""
+    from agrag_pipeline.defs.code_versions import PARENTS, chain
+
+    assert {a: tuple(sorted(p)) for a, p in PARENTS.items()} == {
+        asset: tuple(snapshot[asset]["deps"]) for asset in PARENTS
+    }
+    own = {asset: f"{asset}-1" for asset in PARENTS}
+    before = chain(own)
+    after = chain({**own, "chunks": "chunks-2"})
+    changed = {asset for asset in PARENTS if before[asset] != after[asset]}
+    downstream = {"embeddings", "graph", "search_index", "extractions", "entity_graph"}
+    assert changed == {"chunks"} | downstream

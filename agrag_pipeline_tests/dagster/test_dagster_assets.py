@@ -24,8 +24,19 @@ from dagster_support import (
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.storage import Warehouse
-from agrag_pipeline.storage.tables import chunks_from_table, read_metadata
+from agrag_pipeline.storage.tables import chunks_from_table, column_descriptions, read_metadata
 
+#: Every per-document asset, in pipeline order.
+PER_DOCUMENT_ASSETS = (
+    "raw_documents",
+    "sections",
+    "chunks",
+    "embeddings",
+    "graph",
+    "search_index",
+    "extractions",
+    "entity_graph",
+)
 #: The per-document assets after ``raw_documents``.
 DOWNSTREAM = ("sections", "chunks", "embeddings", "graph", "search_index")
 
@@ -80,7 +91,11 @@ def test_every_partition_gets_metadata_a_user_reads(sample_run) -> None:  # type
     assert len(meta["chunker_hash"]) == 64 and len(meta["schema_fingerprint"]) == 64
     # The file it wrote, and a named link to the sections materialisation it was made from.
     assert meta["dagster/uri"].endswith(".parquet")
-    assert meta["input/sections"].startswith("/assets/sections?partition=rust-book%2F")
+    # The link opens the sections asset's Partitions tab on this document (the URL form
+    # Dagster's own UI uses for a partition: AssetEventDetail.tsx, assetDetailsPathForKey).
+    assert meta["input/sections"] == (
+        "/assets/sections?view=partitions&partition=rust-book%2Fch03-05-control-flow.md"
+    )
     assert meta["input/sections run"].startswith("/runs/")
     # Nothing of the run (its document count) and nothing of the definition per partition.
     for partition_meta in chunks_meta.values():
@@ -104,6 +119,22 @@ def test_materialisations_carry_shortened_fingerprint_tags(sample_run) -> None: 
         assert len(value) <= 63 and value.replace("-", "").isalnum()
 
 
+def test_the_runs_list_shows_only_the_tags_a_user_filters_by(sample_run) -> None:  # type: ignore[no-untyped-def]
+    """The UI's runs list shows what GraphQL's ``Run.tags`` returns: of ours, the fingerprints
+    and the trigger; the worker's pid and host (run monitoring's) are kept, hidden."""
+    from dagster_graphql.schema.pipelines.pipeline import GrapheneRun
+
+    from agrag_pipeline.defs.run_launcher import HOST_TAG, PID_TAG
+
+    project, result = sample_run
+    record = project.instance.get_run_record_by_id(result.run_id)
+    shown = {tag.key for tag in GrapheneRun(record).resolve_tags(None)}
+    ours = {key for key in shown if not key.startswith("dagster/")}
+    assert ours <= {*project.resource.runtime().fingerprint_tags(), "agrag/trigger"}, ours
+    assert set(project.resource.runtime().fingerprint_tags()) <= shown
+    assert {PID_TAG, HOST_TAG} <= set(record.dagster_run.tags) and not {PID_TAG, HOST_TAG} & shown
+
+
 def test_full_fingerprints_are_in_the_parquet_metadata(sample_run) -> None:  # type: ignore[no-untyped-def]
     project, _ = sample_run
     runtime = project.resource.runtime()
@@ -114,6 +145,18 @@ def test_full_fingerprints_are_in_the_parquet_metadata(sample_run) -> None:  # t
     assert meta["extraction_fingerprint"] == runtime.extraction_fingerprint
     emb = read_metadata(pq.read_schema(project.warehouse / "embeddings" / f"{document_id}.parquet"))
     assert emb["embedding_fingerprint"] == runtime.embedder.fingerprint
+
+
+def test_every_column_of_the_written_parquet_files_is_described(sample_run) -> None:  # type: ignore[no-untyped-def]
+    """A loader reading the files alone (DuckDB, Polars, pyarrow) finds what each column means."""
+    project, _ = sample_run
+    warehouse = Warehouse(str(project.warehouse))
+    document_id = Document.node_id_for(SAMPLE_KEYS[0])
+    for table in ("sections", "chunks", "embeddings", "graph_nodes", "graph_edges"):
+        schema = pq.read_schema(warehouse.table_path(table, document_id))
+        described = column_descriptions(schema)
+        assert set(described) == set(schema.names), (table, set(schema.names) - set(described))
+        assert all(described.values()), table
 
 
 def test_asset_checks_pass_per_partition_on_good_outputs(sample_run) -> None:  # type: ignore[no-untyped-def]
@@ -251,6 +294,11 @@ def test_a_failed_document_is_failed_on_every_asset_it_did_not_reach_and_the_oth
         for failure in failures:
             error = failure.event_specific_data.error.message
             assert "1 of 3 documents failed" in error and "b-bad.md: sections failed" in error
+            # Readable where the UI shows it: a short first line, one short line per
+            # document after it, each naming its document once.
+            lines = error.strip().splitlines()
+            assert len(lines[0]) <= 120 and all(len(line) <= 200 for line in lines), error
+            assert error.count("b-bad.md") == 1, error
             user_failure = failure.event_specific_data.user_failure_data
             assert user_failure.metadata["failed_documents"].value == 1
             assert set(user_failure.metadata["failed"].value) == {"b-bad.md"}
@@ -386,7 +434,9 @@ def test_a_new_version_replaces_outputs_and_a_failed_one_keeps_them(tmp_path: Pa
 def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current(
     tmp_path: Path,
 ) -> None:
-    """The issue's false "Unsynced": a batched run, then one unchanged document again alone."""
+    """The issue's false "Unsynced": a batched run, then one unchanged document again alone;
+    and a true one: after a chunker setting changes, every partition of chunks and of each
+    asset downstream of it reads "Unsynced" before anything runs, and those upstream do not."""
     from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
     from dagster._core.loader import LoadingContextForTest
 
@@ -407,10 +457,14 @@ def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current
         resolver = CachingStaleStatusResolver(instance, graph, LoadingContextForTest(instance))
         stale = {
             (asset, key): resolver.get_status(dg.AssetKey(asset), key)
-            for asset in ("raw_documents", "sections", "chunks", "embeddings", "graph")
+            for asset in PER_DOCUMENT_ASSETS
             for key in keys
         }
-        assert set(stale.values()) == {StaleStatus.FRESH}, stale
+        assert set(stale.values()) == {StaleStatus.FRESH}, {
+            k: resolver.get_stale_causes(dg.AssetKey(k[0]), k[1])
+            for k, v in stale.items()
+            if v != StaleStatus.FRESH
+        }
         # Every partition's data version is its asset's code version, in both kinds of run.
         for asset in ("raw_documents", "chunks"):
             code_version = graph.get(dg.AssetKey(asset)).code_version
@@ -432,6 +486,25 @@ def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current
         for result in (batched, single):
             tags = instance.get_run_by_id(result.run_id).tags
             assert runtime.fingerprint_tags().items() <= tags.items()
+
+        # A chunker setting changed (and the code location reloaded): Dagster does not pass a
+        # stale upstream on, so this holds because each code version folds in those upstream.
+        text = project.settings.read_text(encoding="utf-8")
+        project.settings.write_text(
+            text.replace("target_tokens: 200", "target_tokens: 120"), encoding="utf-8"
+        )
+        assert project.settings.read_text(encoding="utf-8") != text
+        changed = project.definitions().resolve_asset_graph()
+        resolver = CachingStaleStatusResolver(instance, changed, LoadingContextForTest(instance))
+        unsynced = {
+            asset
+            for asset in PER_DOCUMENT_ASSETS
+            for key in keys
+            if resolver.get_status(dg.AssetKey(asset), key) == StaleStatus.STALE
+        }
+        assert unsynced == set(PER_DOCUMENT_ASSETS) - {"raw_documents", "sections"}, unsynced
+        causes = resolver.get_stale_causes(dg.AssetKey("search_index"), "a.md")
+        assert [c.category.name for c in causes] == ["CODE"], causes
 
 
 def test_a_document_read_badly_materialises_with_a_reading_quality_warning(tmp_path: Path) -> None:
@@ -472,12 +545,16 @@ def test_a_document_read_badly_materialises_with_a_reading_quality_warning(tmp_p
     assert shown["language"] == "pl"
 
 
-def test_check_evaluations_name_their_document(sample_run) -> None:  # type: ignore[no-untyped-def]
+def test_check_evaluations_name_their_document_once(sample_run) -> None:  # type: ignore[no-untyped-def]
+    """The UI lists an evaluation beside its partition key: its description and metadata say
+    what was found, without the document's path again."""
     project, result = sample_run
     for event in result.all_events:
         if event.event_type_value == "ASSET_CHECK_EVALUATION":
             data = event.event_specific_data
-            assert data.description.startswith(f"{data.partition}: "), data.description
+            assert data.partition in SAMPLE_KEYS
+            assert data.partition not in data.description, data.description
+            assert "source_key" not in data.metadata
     # A quiet log: no line that reads like a fault, one summary line per step.
     messages = [e.message for e in project.instance.all_logs(result.run_id)]
     assert not [m for m in messages if "did not yield" in m]

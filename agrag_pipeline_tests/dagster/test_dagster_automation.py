@@ -120,7 +120,7 @@ def _settings_with(project, **chunker: object) -> None:  # type: ignore[no-untyp
     project.settings.write_text(yaml.safe_dump(data))
 
 
-def test_a_changed_chunker_setting_changes_the_chunk_and_embedding_code_versions(
+def test_a_changed_chunker_setting_changes_the_code_version_of_chunks_and_all_downstream(
     tmp_path: Path,
 ) -> None:
     with dg.instance_for_test() as instance:
@@ -128,12 +128,14 @@ def test_a_changed_chunker_setting_changes_the_chunk_and_embedding_code_versions
         before = _code_versions(project.definitions())
         _settings_with(project, target_tokens=120)
         after = _code_versions(project.definitions())
-    assert before["chunks"] != after["chunks"]
     assert before["raw_documents"] == after["raw_documents"]
     assert before["sections"] == after["sections"]
-    # embeddings depend on chunks: Dagster marks them stale through lineage, their own
-    # code version (the embedding settings) is unchanged.
-    assert before["embeddings"] == after["embeddings"]
+    # Dagster does not pass a stale upstream on: each code version folds in those upstream
+    # (defs/code_versions.py), so everything made from the chunks reads "Unsynced" at once.
+    for asset in ("chunks", "embeddings", "graph", "search_index", "extractions", "entity_graph"):
+        assert before[asset] != after[asset], asset
+    # The asset's own part is unchanged (the embedding settings did not change).
+    assert before["embeddings"].split("~")[0] == after["embeddings"].split("~")[0]
 
 
 def _code_versions(defs: dg.Definitions) -> dict[str, str | None]:
@@ -157,8 +159,9 @@ def test_a_changed_setting_marks_chunks_stale_in_the_instance(tmp_path: Path) ->
         )
         status = resolver.get_status(dg.AssetKey("chunks"), "doc.md")
         assert status == StaleStatus.STALE
-        # embeddings' code version did not change and its input was not re-materialised yet,
-        # so Dagster calls it fresh until chunks are redone (then its input version changes).
+        # Made from those chunks: stale too, before chunks are redone (their code versions
+        # fold in the chunker's, defs/code_versions.py); what is upstream stays fresh.
+        assert resolver.get_status(dg.AssetKey("embeddings"), "doc.md") == StaleStatus.STALE
         assert resolver.get_status(dg.AssetKey("raw_documents"), "doc.md") == StaleStatus.FRESH
 
 

@@ -271,6 +271,9 @@ def assert_fingerprint_tags(served: Served, run_ids: list[str]) -> None:
     for run_id in run_ids:
         tags = {t["key"]: t["value"] for t in run_status(served, run_id)["tags"]}
         assert expected.items() <= tags.items(), (run_id, tags)
+        # The runs list shows no internal tag of ours (worker pid and host are hidden).
+        ours = {k for k in tags if not k.startswith("dagster/")}
+        assert ours <= {*expected, "agrag/trigger"}, (run_id, ours)
 
 
 def test_dagster_dev_shows_every_partition_checked_fresh_and_tagged_after_batched_and_single_runs(
@@ -397,6 +400,12 @@ def assert_failed_exactly(served: Served, good: list[str], broken: list[str], ru
         for asset in PER_DOCUMENT
     }
     assert seen == expected, f"run {run_id}:\n{served.server.run_errors(run_id)}"
+    # The lineage node's "N% filled (M failed)" counts (over every registered document): the
+    # broken ones are failed, not "filled".
+    for asset in PER_DOCUMENT[1:]:
+        stats = nodes[asset]["partitionStats"]
+        assert stats["numFailed"] == len(broken), (asset, stats)
+        assert stats["numMaterialized"] <= stats["numPartitions"] - len(broken), (asset, stats)
 
 
 def step_failures_and_errors(served: Served, run_id: str) -> tuple[list[str], list[str]]:
