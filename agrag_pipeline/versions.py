@@ -9,5 +9,8 @@ SNAPSHOT_VERSION = "1"
 #: 2: PDFs read with PDFium (words, columns, headings, OCR); 3: PDF compound hyphens kept;
 #: 4: PDF ligatures keep every letter, tight lines of two sizes apart, dates not headers, images
 #: without a resolution tag read at the size of a paper page; 5: every parse scored for reading
-#: quality, PDF text in Unicode codes without a map kept, OCR in the page's own language.
-PARSE_VERSION = "5"
+#: quality, PDF text in Unicode codes without a map kept, OCR in the page's own language;
+#: 6: PDF outline headings on their real (numbered) lines, code lines whole with their
+#: comments, box-corner glyphs out, words split by a page break joined, compounds keep their
+#: line-end hyphen, footnotes of a one-page PDF kept.
+PARSE_VERSION = "6"
