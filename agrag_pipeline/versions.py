@@ -12,5 +12,6 @@ SNAPSHOT_VERSION = "1"
 #: quality, PDF text in Unicode codes without a map kept, OCR in the page's own language;
 #: 6: PDF outline headings on their real (numbered) lines, code lines whole with their
 #: comments, box-corner glyphs out, words split by a page break joined, compounds keep their
-#: line-end hyphen, footnotes of a one-page PDF kept.
+#: line-end hyphen, footnotes of a one-page PDF kept, a justified line's wide space no column
+#: gutter; without an outline, no heading from an italic sentence or a line of code.
 PARSE_VERSION = "6"

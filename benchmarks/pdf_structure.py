@@ -53,10 +53,12 @@ _FOOTNOTE = re.compile(r"^\s*\((\d+)\)\s+(.*)$")
 
 
 def heading_key(text: str) -> tuple[str, ...]:
-    """A heading's words without its leading label (``2.1.8``, ``Appendix A``, ``IV.``)."""
+    """A heading's words without its label (``2.1.8``, ``Appendix A``, ``IV.``; a number at
+    the end, where docling's references put it)."""
     stripped = _APPENDIX.sub("", text, count=1)
     if stripped == text:
         stripped = _LABEL.sub("", text, count=1)
+    stripped = re.sub(r"\s+\d{1,3}$", "", stripped)  # docling writes "Introduction 1"
     return tuple(sorted(words(stripped) or words(text)))
 
 

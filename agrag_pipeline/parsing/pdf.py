@@ -98,6 +98,7 @@ class _Written:
     bottom: float
     paragraph_start: bool
     role: str
+    mono: bool = False
 
 
 def parse(
@@ -630,6 +631,7 @@ class _LayerBuilder:
                 item.bottom,
                 item.paragraph_start,
                 item.role if not item.rotated else "rotated",
+                item.mono,
             )
         )
 
@@ -938,24 +940,28 @@ def _looks_like_heading(text: str) -> bool:
     return text[-1] not in ".,;" or bool(_NUMBERED.match(text) and len(text.split()) <= 2)
 
 
+def _title_case(text: str) -> bool:
+    """Every word of four letters or more capitalised ("Boots Self-Locking Nut")."""
+    long_words = [w for w in re.findall(r"[^\W\d_]+", text) if len(w) >= 4]
+    return bool(long_words) and all(w[0].isupper() for w in long_words)
+
+
 def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
     body_lines = [line for line in lines if line.role == "text"]
     if not body_lines:
         return []
     weights: Counter[float] = Counter()
-    bold_chars = italic_chars = total = 0
+    bold_chars = total = 0
     for line in body_lines:
         weights[round(line.size * 2) / 2] += len(line.text)
         total += len(line.text)
         bold_chars += len(line.text) if line.bold else 0
-        italic_chars += len(line.text) if line.italic else 0
     body = _weighted_median([(line.size, len(line.text)) for line in body_lines])
     body_bold = bold_chars * 2 > total
-    body_italic = italic_chars * 2 > total
     candidates: list[tuple[int, tuple[float, bool, bool]]] = []
     for i, line in enumerate(lines):
-        if line.role != "text" or not _looks_like_heading(line.text.strip()):
-            continue
+        if line.role != "text" or line.mono or not _looks_like_heading(line.text.strip()):
+            continue  # code is never a heading
         wrapped = bool(candidates) and candidates[-1][0] == i - 1
         if not (line.paragraph_start or wrapped):
             continue
@@ -965,14 +971,15 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
         if size >= body * _LARGER or (size >= body * _SLIGHTLY_LARGER and standalone):
             candidates.append((i, (round(size * 2) / 2, line.bold, line.italic)))
         elif (
-            ((line.bold and not body_bold) or (line.italic and not body_italic))
+            ((line.bold and not body_bold) or (line.italic and _title_case(line.text)))
             and size >= body * 0.95
             and len(line.text) <= 90
             and len(line.text.split()) <= 12
             and not line.text.rstrip().endswith("?")
             and (following is None or following.paragraph_start)
         ):
-            # Bold (or italic) at body size, standing alone: below every larger size.
+            # Bold at body size, standing alone: below every larger size; italic only in Title
+            # Case (an italic sentence is emphasis, a code comment or a term: no heading).
             candidates.append((i, (0.0, line.bold, line.italic)))
     # Where too much stands out (a third of the text), typography says nothing: first the
     # body-size emphasis goes, then everything.

@@ -109,6 +109,8 @@ class Line:
     #: Set by the document pass: "furniture" (running header/footer, page number), "toc".
     role: str = "text"
     paragraph_start: bool = False
+    #: Set in a fixed-pitch font throughout: code.
+    mono: bool = False
 
 
 @dataclass(slots=True)
@@ -974,6 +976,7 @@ def _line(segs: list[_Seg], column: int, rotated: bool) -> Line:
         column=column,
         rotated=rotated,
         italic=all(c.italic for c in chars),
+        mono=all(c.mono for c in chars),
     )
 
 

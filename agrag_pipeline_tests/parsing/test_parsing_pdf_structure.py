@@ -122,3 +122,52 @@ def test_a_line_end_hyphen_is_kept_in_a_compound_and_dropped_in_a_split_word() -
     assert "self-contained module" in text
     assert "first\ncomputation is" in text
     assert "well-known case." in text
+
+
+def test_a_justified_line_with_a_wide_sentence_space_is_read_as_one_line() -> None:
+    # A footnote under a code line (as gawkinet's ELIZA example): its first line is stretched
+    # to the margin, so the space after "abbreviated." grew wider than a column break; with
+    # the lines above and below it leaves a free strip that looked like a column gutter.
+    def stretched(words: list[str], space: int) -> list[tuple[str, int]]:
+        return [(w, -space if n + 1 < len(words) else 0) for n, w in enumerate(words)]
+
+    first = stretched(["The", "version", "shown", "here", "is", "abbreviated."], 450)
+    first[-1] = (first[-1][0], -1000)  # the sentence's end: a space twice as wide
+    first += stretched(["The", "full", "version", "comes", "with", "the"], 450)
+    texts = [
+        Text(100, 700, "# fit to a certain keyword", 10),
+        Text(72, 686, "", 10, pieces=first),
+        Text(72, 672, "distribution.", 10),
+    ]
+    lines = _parse(make_pdf([Page(texts)]), "justified.pdf").text_layer.splitlines()
+    assert lines[1:] == [
+        "The version shown here is abbreviated. The full version comes with the",
+        "distribution.",
+    ]
+
+
+def test_without_an_outline_an_italic_sentence_or_a_line_of_code_is_no_heading() -> None:
+    body = [
+        "Widgets are counted every morning and the count is written down in the",
+        "register of the workshop, which the foreman signs before the shift starts.",
+    ]
+    texts: list[Text] = []
+    y = 720.0
+    for line, font in [
+        ("Counting Widgets", "F2"),  # bold at body size: a heading
+        *[(b, "F1") for b in body],
+        ("Boots Self-Locking Nut", "F5"),  # italic in Title Case: a heading
+        *[(b, "F1") for b in body],
+        ("renaming a branch that was pushed", "F5"),  # an italic sentence: emphasis
+        *[(b, "F1") for b in body],
+        ("BEGIN { count = 0 }", "F6"),  # bold code: code
+        *[(b, "F1") for b in body],
+    ]:
+        gap = 22 if font != "F1" or line == body[0] else 14
+        y -= gap
+        texts.append(Text(72, y, line, 11, font))
+    parsed = _parse(make_pdf([Page(texts)]), "no-outline.pdf")
+    assert [s.heading for s in parsed.sections if s.heading] == [
+        "Counting Widgets",
+        "Boots Self-Locking Nut",
+    ]
