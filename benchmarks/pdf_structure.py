@@ -19,7 +19,9 @@ A heading of ours is scored by the text it *sits on* (the text layer between its
 offsets), not by the title it was given: a title put on a body sentence that starts with it is
 a false heading. Both sides are compared as word bags without a leading section number
 (``2.1.8 Widgets`` = ``Widgets``; ``fidelity.words``). A footnote survives when at least 80% of
-its word trigrams (bigrams, words for shorter ones) are in our text.
+its word trigrams (bigrams, words for shorter ones) are in our text. A line of a code example
+with a trailing comment (``x = 1   # one``, indented in the twin) is whole when its words are
+on one line of ours.
 
 ``--no-outline`` parses as if the PDF had no outline (the typographic headings alone).
 """
@@ -32,7 +34,7 @@ import itertools
 import re
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +52,7 @@ _LABEL = re.compile(
 )
 _APPENDIX = re.compile(r"^\s*appendix\s+[A-Z](?:\.\d+)*\.?(?=\s)", re.I)
 _FOOTNOTE = re.compile(r"^\s*\((\d+)\)\s+(.*)$")
+_TRAILING_COMMENT = re.compile(r"^[^#\s].*\S\s{2,}#\s*\w")
 
 
 def heading_key(text: str) -> tuple[str, ...]:
@@ -66,6 +69,8 @@ def heading_key(text: str) -> tuple[str, ...]:
 class Reference:
     headings: list[str]
     footnotes: list[str]
+    #: Lines of code examples with a trailing comment (``x = 1   # one``).
+    code: list[str] = field(default_factory=list)
 
 
 def texinfo_reference(path: Path) -> Reference:
@@ -105,7 +110,12 @@ def texinfo_reference(path: Path) -> Reference:
         blank = False
     if current:
         footnotes.append(" ".join(current))
-    return Reference(headings, [f for f in footnotes if words(f)])
+    code = [
+        line.strip()
+        for line in lines
+        if line.startswith("     ") and _TRAILING_COMMENT.match(line.strip())
+    ]
+    return Reference(headings, [f for f in footnotes if words(f)], code)
 
 
 def markdown_reference(path: Path) -> Reference:
@@ -122,11 +132,19 @@ class Result:
     hit: int
     footnotes: int
     kept: int
-    chunks_leaf: float | None = None
+    code: int = 0
+    code_whole: int = 0
+    #: Ours that are an index's letter headings ("A", "B"; outline entries of texinfo PDFs,
+    #: which the twins set as no heading), none of them a hit.
+    letters: int = 0
 
     @property
     def precision(self) -> float:
         return self.hit / self.ours if self.ours else 1.0
+
+    @property
+    def precision_no_letters(self) -> float:
+        return self.hit / (self.ours - self.letters) if self.ours > self.letters else 1.0
 
     @property
     def recall(self) -> float:
@@ -170,9 +188,12 @@ def measure(name: str, path: Path, reference: Reference, outline: bool) -> Resul
     ours_h = Counter(heading_key(h) for h in headings if words(h))
     ref_h = Counter(heading_key(h) for h in reference.headings if words(h))
     hit = sum(min(n, ref_h[k]) for k, n in ours_h.items())
+    letters = sum(n for k, n in ours_h.items() if len(k) == 1 and len(k[0]) == 1 and not ref_h[k])
     tokens = words(text)
     grams = {n: set(_grams(tokens, n)) for n in (1, 2, 3)}
     kept = sum(survived(f, grams) for f in reference.footnotes)
+    our_lines = {" ".join(words(line)) for line in text.splitlines()}
+    whole = sum(any(" ".join(words(c)) in line for line in our_lines) for c in reference.code)
     return Result(
         name,
         pages,
@@ -181,19 +202,24 @@ def measure(name: str, path: Path, reference: Reference, outline: bool) -> Resul
         hit,
         len(reference.footnotes),
         kept,
+        len(reference.code),
+        whole,
+        letters,
     )
 
 
 def table(results: list[Result]) -> str:
     rows = [
-        "| file | pages | headings (ours / ref) | hP | hR | footnotes kept |",
-        "|---|---|---|---|---|---|",
+        "| file | pages | headings (ours / ref) | hP | hP, index letters aside | hR "
+        "| footnotes kept | code lines with their comment |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         notes = f"{r.kept} / {r.footnotes}" if r.footnotes else "-"
+        code = f"{r.code_whole} / {r.code}" if r.code else "-"
         rows.append(
-            f"| {r.name} | {r.pages} | {r.ours} / {r.ref} | {r.precision:.2f} | {r.recall:.2f} "
-            f"| {notes} |"
+            f"| {r.name} | {r.pages} | {r.ours} / {r.ref} | {r.precision:.2f} "
+            f"| {r.precision_no_letters:.2f} | {r.recall:.2f} | {notes} | {code} |"
         )
     return "\n".join(rows)
 
