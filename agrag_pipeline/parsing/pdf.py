@@ -11,9 +11,13 @@ memory grows with the text, not with every page's characters. Then, over the who
   warning: the references leave them out and a sentence must never be cut by one;
 - table-of-contents lines (leader dots before a page number) lose their leaders; their pages
   give no headings;
+- footnotes (small type at the foot of a column, opening with a mark) stay text of their page,
+  after its body, never a running footer;
 - hyphenated line ends are joined (``compu-`` + ``tation`` -> ``computation``) in the text
-  layer, which is ours to define: every offset is exact against what is stored; the hyphen of a
-  compound the document writes hyphenated inside a line elsewhere (``self-contained``) is kept.
+  layer, which is ours to define: every offset is exact against what is stored; across a page
+  break too (the next page's first line is written on, before the page's footnotes); the hyphen
+  of a compound is kept: one the document writes hyphenated inside a line elsewhere, or two
+  words of its language that joined make none (``self-contained``, by ``wordfreq``).
 
 Text layer: lines joined by ``"\\n"``, paragraphs and column breaks by ``"\\n\\n"``, pages by
 ``PAGE_SEPARATOR``; a table as pipe rows (``| a | b |``, header row then ``| - |``), a header
@@ -21,11 +25,14 @@ longer than ``MAX_HEADER_CHARS`` is no header (it would be repeated in every chu
 ``ParsedDocument.layout`` has one ``LayoutSpan`` per line and table row, boxes in PDF points on
 the unrotated page from its top-left corner.
 
-Headings: from the outline (bookmarks) where its entries are found on their pages; otherwise from
-typography measured over the whole document: lines set clearly larger than the body size, or
-bold at body size when the body is not bold, standing as their own paragraph, short, not a
-caption, an author list or a sentence; a heading wrapped over two lines is one heading; levels
-rank the heading styles over the whole document, so they agree across pages.
+Headings: from the outline (bookmarks): each entry on the line(s) of its page that read exactly
+as its title, with or without the number the page shows (outline "Widgets", line "2.1.8
+Widgets"), set in heading type, at the outline's level: never a body sentence that starts with
+the title. Otherwise from typography measured over the whole document, precision first: lines
+set clearly larger than the body size, or bold at body size when the body is not bold (italic
+only in Title Case), standing as their own paragraph, short, not code, a caption, an author
+list or a sentence; a heading wrapped over two lines is one heading; levels rank the heading
+styles over the whole document, so they agree across pages.
 
 OCR (``parsing.ocr``, Tesseract): a page with no visible text, mostly unmapped glyphs, or an
 invisible text layer over an image is read by OCR when ``ParsingSettings.ocr.enabled``; its
@@ -40,6 +47,7 @@ import re
 import statistics
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -148,7 +156,7 @@ def parse(
     furniture = _mark_furniture(pages)
     toc_pages = _mark_toc(pages)
     _mark_footnotes(pages)
-    builder = _LayerBuilder(_compounds(pages), _Dictionary.of(pages))
+    builder = _LayerBuilder(_compounds(pages), lambda: _Dictionary.of(pages))
     for k, read in enumerate(pages):
         builder.add_page(read, pages[k + 1] if k + 1 < len(pages) else None)
     text = builder.text()
@@ -504,10 +512,14 @@ def _compounds(pages: list[PageRead]) -> frozenset[str]:
 
 class _LayerBuilder:
     def __init__(
-        self, compounds: frozenset[str] = frozenset(), dictionary: _Dictionary | None = None
+        self,
+        compounds: frozenset[str] = frozenset(),
+        dictionary: Callable[[], _Dictionary | None] | None = None,
     ) -> None:
         self.compounds = compounds
-        self.dictionary = dictionary
+        #: The document language's word list, looked up at the first hyphen that needs it.
+        self._dictionary = dictionary
+        self._looked_up: list[_Dictionary | None] = []
         #: The first line(s) of the next page, written already: they end a word this page split.
         self.carried: list[Line] = []
         self.parts: list[str] = []
@@ -648,7 +660,10 @@ class _LayerBuilder:
             return False
         if f"{head[0]}-{tail[0]}".lower() in self.compounds:
             return True
-        return self.dictionary is not None and self.dictionary.compound(head[0], tail[0])
+        if not self._looked_up:
+            self._looked_up.append(self._dictionary() if self._dictionary else None)
+        dictionary = self._looked_up[0]
+        return dictionary is not None and dictionary.compound(head[0], tail[0])
 
     def _add_table(self, table: Table, page: int) -> None:
         rows = [[cell_text(c) for c in row] for row in table.rows]

@@ -9,12 +9,15 @@ read from PDFium's path objects.
 
 What a page becomes (``read_page``): rows of characters clustered by height (a short row of
 smaller marks joined to the row whose baseline it is raised or lowered from), split into
-*segments* at gaps wider than a word space; column gutters found over runs of rows (a vertical
+*segments* at gaps wider than a word space (rejoined where the gap is a justified line's
+stretched space, or a line of code going on, on its character grid, to its aligned comment);
+column gutters found over runs of rows (a vertical
 strip no segment crosses, with column-wide text on both sides) and each column read top to
 bottom before the next; words broken where the page leaves a gap (or draws a space);
 overprinted duplicates (fake bold) dropped, glyph by glyph (the letters PDFium expands one
 ligature glyph into share its box and are no copies); glyphs without a Unicode map and control
-characters dropped and counted; invisible text (render mode 3/7) set aside; text turned by 90,
+characters dropped and counted; glyphs of LaTeX's picture fonts (box corners) dropped;
+invisible text (render mode 3/7) set aside; text turned by 90,
 180 or 270 degrees read in its own direction, after the upright text; tables from ruling lines
 validated (at least 2x2 cells, most non-empty, short cells) and written as pipe rows.
 Boxes are in PDF points on the unrotated page from the top-left of its crop box (``PageBox``'s
