@@ -14,5 +14,8 @@ SNAPSHOT_VERSION = "1"
 #: paragraph on its marker's line, spreadsheet tables kept whole across blank spacer rows and
 #: columns, 3-D charts read, Arabic tatweel strokes dropped from PDF text, vertical Japanese read
 #: down its columns, HTML navigation, page headers and footers, permalinks and hidden
-#: elements left out.
+#: elements left out; PDF outline headings on their real (numbered) lines, code lines whole
+#: with their comments, box-corner glyphs out, words split by a page break joined, compounds
+#: keep their line-end hyphen, footnotes of a one-page PDF kept, a justified line's wide space
+#: no column gutter; without an outline, no heading from an italic sentence or a line of code.
 PARSE_VERSION = "6"

@@ -11,9 +11,13 @@ memory grows with the text, not with every page's characters. Then, over the who
   warning: the references leave them out and a sentence must never be cut by one;
 - table-of-contents lines (leader dots before a page number) lose their leaders; their pages
   give no headings;
+- footnotes (small type at the foot of a column, opening with a mark) stay text of their page,
+  after its body, never a running footer;
 - hyphenated line ends are joined (``compu-`` + ``tation`` -> ``computation``) in the text
-  layer, which is ours to define: every offset is exact against what is stored; the hyphen of a
-  compound the document writes hyphenated inside a line elsewhere (``self-contained``) is kept.
+  layer, which is ours to define: every offset is exact against what is stored; across a page
+  break too (the next page's first line is written on, before the page's footnotes); the hyphen
+  of a compound is kept: one the document writes hyphenated inside a line elsewhere, or two
+  words of its language that joined make none (``self-contained``, by ``wordfreq``).
 
 Text layer: lines joined by ``"\\n"``, paragraphs and column breaks by ``"\\n\\n"``, pages by
 ``PAGE_SEPARATOR``; a table as pipe rows (``| a | b |``, header row then ``| - |``), a header
@@ -21,11 +25,14 @@ longer than ``MAX_HEADER_CHARS`` is no header (it would be repeated in every chu
 ``ParsedDocument.layout`` has one ``LayoutSpan`` per line and table row, boxes in PDF points on
 the unrotated page from its top-left corner.
 
-Headings: from the outline (bookmarks) where its entries are found on their pages; otherwise from
-typography measured over the whole document: lines set clearly larger than the body size, or
-bold at body size when the body is not bold, standing as their own paragraph, short, not a
-caption, an author list or a sentence; a heading wrapped over two lines is one heading; levels
-rank the heading styles over the whole document, so they agree across pages.
+Headings: from the outline (bookmarks): each entry on the line(s) of its page that read exactly
+as its title, with or without the number the page shows (outline "Widgets", line "2.1.8
+Widgets"), set in heading type, at the outline's level: never a body sentence that starts with
+the title. Otherwise from typography measured over the whole document, precision first: lines
+set clearly larger than the body size, or bold at body size when the body is not bold (italic
+only in Title Case), standing as their own paragraph, short, not code, a caption, an author
+list or a sentence; a heading wrapped over two lines is one heading; levels rank the heading
+styles over the whole document, so they agree across pages.
 
 OCR (``parsing.ocr``, Tesseract): a page with no visible text, mostly unmapped glyphs, or an
 invisible text layer over an image is read by OCR when ``ParsingSettings.ocr.enabled``; its
@@ -40,6 +47,7 @@ import re
 import statistics
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -98,6 +106,7 @@ class _Written:
     bottom: float
     paragraph_start: bool
     role: str
+    mono: bool = False
 
 
 def parse(
@@ -146,9 +155,10 @@ def parse(
         pdf.close()
     furniture = _mark_furniture(pages)
     toc_pages = _mark_toc(pages)
-    builder = _LayerBuilder(_compounds(pages))
-    for read in pages:
-        builder.add_page(read)
+    _mark_footnotes(pages)
+    builder = _LayerBuilder(_compounds(pages), lambda: _Dictionary.of(pages))
+    for k, read in enumerate(pages):
+        builder.add_page(read, pages[k + 1] if k + 1 < len(pages) else None)
     text = builder.text()
     warnings += ocr_log.warnings()
     unmapped = sum(p.unmapped for p in pages)
@@ -370,6 +380,8 @@ def _mark_furniture(pages: list[PageRead]) -> int:
             text = line.text.strip()
             key = _furniture_key(text)
             numbered = _RUNNING_HEAD.match(text)
+            if numbered and numbered.group(1) and line.size <= body * _FOOTNOTE_SIZE:
+                numbered = None  # a footnote ("1 See ..." in small type), not a running head
             if (
                 (len(pages) >= 2 and counts[key] >= needed)
                 or _PAGE_NUMBER.match(text)
@@ -413,6 +425,51 @@ def _mark_toc(pages: list[PageRead]) -> list[int]:
     return toc_pages
 
 
+#: Footnotes are set at most this size against the body text …
+_FOOTNOTE_SIZE = 0.92
+#: … and the first begins with its mark: a number, a symbol, "(1)" or "[1]".
+_FOOTNOTE_MARK = re.compile(r"^(?:\d{1,3}|[*†‡§¶]{1,3}|\(\d{1,3}\)|\[\d{1,3}\])\s*\S")
+
+
+def _body_size(pages: list[PageRead]) -> float:
+    sizes: Counter[float] = Counter()
+    for read in pages:
+        for item in read.items:
+            if isinstance(item, Line) and item.role == "text":
+                sizes[round(item.size * 2) / 2] += len(item.text)
+    return sizes.most_common(1)[0][0] if sizes else 0.0
+
+
+def _mark_footnotes(pages: list[PageRead]) -> None:
+    """Mark the footnotes at the foot of each page (role ``"footnote"``): the last lines of a
+    column block, in the lower half of the page, set smaller than the body, the first of them
+    opening with a footnote mark. They stay text of their page, written after its body."""
+    body = _body_size(pages)
+    if not body:
+        return
+    for read in pages:
+        blocks: dict[int, list[Line]] = {}
+        for item in read.items:
+            if isinstance(item, Line) and not item.rotated and item.role != "furniture":
+                blocks.setdefault(item.column, []).append(item)
+        for lines in blocks.values():
+            k = len(lines)
+            while (
+                k > 0
+                and lines[k - 1].role == "text"
+                and lines[k - 1].size <= body * _FOOTNOTE_SIZE
+                and lines[k - 1].top >= read.height / 2
+            ):
+                k -= 1
+            run = lines[k:]
+            if not run or k == 0 or not _FOOTNOTE_MARK.match(run[0].text):
+                continue
+            if run[0].top - lines[k - 1].bottom < 0.5 * run[0].size:
+                continue  # set tight under the body: small print of the text, no footnote
+            for line in run:
+                line.role = "footnote"
+
+
 def _pages(numbers: list[int]) -> str:
     """``"page 3"`` or ``"pages 1–3, 5"``."""
     return f"page {numbers[0]}" if len(numbers) == 1 else f"pages {_ranges(numbers)}"
@@ -454,8 +511,17 @@ def _compounds(pages: list[PageRead]) -> frozenset[str]:
 
 
 class _LayerBuilder:
-    def __init__(self, compounds: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        compounds: frozenset[str] = frozenset(),
+        dictionary: Callable[[], _Dictionary | None] | None = None,
+    ) -> None:
         self.compounds = compounds
+        #: The document language's word list, looked up at the first hyphen that needs it.
+        self._dictionary = dictionary
+        self._looked_up: list[_Dictionary | None] = []
+        #: The first line(s) of the next page, written already: they end a word this page split.
+        self.carried: list[Line] = []
         self.parts: list[str] = []
         self.pos = 0
         self.layout: list[LayoutSpan] = []
@@ -487,8 +553,24 @@ class _LayerBuilder:
             )
         )
 
-    def add_page(self, read: PageRead) -> None:
-        items = [i for i in read.items if not (isinstance(i, Line) and i.role == "furniture")]
+    def add_page(self, read: PageRead, following_page: PageRead | None = None) -> None:
+        """The page's lines and tables in reading order (its footnotes at the foot of their
+        column); a word split by the page break (``interna-`` at the foot, ``tionalization``
+        on top of the next page) is joined: the next page's first line is written right after
+        the split one, before the footnotes under it."""
+        kept = [
+            i
+            for i in read.items
+            if not any(i is c for c in self.carried)
+            and not (isinstance(i, Line) and i.role == "furniture")
+        ]
+        self.carried = []
+        items = kept
+        # The body's last line: a word it splits goes on at the top of the next page.
+        last_body = max(
+            (k for k, i in enumerate(items) if not (isinstance(i, Line) and i.role == "footnote")),
+            default=-1,
+        )
         if not items:
             return
         if self.pos:
@@ -508,10 +590,14 @@ class _LayerBuilder:
             if previous is not None and not joined:
                 self._put("\n\n" if paragraph else "\n")
             item.paragraph_start = paragraph and not joined
-            following = items[k + 1] if k + 1 < len(items) else None
+            following: Line | Table | None = items[k + 1] if k + 1 < len(items) else None
+            carry: list[Line] = []
+            if k == last_body and following_page is not None:
+                carry = _continuation(following_page)
+                following = carry[0] if carry else None
             join_next = (
                 isinstance(following, Line)
-                and not _paragraph_break(item, following, leading)
+                and (bool(carry) or not _paragraph_break(item, following, leading))
                 and pdf_layout.is_hyphen_end(text)
                 and (text[-1] == "\u00ad" or following.text[:1].islower())
             )
@@ -519,35 +605,65 @@ class _LayerBuilder:
                 text = text[:-1] + ("-" if self._keeps_hyphen(text, following) else "")
             elif text.endswith("\u00ad"):  # a hyphen drawn at a line end that is not joined
                 text = text[:-1] + "-"
-            text = text.replace("\u00ad", "")
-            start = self._put(text)
-            self._span(start, read.number, item.box)
-            self.lines.append(
-                _Written(
-                    start,
-                    self.pos,
-                    read.number,
-                    text,
-                    item.size,
-                    item.bold,
-                    item.italic,
-                    item.top,
-                    item.bottom,
-                    item.paragraph_start,
-                    item.role if not item.rotated else "rotated",
-                )
-            )
+            self._write(item, text, read.number)
             previous, joined = item, join_next
+            if join_next and carry and following_page is not None:
+                self._carry(carry, following_page.number)
+                previous, joined = None, False
+                if k + 1 < len(items):
+                    self._put("\n\n")
+
+    def _carry(self, lines: list[Line], page: int) -> None:
+        """The next page's first lines, written on after the word they finish."""
+        for n, line in enumerate(lines):
+            text = line.text
+            following = lines[n + 1] if n + 1 < len(lines) else None
+            if following is not None:
+                text = text[:-1] + ("-" if self._keeps_hyphen(text, following) else "")
+            elif text.endswith("\u00ad"):
+                text = text[:-1] + "-"
+            line.paragraph_start = False
+            self._write(line, text, page)
+        self.carried = lines
+
+    def _write(self, item: Line, text: str, page: int) -> None:
+        text = text.replace("\u00ad", "")
+        start = self._put(text)
+        self._span(start, page, item.box)
+        self.lines.append(
+            _Written(
+                start,
+                self.pos,
+                page,
+                text,
+                item.size,
+                item.bold,
+                item.italic,
+                item.top,
+                item.bottom,
+                item.paragraph_start,
+                item.role if not item.rotated else "rotated",
+                item.mono,
+            )
+        )
 
     def _keeps_hyphen(self, text: str, following: Line | Table | None) -> bool:
         """A hyphen ending a line (PDFium marks every such hyphen soft) is kept when the word
-        it splits is a compound the document hyphenates inside a line elsewhere; otherwise it is
-        taken for hyphenation and dropped."""
+        it splits is a compound: one the document hyphenates inside a line elsewhere, or, by
+        the word list of the document's language, two words whose joining is no word
+        (``self-contained``); otherwise it is hyphenation and dropped (``compu-tation``)."""
         if not isinstance(following, Line):
             return False
         head = re.findall(r"\w+$", text[:-1])
         tail = re.findall(r"^\w+", following.text)
-        return bool(head and tail) and f"{head[0]}-{tail[0]}".lower() in self.compounds
+        if not (head and tail):
+            return False
+        if f"{head[0]}-{tail[0]}".lower() in self.compounds:
+            return True
+        if not self._looked_up:
+            self._looked_up.append(self._dictionary() if self._dictionary else None)
+        dictionary = self._looked_up[0]
+        return dictionary is not None and dictionary.compound(head[0], tail[0])
 
     def _add_table(self, table: Table, page: int) -> None:
         rows = [[cell_text(c) for c in row] for row in table.rows]
@@ -570,6 +686,83 @@ class _LayerBuilder:
                 header = (start, self.pos)
         body = tuple(spans[1:]) if header else tuple(spans)
         self.tables.append(TableMark(first, self.pos, header, body))
+
+
+def _continuation(read: PageRead) -> list[Line]:
+    """The first line of a page's body (after its running header), if it is body text, and
+    the lines after it that finish a word it splits in turn (at most three)."""
+    lines: list[Line] = []
+    for item in read.items:
+        if isinstance(item, Line) and item.role == "furniture":
+            continue
+        if not (isinstance(item, Line) and item.role == "text" and not item.rotated):
+            break
+        if lines and not (
+            len(lines) < 4
+            and item.column == lines[-1].column
+            and pdf_layout.is_hyphen_end(lines[-1].text)
+            and item.text[:1].islower()
+        ):
+            break
+        lines.append(item)
+    return lines
+
+
+#: Zipf frequencies (``wordfreq``; 1 is once in a hundred million words): a part of a split
+#: word at least this frequent is a word …
+_KNOWN_ZIPF = 2.0
+#: … the joined word less frequent than this is none (``selfcontained``) …
+_UNKNOWN_ZIPF = 1.0
+#: … or, both parts being common words (at least ``_COMMON_ZIPF``), a rare spelling of their
+#: compound (``wellknown``, ``highlevel``), while a rare real word (``counterbalancing``) is
+#: more frequent than that.
+_RARE_ZIPF = 1.7
+_COMMON_ZIPF = 4.0
+
+
+class _Dictionary:
+    """The document language's word frequencies (``wordfreq``), to tell hyphenation from a
+    compound at a line end."""
+
+    def __init__(self, language: str) -> None:
+        self.language = language
+
+    @classmethod
+    def of(cls, pages: list[PageRead]) -> _Dictionary | None:
+        """For the language the document's text is recognised as; None when none is."""
+        from agrag_pipeline.parsing import quality
+
+        sample: list[str] = []
+        size = 0
+        for read in pages:
+            for item in read.items:
+                if isinstance(item, Line) and item.role == "text":
+                    sample.append(item.text)
+                    size += len(item.text)
+            if size > 20000:
+                break
+        if not sample:
+            return None
+        try:
+            language, _ = quality.identify_language("\n".join(sample))
+        except Exception:  # a missing word list is no reason to refuse a document
+            return None
+        return cls(language) if language else None
+
+    def zipf(self, text: str) -> float:
+        import wordfreq
+
+        return float(wordfreq.zipf_frequency(text, self.language))
+
+    def compound(self, head: str, tail: str) -> bool:
+        """Whether ``head-tail`` split at a line end is a compound rather than one word: both
+        parts are words and joined they make none (``self-contained``, ``well-known``); a
+        joined word the list knows is hyphenation (``compu-tation``, ``counter-balancing``)."""
+        parts = min(self.zipf(head), self.zipf(tail))
+        if parts < _KNOWN_ZIPF:
+            return False
+        joined = self.zipf(head + tail)
+        return joined < _UNKNOWN_ZIPF or (joined < _RARE_ZIPF and parts >= _COMMON_ZIPF)
 
 
 def _leading(items: list[Line | Table]) -> float:
@@ -625,27 +818,88 @@ def _outline(pdf: pypdfium2.PdfDocument) -> list[tuple[int, str, int | None]]:
     return entries
 
 
-def _match(lines: list[_Written], index: int, title: str) -> int | None:
-    """Index of the last line of ``title`` if it starts at ``lines[index]``, else None."""
-    accumulated = _norm(lines[index].text)
-    if not accumulated:
+#: A heading's leading label: "2.1.8", "A.2", "B.", "IV.", "Chapter 3", "Appendix A".
+_LABEL = re.compile(
+    r"^\s*(?:(?:chapter|section|part)\s+\S+?[.:]?|appendix\s+[A-Z](?:\.\d+)*\.?:?"
+    r"|\d+(?:[.\-]\d+)*\.?|[A-Z](?:\.\d+)+\.?|[A-Z]\.|[IVXLC]+\.)\s+",
+    re.IGNORECASE,
+)
+_LABEL_WORD = re.compile(r"^\s*(?:chapter|appendix|section|part)\s+", re.IGNORECASE)
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(_WORD.findall(_norm(text)))
+
+
+def _title_keys(text: str) -> set[tuple[str, ...]]:
+    """A title's words, with and without its leading label (``2.1.8 Widgets`` is also
+    ``Widgets``): an outline entry may carry the number its heading line shows, or not."""
+    keys = {_words(text), _words(_LABEL.sub("", text, count=1))}
+    keys.add(_words(_LABEL_WORD.sub("", text, count=1)))  # "Appendix A X": the outline's "A X"
+    keys.discard(())
+    return keys
+
+
+@dataclass(frozen=True, slots=True)
+class _BodyStyle:
+    size: float
+    bold: bool
+    italic: bool
+
+    def stands_out(self, line: _Written) -> bool:
+        """Set as a heading is: larger than the body, or bold (italic) where the body is not."""
+        if line.size >= self.size * _SLIGHTLY_LARGER:
+            return True
+        emphasis = (line.bold and not self.bold) or (line.italic and not self.italic)
+        return emphasis and line.size >= self.size * 0.95
+
+
+def _body_style(lines: list[_Written]) -> _BodyStyle | None:
+    body_lines = [line for line in lines if line.role == "text"]
+    if not body_lines:
         return None
-    if accumulated == title or accumulated.startswith(title):
-        return index
-    last = index
-    while title.startswith(accumulated) and last + 1 < len(lines) and last - index < 3:
-        last += 1
-        if lines[last].page != lines[index].page:
+    total = sum(len(line.text) for line in body_lines)
+    bold = sum(len(line.text) for line in body_lines if line.bold)
+    italic = sum(len(line.text) for line in body_lines if line.italic)
+    size = _weighted_median([(line.size, len(line.text)) for line in body_lines])
+    return _BodyStyle(size, bold * 2 > total, italic * 2 > total)
+
+
+def _match(
+    lines: list[_Written], index: int, titles: set[tuple[str, ...]], body: _BodyStyle
+) -> int | None:
+    """Index of the last line of a heading that reads exactly as one of ``titles`` (with or
+    without its label) starting at ``lines[index]``, all of it set in heading type; else None.
+
+    Exact, not a prefix: a body sentence that starts with the title ("Widgets are ...") is
+    never the heading; a heading wrapped over up to four lines is."""
+    accumulated: tuple[str, ...] = ()
+    for last in range(index, min(index + 4, len(lines))):
+        line = lines[last]
+        if line.page != lines[index].page or line.role not in ("text", "rotated"):
             return None
-        accumulated = f"{accumulated} {_norm(lines[last].text)}"
-        if accumulated == title:
+        if not body.stands_out(line):
+            return None
+        accumulated += _words(line.text)
+        if not accumulated:
+            return None
+        keys = _title_keys(" ".join(lines[k].text for k in range(index, last + 1)))
+        if keys & titles:
             return last
+        if not any(t[: len(k)] == k for t in titles for k in keys):
+            return None
     return None
 
 
 def _outline_headings(
     entries: list[tuple[int, str, int | None]], lines: list[_Written], warnings: list[str]
 ) -> list[HeadingMark]:
+    """Each outline entry on the line(s) of its page that read as its title in heading type,
+    at the outline's level; the heading's text is the line's (``2.1.8 Widgets``)."""
+    body = _body_style(lines)
+    if body is None:
+        return []
     marks: list[HeadingMark] = []
     used: set[int] = set()
     missing = 0
@@ -655,21 +909,23 @@ def _outline_headings(
             by_page.setdefault(line.page, []).append(i)
     everywhere = [i for ids in by_page.values() for i in ids]
     for level, title, page in entries:
-        wanted = _norm(title)
+        titles = _title_keys(title)
         found = None
-        for i in by_page.get(page, []) if page is not None else everywhere:
-            if i in used:
-                continue
-            last = _match(lines, i, wanted)
-            if last is not None:
-                found = (i, last)
-                break
+        if titles:
+            for i in by_page.get(page, []) if page is not None else everywhere:
+                if i in used:
+                    continue
+                last = _match(lines, i, titles, body)
+                if last is not None:
+                    found = (i, last)
+                    break
         if found is None:
             missing += 1
             continue
         first, last = found
         used.update(range(first, last + 1))
-        marks.append(HeadingMark(lines[first].start, lines[last].end, min(max(level, 1), 6), title))
+        text = " ".join(" ".join(lines[k].text.split()) for k in range(first, last + 1))
+        marks.append(HeadingMark(lines[first].start, lines[last].end, min(max(level, 1), 6), text))
     if missing:
         warnings.append(f"{missing} outline entries were not found in the text")
     marks.sort(key=lambda m: m.start)
@@ -699,24 +955,28 @@ def _looks_like_heading(text: str) -> bool:
     return text[-1] not in ".,;" or bool(_NUMBERED.match(text) and len(text.split()) <= 2)
 
 
+def _title_case(text: str) -> bool:
+    """Every word of four letters or more capitalised ("Boots Self-Locking Nut")."""
+    long_words = [w for w in re.findall(r"[^\W\d_]+", text) if len(w) >= 4]
+    return bool(long_words) and all(w[0].isupper() for w in long_words)
+
+
 def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
     body_lines = [line for line in lines if line.role == "text"]
     if not body_lines:
         return []
     weights: Counter[float] = Counter()
-    bold_chars = italic_chars = total = 0
+    bold_chars = total = 0
     for line in body_lines:
         weights[round(line.size * 2) / 2] += len(line.text)
         total += len(line.text)
         bold_chars += len(line.text) if line.bold else 0
-        italic_chars += len(line.text) if line.italic else 0
     body = _weighted_median([(line.size, len(line.text)) for line in body_lines])
     body_bold = bold_chars * 2 > total
-    body_italic = italic_chars * 2 > total
     candidates: list[tuple[int, tuple[float, bool, bool]]] = []
     for i, line in enumerate(lines):
-        if line.role != "text" or not _looks_like_heading(line.text.strip()):
-            continue
+        if line.role != "text" or line.mono or not _looks_like_heading(line.text.strip()):
+            continue  # code is never a heading
         wrapped = bool(candidates) and candidates[-1][0] == i - 1
         if not (line.paragraph_start or wrapped):
             continue
@@ -726,14 +986,15 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
         if size >= body * _LARGER or (size >= body * _SLIGHTLY_LARGER and standalone):
             candidates.append((i, (round(size * 2) / 2, line.bold, line.italic)))
         elif (
-            ((line.bold and not body_bold) or (line.italic and not body_italic))
+            ((line.bold and not body_bold) or (line.italic and _title_case(line.text)))
             and size >= body * 0.95
             and len(line.text) <= 90
             and len(line.text.split()) <= 12
             and not line.text.rstrip().endswith("?")
             and (following is None or following.paragraph_start)
         ):
-            # Bold (or italic) at body size, standing alone: below every larger size.
+            # Bold at body size, standing alone: below every larger size; italic only in Title
+            # Case (an italic sentence is emphasis, a code comment or a term: no heading).
             candidates.append((i, (0.0, line.bold, line.italic)))
     # Where too much stands out (a third of the text), typography says nothing: first the
     # body-size emphasis goes, then everything.

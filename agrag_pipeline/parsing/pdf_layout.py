@@ -9,12 +9,15 @@ read from PDFium's path objects.
 
 What a page becomes (``read_page``): rows of characters clustered by height (a short row of
 smaller marks joined to the row whose baseline it is raised or lowered from), split into
-*segments* at gaps wider than a word space; column gutters found over runs of rows (a vertical
+*segments* at gaps wider than a word space (rejoined where the gap is a justified line's
+stretched space, or a line of code going on, on its character grid, to its aligned comment);
+column gutters found over runs of rows (a vertical
 strip no segment crosses, with column-wide text on both sides) and each column read top to
 bottom before the next; words broken where the page leaves a gap (or draws a space);
 overprinted duplicates (fake bold) dropped, glyph by glyph (the letters PDFium expands one
 ligature glyph into share its box and are no copies); glyphs without a Unicode map and control
-characters dropped and counted; invisible text (render mode 3/7) set aside; text turned by 90,
+characters dropped and counted; glyphs of LaTeX's picture fonts (box corners) dropped;
+invisible text (render mode 3/7) set aside; text turned by 90,
 180 or 270 degrees read in its own direction, after the upright text; tables from ruling lines
 validated (at least 2x2 cells, most non-empty, short cells) and written as pipe rows.
 Boxes are in PDF points on the unrotated page from the top-left of its crop box (``PageBox``'s
@@ -58,6 +61,18 @@ _RTL_CLASSES = frozenset({"R", "AL"})
 _HYPHENS = frozenset("-\u00ad\ufffe\u2010")
 #: Bold by name: the usual words, Type 1 "Medi", and TeX's bold extended (cmbx, sfbx, lmbx…).
 _BOLD_NAME = re.compile(r"bold|black|heavy|demi|-medi|(?:^|\+)(?:cm|sf|lm|ec|tc)[a-z]*bx")
+#: Fixed pitch by name (TeX's typewriter fonts carry no FixedPitch flag).
+_MONO_NAME = re.compile(
+    r"mono|courier|(?:^|\+)(?:cm|sf|lm|ec|tc|rm|t1x)?tt|typewriter|consol|menlo|inconsolata"
+    r"|sourcecode|fixed|lucidaconsole|andale"
+)
+#: LaTeX's picture fonts (rounded box corners, as texinfo draws around a ``@cartouche``, and
+#: line pieces): drawings, whose glyphs PDFium maps to dingbats (☛ ✟ ✡ ✠) that would land in
+#: the words beside them.
+_DRAWING_FONT = re.compile(r"(?:^|\+)(?:lcircle|lcirclew|line|linew)10$")
+#: Two typewriter segments of one row are one line of code when the second starts on the
+#: first's character grid at most this many characters after it ends (an aligned comment).
+CODE_GAP_CHARS = 16
 
 
 @dataclass(slots=True)
@@ -81,6 +96,8 @@ class Char:
     glyph: int = -1
     #: Where its baseline lies in the reading frame (the glyph origin's vertical position).
     baseline: float = 0.0
+    #: Drawn in a fixed-pitch (typewriter) font: code.
+    mono: bool = False
 
 
 @dataclass(slots=True)
@@ -101,6 +118,8 @@ class Line:
     #: Set by the document pass: "furniture" (running header/footer, page number), "toc".
     role: str = "text"
     paragraph_start: bool = False
+    #: Set in a fixed-pitch font throughout: code.
+    mono: bool = False
 
 
 @dataclass(slots=True)
@@ -133,6 +152,12 @@ class _Fonts:
     def __init__(self) -> None:
         self.objects: dict[int, tuple[bool, bool, int, float]] = {}
         self.fonts: dict[int, tuple[bool, bool]] = {}
+        #: Fixed-pitch fonts, and the text objects drawn in one (by address).
+        self.fixed_fonts: set[int] = set()
+        self.fixed: set[int] = set()
+        #: Drawing fonts (``_DRAWING_FONT``) and the text objects drawn in one.
+        self.drawing_fonts: set[int] = set()
+        self.drawings: set[int] = set()
         self._buffer = ctypes.create_string_buffer(256)
 
     def of(self, obj: Any) -> tuple[bool, bool, int, float]:
@@ -150,6 +175,7 @@ class _Fonts:
         style = self.fonts.get(fkey)
         if style is None:
             bold = italic = False
+            flags, name = 0, ""
             if font:
                 weight = pdfium_c.FPDFFont_GetWeight(font)
                 n = pdfium_c.FPDFFont_GetBaseFontName(font, self._buffer, 256)
@@ -158,9 +184,25 @@ class _Fonts:
                 bold = weight >= 600 or bool(_BOLD_NAME.search(name)) or bool(flags & (1 << 18))
                 italic = bool(flags & 64) or "italic" in name or "oblique" in name
             style = self.fonts[fkey] = (bold, italic)
+            if font and (flags & 1 or _MONO_NAME.search(name)):
+                self.fixed_fonts.add(fkey)
+            if font and _DRAWING_FONT.search(name):
+                self.drawing_fonts.add(fkey)
+        if fkey in self.fixed_fonts:
+            self.fixed.add(key)
+        if fkey in self.drawing_fonts:
+            self.drawings.add(key)
         found = (*style, mode, angle)
         self.objects[key] = found
         return found
+
+    def drawing(self, obj: Any) -> bool:
+        """Whether the text object draws a picture (``_DRAWING_FONT``), not text."""
+        return (ctypes.cast(obj, ctypes.c_void_p).value or 0) in self.drawings
+
+    def monospaced(self, obj: Any) -> bool:
+        """Whether the text object's font is fixed-pitch (once ``of`` was asked of it)."""
+        return (ctypes.cast(obj, ctypes.c_void_p).value or 0) in self.fixed
 
 
 class _CodesTakenAsText:
@@ -278,6 +320,8 @@ def read_chars(
                 chars[-1].space = True
             continue
         bold, italic, mode, angle = fonts.of(obj)
+        if fonts.drawing(obj):
+            continue  # a box corner, not a character
         if mode in (3, 7):  # invisible: a scanner's OCR layer, usually (see ``pdf._needs_ocr``)
             out.invisible += 1
         category = unicodedata.category(ch)
@@ -328,6 +372,7 @@ def read_chars(
             ch, sx0, st0, sx1, st1, (ux0, uy_top, ux1, uy_bottom), size, bold, rtl, i, italic
         )
         char.glyph = chars[-1].glyph if same_glyph else i
+        char.mono = fonts.monospaced(obj)
         base_x, base_y = to_shown(origin[0] - left, origin[1] - bottom)
         char.baseline = _turn(quarter, shown_w, shown_h, base_x, base_y)[1] if quarter else base_y
         if quarter:
@@ -1022,11 +1067,64 @@ def _line(segs: list[_Seg], column: int, rotated: bool) -> Line:
         column=column,
         rotated=rotated,
         italic=all(c.italic for c in chars),
+        mono=all(c.mono for c in chars),
     )
 
 
+def _code_line(segments: list[list[Char]]) -> list[list[Char]]:
+    """A row's typewriter segments rejoined where the next starts on the previous one's
+    character grid, a few characters after it ends: one line of code with its aligned
+    comment (``x = 1      # one``), never two columns whose halves are read apart."""
+    out = [segments[0]]
+    for seg in segments[1:]:
+        previous = out[-1]
+        if _typewriter(previous) and _typewriter(seg):
+            advance = statistics.median(c.x1 - c.x0 for c in previous + seg if c.mono)
+            if advance > 0.5:
+                gap = seg[0].x0 - max(c.x1 for c in previous)
+                steps = (seg[0].x0 - previous[0].x0) / advance
+                if gap <= CODE_GAP_CHARS * advance and abs(steps - round(steps)) < 0.15:
+                    out[-1] = previous + seg
+                    continue
+        out.append(seg)
+    return out
+
+
+#: A gap is a justified line's stretched space, not a segment break, when it is at most this
+#: many times the line's usual word space (TeX stretches a sentence's end about twice as much).
+JUSTIFIED_GAP = 2.5
+
+
+def _justified(segments: list[list[Char]]) -> list[list[Char]]:
+    """A row's segments rejoined where the gap between them is no wider than a stretched
+    word space of the same row (at least four words apart): a justified line whose spaces
+    grew past ``SEGMENT_GAP``, read as one line instead of two columns."""
+    if len(segments) < 2:
+        return segments
+    spaces = []
+    for seg in segments:
+        for a, b in itertools.pairwise(seg):
+            gap = b.x0 - a.x1
+            if gap > WORD_GAP * max(min(a.size, b.size), 1.0):
+                spaces.append(gap)
+    if len(spaces) < 4:
+        return segments
+    space = statistics.median(spaces)
+    out = [segments[0]]
+    for seg in segments[1:]:
+        if seg[0].x0 - max(c.x1 for c in out[-1]) <= JUSTIFIED_GAP * space:
+            out[-1] = out[-1] + seg
+        else:
+            out.append(seg)
+    return out
+
+
+def _typewriter(chars: list[Char]) -> bool:
+    return sum(c.mono for c in chars) * 5 >= len(chars) * 4
+
+
 def _lines(chars: list[Char], rotated: bool) -> list[Line]:
-    rows = [[_make_seg(s) for s in _segments(row)] for row in _rows(chars)]
+    rows = [[_make_seg(s) for s in _code_line(_justified(_segments(row)))] for row in _rows(chars)]
     out: list[Line] = []
     for column, block in enumerate(_order(rows)):
         for segs in block:

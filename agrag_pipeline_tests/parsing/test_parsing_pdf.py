@@ -24,7 +24,9 @@ class Text:
     y: float  # baseline, from the page's bottom
     text: str
     size: float = 11.0
-    font: str = "F1"  # F1 Helvetica, F2 Helvetica-Bold, F3 Times-Roman, F4 (see LIGATURES)
+    #: F1 Helvetica, F2 Helvetica-Bold, F3 Times-Roman, F4 (see LIGATURES), F5 Helvetica-Oblique,
+    #: F6 Courier-Bold
+    font: str = "F1"
     mode: int = 0  # text render mode (3: invisible)
     angle: int = 0  # degrees counter-clockwise
     #: TJ array instead of a string: [("word", 0), ("next", -300)] (kerning in 1/1000 em)
@@ -119,6 +121,8 @@ def make_pdf(pages: list[Page], outline: list[tuple[str, int]] | None = None) ->
 
     fonts = {"F1": font("Helvetica"), "F2": font("Helvetica-Bold"), "F3": font("Times-Roman")}
     fonts["F4"] = _ligature_font(add)
+    fonts["F5"] = font("Helvetica-Oblique")
+    fonts["F6"] = font("Courier-Bold")
     font_dict = " ".join(f"/{k} {v} 0 R" for k, v in fonts.items())
     pages_id = len(objects) + 1 + 2 * len(pages)  # after every page and content stream
     page_ids = []

@@ -1,0 +1,173 @@
+"""PDF structure on a real manual: a texinfo manual built by pdfTeX as GNU manuals are
+(``fixtures/texinfo_manual.pdf``, made by ``fixtures/make_texinfo_manual.sh``): outline headings
+on their numbered lines, footnotes, code with trailing comments, box corners, a word split by a
+page break; and line-end hyphens of compounds on a PDF written here."""
+
+from __future__ import annotations
+
+import functools
+import io
+from pathlib import Path
+
+import pypdf
+
+from agrag_pipeline.parsing import ParsedDocument, parse_document
+from agrag_pipeline.parsing.contract import contract_violations
+from agrag_pipeline_tests.parsing.test_parsing_pdf import Page, Text, make_pdf
+
+MANUAL = Path(__file__).resolve().parents[1] / "fixtures" / "texinfo_manual.pdf"
+
+
+def _parse(raw: bytes, name: str = "manual.pdf") -> ParsedDocument:
+    parsed = parse_document(raw, f"pdf/{name}")
+    assert contract_violations(parsed) == []
+    return parsed
+
+
+@functools.cache
+def _manual() -> ParsedDocument:  # parsed once for the module's tests
+    return _parse(MANUAL.read_bytes())
+
+
+def _page(number: int) -> bytes:
+    """One page of the manual, cut out with pypdf."""
+    reader = pypdf.PdfReader(MANUAL)
+    writer = pypdf.PdfWriter()
+    writer.add_page(reader.pages[number - 1])
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_outline_headings_sit_on_their_numbered_lines_never_on_a_body_sentence() -> None:
+    # The outline says "Widgets" (texinfo leaves section numbers out of it); the page shows
+    # "1.1 Widgets", and before it a paragraph that opens "Widgets are small parts ...".
+    parsed = _manual()
+    headed = [s for s in parsed.sections if s.heading]
+    assert [(s.heading, s.level) for s in headed] == [
+        ("1 Overview", 1),
+        ("1.1 Widgets", 2),
+        ("1.2 Gadgets", 2),
+        ("2 Configuration", 1),
+    ]
+    for section in headed:
+        assert parsed.text_layer[section.start :].startswith(section.heading or "")
+    overview, widgets = headed[0], headed[1]
+    intro = parsed.text_layer.index("Widgets are small parts")
+    assert overview.start < intro < widgets.start
+    assert widgets.heading_path == ["1 Overview", "1.1 Widgets"]
+
+
+def test_footnotes_are_kept_after_their_page_body() -> None:
+    notes = [
+        "1 The first widgets were carved from boxwood in a workshop near the harbour.",
+        "2 A widget without a recorded purpose is returned to the store at the end of the week.",
+        "3 The full table is in the file widget-units-and-conversions.conf. It lists every unit.",
+    ]
+    for parsed, page in ((_manual(), 3), (_parse(_page(3), "page3.pdf"), 1)):
+        text = parsed.text_layer
+        for note in notes:
+            assert note in text
+        spans = [(s.start, s.end) for s in parsed.layout if s.box.page == page]
+        body_end = max(e for s, e in spans if not any(text[s:e] in note for note in notes))
+        assert min(text.index(note) for note in notes) > body_end  # after the page's body
+
+
+def test_a_footnote_of_a_one_page_document_is_no_running_footer() -> None:
+    # A footnote alone at the foot of a one-page memo: a number, then words, in the bottom
+    # margin, like a running footer with its page number; but set smaller than the body.
+    body = [
+        "The widgets of the north workshop are counted every morning before the",
+        "apprentices arrive, and the count is written in the register.1",
+    ]
+    texts = [Text(72, 700 - 14 * i, line, 11) for i, line in enumerate(body)]
+    texts.append(Text(72, 60, "1 The register is kept in the office of the foreman.", 8))
+    parsed = _parse(make_pdf([Page(texts)]), "memo.pdf")
+    assert parsed.text_layer.endswith("1 The register is kept in the office of the foreman.")
+
+
+def test_code_lines_keep_their_trailing_comments() -> None:
+    lines = _manual().text_layer.splitlines()
+    assert 'unit["millimetre" ] = 1 # the base unit' in lines
+    assert 'unit["inch (imperial)"] = 25.4 # by definition' in lines
+    assert 'unit["foot (imperial)"] = 304.8 # twelve inches' in lines
+    assert not any(line.startswith("# ") for line in lines)
+
+
+def test_box_corners_drawn_around_a_note_stay_out_of_the_text() -> None:
+    text = _manual().text_layer
+    assert not set(text) & set("☛✟✡✠")
+    assert (
+        "The format of the configuration file is described in the next chapter; keep\n"
+        "a copy of it beside every machine." in text
+    )
+
+
+def test_a_word_split_by_a_page_break_is_joined() -> None:
+    text = _manual().text_layer
+    assert "interna-" not in text and "\ntionalization" not in text
+    assert "thermoregulation and internationalization with recommendations" in text
+
+
+def test_a_line_end_hyphen_is_kept_in_a_compound_and_dropped_in_a_split_word() -> None:
+    lines = [
+        "The parser is a self-",
+        "contained module and the first",
+        "computa-",
+        "tion is cheap; a well-",
+        "known case.",
+    ]
+    page = Page([Text(72, 700 - 14 * i, line, 11) for i, line in enumerate(lines)])
+    text = _parse(make_pdf([page]), "hyphens.pdf").text_layer
+    assert "self-contained module" in text
+    assert "first\ncomputation is" in text
+    assert "well-known case." in text
+
+
+def test_a_justified_line_with_a_wide_sentence_space_is_read_as_one_line() -> None:
+    # A footnote under a code line (as gawkinet's ELIZA example): its first line is stretched
+    # to the margin, so the space after "abbreviated." grew wider than a column break; with
+    # the lines above and below it leaves a free strip that looked like a column gutter.
+    def stretched(words: list[str], space: int) -> list[tuple[str, int]]:
+        return [(w, -space if n + 1 < len(words) else 0) for n, w in enumerate(words)]
+
+    first = stretched(["The", "version", "shown", "here", "is", "abbreviated."], 450)
+    first[-1] = (first[-1][0], -1000)  # the sentence's end: a space twice as wide
+    first += stretched(["The", "full", "version", "comes", "with", "the"], 450)
+    texts = [
+        Text(100, 700, "# fit to a certain keyword", 10),
+        Text(72, 686, "", 10, pieces=first),
+        Text(72, 672, "distribution.", 10),
+    ]
+    lines = _parse(make_pdf([Page(texts)]), "justified.pdf").text_layer.splitlines()
+    assert lines[1:] == [
+        "The version shown here is abbreviated. The full version comes with the",
+        "distribution.",
+    ]
+
+
+def test_without_an_outline_an_italic_sentence_or_a_line_of_code_is_no_heading() -> None:
+    body = [
+        "Widgets are counted every morning and the count is written down in the",
+        "register of the workshop, which the foreman signs before the shift starts.",
+    ]
+    texts: list[Text] = []
+    y = 720.0
+    for line, font in [
+        ("Counting Widgets", "F2"),  # bold at body size: a heading
+        *[(b, "F1") for b in body],
+        ("Boots Self-Locking Nut", "F5"),  # italic in Title Case: a heading
+        *[(b, "F1") for b in body],
+        ("renaming a branch that was pushed", "F5"),  # an italic sentence: emphasis
+        *[(b, "F1") for b in body],
+        ("BEGIN { count = 0 }", "F6"),  # bold code: code
+        *[(b, "F1") for b in body],
+    ]:
+        gap = 22 if font != "F1" or line == body[0] else 14
+        y -= gap
+        texts.append(Text(72, y, line, 11, font))
+    parsed = _parse(make_pdf([Page(texts)]), "no-outline.pdf")
+    assert [s.heading for s in parsed.sections if s.heading] == [
+        "Counting Widgets",
+        "Boots Self-Locking Nut",
+    ]
