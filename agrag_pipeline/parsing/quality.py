@@ -140,6 +140,7 @@ _SPACED_RUN = re.compile(r"(?<!\S)(?:[^\W\d_] ){3,}[^\W\d_](?!\S)")
 _STRIP = ".,;:!?()[]{}\"'“”‘’«»„‚<>*#|`~^="
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
 _ASCII_DIGIT = re.compile(r"[0-9]")
+_ASCII_VOWEL = re.compile(r"[aeiouyAEIOUY]")
 
 
 @dataclass(frozen=True)
@@ -383,18 +384,22 @@ def _word_tokens(text: str, language: str, script: str | None = None) -> tuple[s
 
     tokens = wordfreq.tokenize(text, language)
     words = {t for t in set(tokens) if _is_word(t, script)}  # each distinct token looked at once
-    return tuple(t for t in tokens if t in words)
+    return tuple([t for t in tokens if t in words])
 
 
 @functools.lru_cache(maxsize=4)
 def _raw_tokens(text: str, script: str | None = None) -> tuple[str, ...]:
     """Whitespace-separated tokens with a letter, outer punctuation stripped, case kept."""
+    if script is not None:  # those of the tokens with a letter that are in ``script``
+        tokens = _raw_tokens(text)
+        in_script = {t for t in set(tokens) if _in_script(t, script)}
+        return tuple([t for t in tokens if t in in_script])
     raws = text.split()
     kept: dict[str, str | None] = {}
     for raw in set(raws):
         stripped = raw.strip(_STRIP)
         kept[raw] = stripped if _in_script(stripped, script) else None
-    return tuple(token for raw in raws if (token := kept[raw]) is not None)
+    return tuple([token for raw in raws if (token := kept[raw]) is not None])
 
 
 # -- language --------------------------------------------------------------------------------
@@ -591,9 +596,14 @@ def _word_penalties(
     misread = [
         w
         for w in sorted(vocabulary)
-        if not known(w) and any(e in lexicon.common for e in _edits(w, lexicon.alphabet))
+        if not known(w) and not lexicon.common.isdisjoint(_edits(w, lexicon.alphabet))
     ]
-    garbled_words = {t for t in distinct_raw if _garbled(t, known(t.lower()))}
+    garbled_words = {
+        t
+        for t in distinct_raw
+        # An ASCII word with a vowel is never garbled (``_garbled``): most words, at a glance.
+        if not (t.isascii() and _ASCII_VOWEL.search(t)) and _garbled(t, known(t.lower()))
+    }
     garbled = [t for t in raw if t in garbled_words]
     unknown_share = len(unknown) / total
     misread_share = len(misread) / max(len(vocabulary), MIN_MISREAD_VOCABULARY)
@@ -681,7 +691,7 @@ def _sequence_penalties(
     odd_words: set[str] = set()
     for word, n in Counter(words).items():  # each distinct word looked at once
         grams = _letter_trigrams(word)
-        odd_here = sum(g not in known for g in grams)
+        odd_here = len(grams) - sum(map(known.__contains__, grams))
         if odd_here:
             odd_words.add(word)
         odd_grams += odd_here * n
