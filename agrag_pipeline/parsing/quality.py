@@ -415,14 +415,26 @@ def _known_count(counts: Counter[str], distinct: set[str], words: frozenset[str]
     return sum(map(counts.__getitem__, words.intersection(distinct)))
 
 
+@functools.lru_cache(maxsize=16)
+def _profiled_by(candidates: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Each word of the candidates' profiles -> the candidates whose profile holds it."""
+    by_word: dict[str, list[str]] = {}
+    for c in candidates:
+        for word in _profile(c):
+            by_word.setdefault(word, []).append(c)
+    return {word: tuple(cs) for word, cs in by_word.items()}
+
+
 def _shortlist(tokens: Sequence[str], script: str | None) -> list[str]:
     """The script's ``_SHORTLIST`` candidates whose most frequent words ``tokens`` use most."""
     candidates = _candidates(script)
-    counts = Counter(tokens)
-    distinct = set(counts)
-    return sorted(candidates, key=lambda c: -_known_count(counts, distinct, _profile(c)))[
-        :_SHORTLIST
-    ]
+    # Every candidate's count in one walk over the distinct tokens.
+    used = dict.fromkeys(candidates, 0)
+    by_word = _profiled_by(tuple(candidates))
+    for token, n in Counter(tokens).items():
+        for c in by_word.get(token, ()):
+            used[c] += n
+    return sorted(candidates, key=lambda c: -used[c])[:_SHORTLIST]
 
 
 def identify_language(text: str, script: str | None = None) -> tuple[str | None, float]:
@@ -690,12 +702,11 @@ def _sequence_penalties(
     odd_grams = all_grams = 0
     odd_words: set[str] = set()
     for word, n in Counter(words).items():  # each distinct word looked at once
-        grams = _letter_trigrams(word)
-        odd_here = len(grams) - sum(map(known.__contains__, grams))
+        odd_here, grams_here = _odd_trigrams(word, known)
         if odd_here:
             odd_words.add(word)
         odd_grams += odd_here * n
-        all_grams += len(grams) * n
+        all_grams += grams_here * n
     odd = [w for w in words if w in odd_words]
     share = odd_grams / all_grams
     measures["odd_sequences"] = share
@@ -708,6 +719,14 @@ def _sequence_penalties(
             f"(e.g. {_examples(odd)})",
         )
     ]
+
+
+#: Words recur from document to document: each one's trigrams are looked up once.
+@functools.lru_cache(maxsize=65536)
+def _odd_trigrams(word: str, known: frozenset[str]) -> tuple[int, int]:
+    """How many of ``word``'s letter trigrams are not in ``known``, and how many it has."""
+    grams = _letter_trigrams(word)
+    return len(grams) - sum(map(known.__contains__, grams)), len(grams)
 
 
 @functools.lru_cache(maxsize=8)
