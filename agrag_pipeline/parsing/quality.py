@@ -587,6 +587,14 @@ def _edits(word: str, alphabet: str) -> Iterator[str]:
             yield head + c + tail
 
 
+#: Unknown words recur from document to document (terms, names in code): each is looked at once.
+@functools.lru_cache(maxsize=65536)
+def _one_letter_off(word: str, language: str) -> bool:
+    """``word`` is one edit away from a common word of ``language``."""
+    lexicon = _lexicon(language)
+    return not lexicon.common.isdisjoint(_edits(word, lexicon.alphabet))
+
+
 def _word_penalties(
     sample: str, script: str, raw: Sequence[str], language: str, measures: dict[str, float]
 ) -> list[Penalty]:
@@ -605,11 +613,7 @@ def _word_penalties(
     vocabulary = {
         t for t in distinct_raw if t.isalpha() and t.islower() and len(t) >= MIN_MISREAD_LETTERS
     }
-    misread = [
-        w
-        for w in sorted(vocabulary)
-        if not known(w) and not lexicon.common.isdisjoint(_edits(w, lexicon.alphabet))
-    ]
+    misread = [w for w in sorted(vocabulary) if not known(w) and _one_letter_off(w, language)]
     garbled_words = {
         t
         for t in distinct_raw
