@@ -346,6 +346,8 @@ def _sample(text: str) -> str:
     return "\n".join(parts)
 
 
+#: Tokens recur from document to document: each one's verdict is kept (about 10 MB when full).
+@functools.lru_cache(maxsize=65536)
 def _in_script(token: str, script: str | None) -> bool:
     """Most of the token's letters are of ``script`` (None: any)."""
     if token.isascii():  # ASCII letters are Latin
@@ -358,6 +360,7 @@ def _in_script(token: str, script: str | None) -> bool:
     return sum(_part(_script(c)) == _part(script) for c in letters) * 2 > len(letters)
 
 
+@functools.lru_cache(maxsize=65536)
 def _is_word(token: str, script: str | None) -> bool:
     if token.isascii():
         if token.isalpha():  # the common case: letters only
