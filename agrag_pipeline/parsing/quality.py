@@ -45,9 +45,9 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 #: Keys of what the score records in ``Document.metadata``.
 SCORE_KEY = "reading_quality"
@@ -272,6 +272,23 @@ def _trigrams(language: str) -> frozenset[str]:
 
 # -- scripts and tokens ----------------------------------------------------------------------
 
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+#: Verdicts about a word are kept across documents (words recur): up to this many per function,
+#: for words up to this long, so a cache holds a few MB at most whatever the documents hold.
+_CACHED_WORDS = 32768
+_CACHED_WORD_CHARS = 40
+
+
+def _per_word_cache(fn: _Fn) -> _Fn:
+    """``fn(word, ...)`` with its results kept for short words (see ``_CACHED_WORDS``)."""
+    cached = functools.lru_cache(maxsize=_CACHED_WORDS)(fn)
+
+    @functools.wraps(fn)
+    def lookup(word: str, *rest: Any) -> Any:
+        return cached(word, *rest) if len(word) <= _CACHED_WORD_CHARS else fn(word, *rest)
+
+    return cast(_Fn, lookup)
+
 
 @functools.lru_cache(maxsize=8192)
 def _script(ch: str) -> str:
@@ -346,8 +363,7 @@ def _sample(text: str) -> str:
     return "\n".join(parts)
 
 
-#: Tokens recur from document to document: each one's verdict is kept (about 10 MB when full).
-@functools.lru_cache(maxsize=65536)
+@_per_word_cache
 def _in_script(token: str, script: str | None) -> bool:
     """Most of the token's letters are of ``script`` (None: any)."""
     if token.isascii():  # ASCII letters are Latin
@@ -360,7 +376,7 @@ def _in_script(token: str, script: str | None) -> bool:
     return sum(_part(_script(c)) == _part(script) for c in letters) * 2 > len(letters)
 
 
-@functools.lru_cache(maxsize=65536)
+@_per_word_cache
 def _is_word(token: str, script: str | None) -> bool:
     if token.isascii():
         if token.isalpha():  # the common case: letters only
@@ -591,7 +607,7 @@ def _edits(word: str, alphabet: str) -> Iterator[str]:
 
 
 #: Unknown words recur from document to document (terms, names in code): each is looked at once.
-@functools.lru_cache(maxsize=65536)
+@_per_word_cache
 def _one_letter_off(word: str, language: str) -> bool:
     """``word`` is one edit away from a common word of ``language``."""
     lexicon = _lexicon(language)
@@ -729,7 +745,7 @@ def _sequence_penalties(
 
 
 #: Words recur from document to document: each one's trigrams are looked up once.
-@functools.lru_cache(maxsize=65536)
+@_per_word_cache
 def _odd_trigrams(word: str, known: frozenset[str]) -> tuple[int, int]:
     """How many of ``word``'s letter trigrams are not in ``known``, and how many it has."""
     grams = _letter_trigrams(word)
