@@ -45,9 +45,9 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 #: Keys of what the score records in ``Document.metadata``.
 SCORE_KEY = "reading_quality"
@@ -138,6 +138,9 @@ _ADDRESS = re.compile(r"://|^www\.|@|\.(com|org|net|html?)\b|&#?\w+;", re.I)
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
 _SPACED_RUN = re.compile(r"(?<!\S)(?:[^\W\d_] ){3,}[^\W\d_](?!\S)")
 _STRIP = ".,;:!?()[]{}\"'“”‘’«»„‚<>*#|`~^="
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+_ASCII_DIGIT = re.compile(r"[0-9]")
+_ASCII_VOWEL = re.compile(r"[aeiouyAEIOUY]")
 
 
 @dataclass(frozen=True)
@@ -177,10 +180,17 @@ class ReadingQuality:
 # -- word lists ----------------------------------------------------------------------------------
 
 
-def _available(language: str) -> bool:
+@functools.cache
+def _wordlists(wordlist: str) -> dict[str, str]:
+    """wordfreq's installed lists of one size, by language. Read once: each call of
+    ``wordfreq.available_languages`` globs its data folder (it was most of a Markdown parse)."""
     import wordfreq
 
-    return language in wordfreq.available_languages("small")
+    return dict(wordfreq.available_languages(wordlist))
+
+
+def _available(language: str) -> bool:
+    return language in _wordlists("small")
 
 
 def _buckets(language: str, wordlist: str, limit: int | None = None) -> Iterator[list[str]]:
@@ -191,9 +201,8 @@ def _buckets(language: str, wordlist: str, limit: int | None = None) -> Iterator
     a list costs only what it holds. ``wordlist``: "small" or "best" (the largest there is).
     """
     import msgpack
-    import wordfreq
 
-    path = wordfreq.available_languages(wordlist)[language]
+    path = _wordlists(wordlist)[language]
     seen = 0
     with gzip.open(path, "rb") as stream:
         unpacker = msgpack.Unpacker(stream, raw=False)
@@ -217,9 +226,11 @@ def _profile(language: str) -> frozenset[str]:
     return frozenset(words[:_PROFILE_WORDS])
 
 
-@functools.lru_cache(maxsize=8)
+#: 16: English text shortlists ten or so of the Latin script's languages over a corpus (the Rust
+#: book: 10); with fewer kept, each document read some list again (0.1 s each).
+@functools.lru_cache(maxsize=16)
 def _small(language: str) -> frozenset[str]:
-    """The language's "small" list: 30-60 thousand words, a few MB, read in 0.1 s."""
+    """The language's "small" list: 30-60 thousand words, about 4 MB, read in 0.1 s."""
     return frozenset(w for bucket in _buckets(language, "small") for w in bucket)
 
 
@@ -261,6 +272,23 @@ def _trigrams(language: str) -> frozenset[str]:
 
 # -- scripts and tokens ----------------------------------------------------------------------
 
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+#: Verdicts about a word are kept across documents (words recur): up to this many per function,
+#: for words up to this long, so a cache holds a few MB at most whatever the documents hold.
+_CACHED_WORDS = 32768
+_CACHED_WORD_CHARS = 40
+
+
+def _per_word_cache(fn: _Fn) -> _Fn:
+    """``fn(word, ...)`` with its results kept for short words (see ``_CACHED_WORDS``)."""
+    cached = functools.lru_cache(maxsize=_CACHED_WORDS)(fn)
+
+    @functools.wraps(fn)
+    def lookup(word: str, *rest: Any) -> Any:
+        return cached(word, *rest) if len(word) <= _CACHED_WORD_CHARS else fn(word, *rest)
+
+    return cast(_Fn, lookup)
+
 
 @functools.lru_cache(maxsize=8192)
 def _script(ch: str) -> str:
@@ -285,7 +313,11 @@ def script_shares(text: str) -> list[tuple[str, float]]:
     """The scripts of ``text``'s letters with their shares, largest first. Chinese, Japanese and
     Korean are named by what sets them apart: kana make Han text Japanese ("Kana"), hangul
     Korean ("Hangul")."""
-    counts: Counter[str] = Counter(_script(c) for c in text if c.isalpha())
+    # Per distinct character (in order of first appearance, so ties order as per letter).
+    counts: Counter[str] = Counter()
+    for c, n in Counter(text).items():
+        if c.isalpha():
+            counts[_script(c)] += n
     total = sum(counts.values())
     if not total:
         return []
@@ -331,8 +363,11 @@ def _sample(text: str) -> str:
     return "\n".join(parts)
 
 
+@_per_word_cache
 def _in_script(token: str, script: str | None) -> bool:
     """Most of the token's letters are of ``script`` (None: any)."""
+    if token.isascii():  # ASCII letters are Latin
+        return (script is None or script == "Latin") and _ASCII_LETTER.search(token) is not None
     letters = [c for c in token if c.isalpha()]
     if not letters:
         return False
@@ -341,28 +376,49 @@ def _in_script(token: str, script: str | None) -> bool:
     return sum(_part(_script(c)) == _part(script) for c in letters) * 2 > len(letters)
 
 
-def _word_tokens(text: str, language: str, script: str | None = None) -> list[str]:
+@_per_word_cache
+def _is_word(token: str, script: str | None) -> bool:
+    if token.isascii():
+        if token.isalpha():  # the common case: letters only
+            return len(token) >= 2 and (script is None or script == "Latin")
+        return (
+            len(_ASCII_LETTER.findall(token)) >= 2
+            and _ASCII_DIGIT.search(token) is None
+            and (script is None or script == "Latin")
+        )
+    return (
+        sum(c.isalpha() for c in token) >= 2
+        and not any(c.isdigit() for c in token)
+        and _in_script(token, script)
+    )
+
+
+#: A text is tokenised several times per score (language, words, sequences): the last few
+#: results are kept. They are tuples, so no caller can change what another gets.
+@functools.lru_cache(maxsize=4)
+def _word_tokens(text: str, language: str, script: str | None = None) -> tuple[str, ...]:
     """wordfreq's words of ``text`` (lower case, as its lists have them) with two letters or
     more and no digit ("ch12" or a hexadecimal id is no word, and no misreading)."""
     import wordfreq
 
-    return [
-        t
-        for t in wordfreq.tokenize(text, language)
-        if sum(c.isalpha() for c in t) >= 2
-        and not any(c.isdigit() for c in t)
-        and _in_script(t, script)
-    ]
+    tokens = wordfreq.tokenize(text, language)
+    words = {t for t in set(tokens) if _is_word(t, script)}  # each distinct token looked at once
+    return tuple([t for t in tokens if t in words])
 
 
-def _raw_tokens(text: str, script: str | None = None) -> list[str]:
+@functools.lru_cache(maxsize=4)
+def _raw_tokens(text: str, script: str | None = None) -> tuple[str, ...]:
     """Whitespace-separated tokens with a letter, outer punctuation stripped, case kept."""
-    out = []
-    for raw in text.split():
-        token = raw.strip(_STRIP)
-        if _in_script(token, script):
-            out.append(token)
-    return out
+    if script is not None:  # those of the tokens with a letter that are in ``script``
+        tokens = _raw_tokens(text)
+        in_script = {t for t in set(tokens) if _in_script(t, script)}
+        return tuple([t for t in tokens if t in in_script])
+    raws = text.split()
+    kept: dict[str, str | None] = {}
+    for raw in set(raws):
+        stripped = raw.strip(_STRIP)
+        kept[raw] = stripped if _in_script(stripped, script) else None
+    return tuple([token for raw in raws if (token := kept[raw]) is not None])
 
 
 # -- language --------------------------------------------------------------------------------
@@ -372,10 +428,32 @@ def _candidates(script: str | None) -> list[str]:
     return [c for c in SCRIPT_LANGUAGES.get(script or "", ()) if _available(c)]
 
 
-def _shortlist(tokens: list[str], script: str | None) -> list[str]:
+def _known_count(counts: Counter[str], distinct: set[str], words: frozenset[str]) -> int:
+    """How many of the counted tokens (``distinct``: their set) are in ``words``. Two sets
+    intersect by walking the smaller one."""
+    return sum(map(counts.__getitem__, words.intersection(distinct)))
+
+
+@functools.lru_cache(maxsize=16)
+def _profiled_by(candidates: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Each word of the candidates' profiles -> the candidates whose profile holds it."""
+    by_word: dict[str, list[str]] = {}
+    for c in candidates:
+        for word in _profile(c):
+            by_word.setdefault(word, []).append(c)
+    return {word: tuple(cs) for word, cs in by_word.items()}
+
+
+def _shortlist(tokens: Sequence[str], script: str | None) -> list[str]:
     """The script's ``_SHORTLIST`` candidates whose most frequent words ``tokens`` use most."""
     candidates = _candidates(script)
-    return sorted(candidates, key=lambda c: -sum(t in _profile(c) for t in tokens))[:_SHORTLIST]
+    # Every candidate's count in one walk over the distinct tokens.
+    used = dict.fromkeys(candidates, 0)
+    by_word = _profiled_by(tuple(candidates))
+    for token, n in Counter(tokens).items():
+        for c in by_word.get(token, ()):
+            used[c] += n
+    return sorted(candidates, key=lambda c: -used[c])[:_SHORTLIST]
 
 
 def identify_language(text: str, script: str | None = None) -> tuple[str | None, float]:
@@ -400,8 +478,11 @@ def identify_language(text: str, script: str | None = None) -> tuple[str | None,
     shortlist = _shortlist(tokens, script)
     if "en" in candidates and "en" not in shortlist:
         shortlist.append("en")
+    counts = Counter(tokens)
+    distinct = set(counts)
     shares = sorted(
-        ((sum(t in _small(c) for t in tokens) / len(tokens), c) for c in shortlist), reverse=True
+        ((_known_count(counts, distinct, _small(c)) / len(tokens), c) for c in shortlist),
+        reverse=True,
     )
     best_share, best = shares[0]
     runner_up = shares[1][0] if len(shares) > 1 else 0.0
@@ -525,8 +606,16 @@ def _edits(word: str, alphabet: str) -> Iterator[str]:
             yield head + c + tail
 
 
+#: Unknown words recur from document to document (terms, names in code): each is looked at once.
+@_per_word_cache
+def _one_letter_off(word: str, language: str) -> bool:
+    """``word`` is one edit away from a common word of ``language``."""
+    lexicon = _lexicon(language)
+    return not lexicon.common.isdisjoint(_edits(word, lexicon.alphabet))
+
+
 def _word_penalties(
-    sample: str, script: str, raw: list[str], language: str, measures: dict[str, float]
+    sample: str, script: str, raw: Sequence[str], language: str, measures: dict[str, float]
 ) -> list[Penalty]:
     lexicon = _lexicon(language)
     # English words in another language's text (terms, names of things) are words too.
@@ -537,14 +626,20 @@ def _word_penalties(
 
     tokens = _word_tokens(sample, language, script)
     total = max(len(tokens), 1)
-    unknown = [t for t in tokens if not known(t)]
-    vocabulary = {t for t in raw if t.isalpha() and t.islower() and len(t) >= MIN_MISREAD_LETTERS}
-    misread = [
-        w
-        for w in sorted(vocabulary)
-        if not known(w) and any(e in lexicon.common for e in _edits(w, lexicon.alphabet))
-    ]
-    garbled = [t for t in raw if _garbled(t, known(t.lower()))]
+    unknown_words = set(tokens) - lexicon.words - english
+    unknown = [t for t in tokens if t in unknown_words]
+    distinct_raw = set(raw)
+    vocabulary = {
+        t for t in distinct_raw if t.isalpha() and t.islower() and len(t) >= MIN_MISREAD_LETTERS
+    }
+    misread = [w for w in sorted(vocabulary) if not known(w) and _one_letter_off(w, language)]
+    garbled_words = {
+        t
+        for t in distinct_raw
+        # An ASCII word with a vowel is never garbled (``_garbled``): most words, at a glance.
+        if not (t.isascii() and _ASCII_VOWEL.search(t)) and _garbled(t, known(t.lower()))
+    }
+    garbled = [t for t in raw if t in garbled_words]
     unknown_share = len(unknown) / total
     misread_share = len(misread) / max(len(vocabulary), MIN_MISREAD_VOCABULARY)
     garbled_share = len(garbled) / max(len(raw), 1)
@@ -582,6 +677,16 @@ def _junk(ch: str) -> bool:
 def _garbled(token: str, known: bool) -> bool:
     """A word no language writes: letters of two scripts, letters split by a symbol, or an
     unknown Latin word of five letters or more without a vowel."""
+    if token.isascii():
+        # All Latin, and no ASCII character is junk: only the vowel-less word is left to find.
+        if known:
+            return False
+        lowered = (token if token.isalpha() else "".join(_ASCII_LETTER.findall(token))).lower()
+        return (
+            len(lowered) >= 5
+            and not any(c in _VOWELS for c in lowered)
+            and not _ADDRESS.search(token)
+        )
     letters = [c for c in token if c.isalpha()]
     if len(letters) < 2 or _ADDRESS.search(token):
         return False
@@ -610,14 +715,23 @@ def _sequence_penalties(
     languages = [c for c in dict.fromkeys(languages) if _available(c)]
     if not languages:
         return []
-    known: frozenset[str] = frozenset().union(*(_trigrams(c) for c in languages))
+    known = _known_trigrams(tuple(languages))
     # Words of four letters or more: shorter ones are as often abbreviations ("zh", "pt").
-    words = [t for t in _word_tokens(sample, languages[0], script) if t.isalpha() and len(t) > 3]
-    grams = [g for w in words for g in _letter_trigrams(w)]
+    tokens = _word_tokens(sample, languages[0], script)
+    long_words = {t for t in set(tokens) if t.isalpha() and len(t) > 3}
+    words = [t for t in tokens if t in long_words]
     if len(words) < MIN_WORDS:
         return []
-    odd = [w for w in words if any(g not in known for g in _letter_trigrams(w))]
-    share = sum(g not in known for g in grams) / len(grams)
+    odd_grams = all_grams = 0
+    odd_words: set[str] = set()
+    for word, n in Counter(words).items():  # each distinct word looked at once
+        odd_here, grams_here = _odd_trigrams(word, known)
+        if odd_here:
+            odd_words.add(word)
+        odd_grams += odd_here * n
+        all_grams += grams_here * n
+    odd = [w for w in words if w in odd_words]
+    share = odd_grams / all_grams
     measures["odd_sequences"] = share
     where = f"the {language} word list" if language else f"any of {', '.join(languages)}"
     return [
@@ -630,7 +744,22 @@ def _sequence_penalties(
     ]
 
 
-def _character_penalties(text: str, raw: list[str], measures: dict[str, float]) -> list[Penalty]:
+#: Words recur from document to document: each one's trigrams are looked up once.
+@_per_word_cache
+def _odd_trigrams(word: str, known: frozenset[str]) -> tuple[int, int]:
+    """How many of ``word``'s letter trigrams are not in ``known``, and how many it has."""
+    grams = _letter_trigrams(word)
+    return len(grams) - sum(map(known.__contains__, grams)), len(grams)
+
+
+@functools.lru_cache(maxsize=8)
+def _known_trigrams(languages: tuple[str, ...]) -> frozenset[str]:
+    return frozenset().union(*(_trigrams(c) for c in languages))
+
+
+def _character_penalties(
+    text: str, raw: Sequence[str], measures: dict[str, float]
+) -> list[Penalty]:
     import ftfy.badness
 
     words = max(len(raw), 1)
@@ -659,7 +788,8 @@ def _character_penalties(text: str, raw: list[str], measures: dict[str, float]) 
             )
         )
     replaced = text.count("\ufffd") + len(_CID.findall(text))
-    replaced += sum(1 for c in text if unicodedata.category(c) == "Co")
+    if not text.isascii():  # private use characters, counted per distinct character
+        replaced += sum(text.count(c) for c in set(text) if unicodedata.category(c) == "Co")
     measures["replacement"] = replaced / words
     if replaced:
         out.append(
