@@ -57,6 +57,8 @@ from benchmarks.fidelity import _bag_match, docling_parse_text, words  # noqa: E
 
 WARN_BELOW = QualitySettings().warn_below
 SECTION = "## Outside documents: PDFs against pdftotext, and reading quality"
+#: The section's last subsection, written by hand after reading the worst files; kept on rewrite.
+BY_HAND = "### Read by hand"
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp", ".gif"}
 #: Words with a ligature pair; pdftotext keeps a ligature glyph (U+FB00-FB04), NFKC splits it.
 _FF = re.compile(r"ff")
@@ -386,8 +388,9 @@ def report(results: list[FileResult], command: str, with_docling: bool) -> str:
     out += ["### PDFs against pdftotext", ""]
     out.append(
         f"{len(pdfs)} PDFs; {len(compared)} with a text layer pdftotext reads "
-        f"({MIN_REFERENCE_WORDS}+ words) are compared; {len(no_layer)} without one (scans, "
-        "pictures: ours reads them by OCR, pdftotext gives nothing)."
+        f"({MIN_REFERENCE_WORDS}+ words) are compared; {len(no_layer)} with fewer words there "
+        "(scans ours reads by OCR, figures with a few labels). CPU s: this process's seconds "
+        "(OCR's Tesseract and LibreOffice run in child processes and are not counted)."
         + (
             ""
             if with_docling
@@ -475,7 +478,7 @@ def report(results: list[FileResult], command: str, with_docling: bool) -> str:
     out.append("")
     if no_layer:
         out.append(
-            "Without a text layer (pdftotext reads under 20 words), read by our OCR: "
+            f"Not compared (pdftotext reads under {MIN_REFERENCE_WORDS} words): "
             + "; ".join(
                 f"{r.path} ({r.metadata.get(quality.OCR_WORDS_KEY, 0)} OCR words, quality "
                 f"{_f(r.metadata.get(quality.SCORE_KEY), 2)})"
@@ -583,8 +586,12 @@ def write_section(rendered: str, path: Path) -> None:
     """Replace (or append) this section of ``path``, keeping the rest as it is."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", flags=re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: rendered.rstrip("\n") + "\n\n", text)
+    old = pattern.search(text)
+    if old:
+        # What was read by hand stays: only the measured part is replaced.
+        kept = re.search(rf"^{re.escape(BY_HAND)}\n.*", old.group(0), flags=re.S | re.M)
+        new = rendered.rstrip("\n") + "\n\n" + (kept.group(0).rstrip("\n") + "\n\n" if kept else "")
+        text = text[: old.start()] + new + text[old.end() :]
     else:
         text = text.rstrip("\n") + "\n\n" + rendered
     path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
