@@ -32,7 +32,7 @@ from pylatexenc.latexwalker import get_default_latex_context_db as walker_contex
 from pylatexenc.macrospec import MacroSpec
 
 from agrag_pipeline.models import Document
-from agrag_pipeline.parsing.budget import current_deadline
+from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
@@ -156,8 +156,113 @@ def _walker_context() -> Any:
     return context
 
 
-def _nodes(source: str, context: Any) -> list[Any]:
-    walker = LatexWalker(source, latex_context=context, tolerant_parsing=True)
+class _BudgetedWalker(LatexWalker):
+    """pylatexenc's walker with the parse's deadline checked at every nested node list.
+
+    pylatexenc has no budget of its own, and its tolerant parsing backtracks exponentially in
+    groups that open an environment they do not close: a real 47 KB paper defining 20
+    theorem-like environments (``\\newenvironment{x}{\\begin{X}...}{\\end{X}}``) ran for
+    many minutes. Every recursion goes through ``get_latex_nodes``, so checking there bounds
+    the whole parse by the document's time budget (``ParseTimeoutError`` naming the file).
+    """
+
+    def __init__(self, source: str, context: Any, deadline: Deadline) -> None:
+        super().__init__(source, latex_context=context, tolerant_parsing=True)
+        self._deadline = deadline
+
+    def get_latex_nodes(self, *args: Any, **kwargs: Any) -> Any:
+        self._deadline.tick("LaTeX parsing")
+        return super().get_latex_nodes(*args, **kwargs)
+
+
+#: Definitions whose bodies are code, not text: ``\newenvironment`` and friends (name,
+#: optional argument count and default, begin code, end code).
+_ENVIRONMENT_DEFINITION = re.compile(r"\\(?:re)?newenvironment\*?")
+#: ``\newcommand`` and friends (name, optional argument count and default, body).
+_COMMAND_DEFINITION = re.compile(r"\\(?:re)?newcommand\*?|\\providecommand\*?")
+_ENVIRONMENT_EDGE = re.compile(r"\\(?:begin|end)\s*\{")
+
+
+def _group_end(source: str, start: int) -> int | None:
+    """The index after the ``{...}`` or ``[...]`` group opening at ``start`` (escaped
+    characters and ``%`` comments skipped, nested braces counted), or None when it does not
+    close."""
+    square = source[start] == "["
+    depth = 0
+    index = start + 1 if square else start
+    while index < len(source):
+        char = source[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "%":
+            newline = source.find("\n", index)
+            if newline < 0:
+                return None
+            index = newline
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth < 0:
+                return None
+            if depth == 0 and not square:
+                return index + 1
+        elif char == "]" and square and depth == 0:
+            return index + 1
+        index += 1
+    return None
+
+
+def _definition_groups(source: str, at: int, groups: int) -> tuple[int, list[str]] | None:
+    """Read a definition's ``groups`` braced arguments from ``at`` (optional ``[...]`` ones
+    between them skipped); (end, the braced arguments' contents) or None."""
+    contents: list[str] = []
+    index = at
+    while len(contents) < groups:
+        while index < len(source) and source[index] in " \t\r\n%":
+            if source[index] == "%":  # a comment runs to the end of its line
+                newline = source.find("\n", index)
+                index = len(source) if newline < 0 else newline
+            index += 1
+        if index >= len(source) or source[index] not in "{[":
+            return None
+        end = _group_end(source, index)
+        if end is None:
+            return None
+        if source[index] == "{":
+            contents.append(source[index + 1 : end - 1])
+        index = end
+    return index, contents
+
+
+def _without_code_definitions(source: str) -> str:
+    """``source`` without the definitions whose bodies open or close environments: they are
+    code, never text, and exactly what makes pylatexenc backtrack (``_BudgetedWalker``)."""
+    cuts: list[tuple[int, int]] = []
+    for pattern, groups in ((_ENVIRONMENT_DEFINITION, 3), (_COMMAND_DEFINITION, 2)):
+        for match in pattern.finditer(source):
+            read = _definition_groups(source, match.end(), groups)
+            if read is None:
+                continue
+            end, contents = read
+            if groups == 3 or any(_ENVIRONMENT_EDGE.search(c) for c in contents[1:]):
+                cuts.append((match.start(), end))
+    if not cuts:
+        return source
+    out: list[str] = []
+    last = 0
+    for start, end in sorted(cuts):
+        if start < last:
+            continue
+        out.append(source[last:start])
+        last = end
+    out.append(source[last:])
+    return "".join(out)
+
+
+def _nodes(source: str, context: Any, deadline: Deadline) -> list[Any]:
+    walker = _BudgetedWalker(source, context, deadline)
     nodes, _, _ = walker.get_latex_nodes()
     return list(nodes or [])
 
@@ -260,7 +365,7 @@ def _section_ranks(nodes: list[Any]) -> list[int]:
 def parse(text: str, document: Document) -> ParsedDocument:
     """The text layer and sections of decoded LaTeX ``text``."""
     key = document.source_key
-    source = _verb_as_text(text)
+    source = _without_code_definitions(_verb_as_text(text))
     begin = _BEGIN_DOCUMENT.search(source)
     preamble, body = (
         ("", source) if begin is None else (source[: begin.start()], source[begin.end() :])
@@ -272,8 +377,8 @@ def parse(text: str, document: Document) -> ParsedDocument:
     writer = _Writer(renderer, key)
     try:
         context = _walker_context()
-        preamble_nodes = _nodes(preamble, context) if preamble else []
-        nodes = _nodes(body, context)
+        preamble_nodes = _nodes(preamble, context, writer.deadline) if preamble else []
+        nodes = _nodes(body, context, writer.deadline)
         title = writer.text_of(_preamble_macro(preamble_nodes, "title"))
         author = writer.text_of(_preamble_macro(preamble_nodes, "author"))
         if not title:  # a \title given in the body instead

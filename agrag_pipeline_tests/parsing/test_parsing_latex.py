@@ -80,3 +80,43 @@ def test_a_real_paper_reads_with_its_title_sections_and_equations() -> None:
     assert "If $R_c$ is negative, then" in text
     assert "\\[ R_a = 400 \\frac{\\left(\\frac{F_L R_c}{100}\\right)^{0.42}}" in text
     assert "\\input" not in text and "\\section" not in text
+
+
+#: The definitions found in a real 1998 paper's preamble (arXiv quant-ph/9802040, as docling's
+#: test data holds it), one per theorem-like environment: each opens an environment in one
+#: group and closes it in the next, which made pylatexenc backtrack exponentially (20 of them
+#: ran for many minutes, with no time budget).
+THEOREM_LIKE = "".join(
+    f"\\newtheorem{{T{i}}}{{Theorem}}\n"
+    f"\\newenvironment{{t{i}}}{{\\begin{{T{i}}} \\hspace{{-.85em}} {{\\bf :}} \n\\rm}}%\n"
+    f"    {{\\end{{T{i}}}}}\n\\newcommand{{\\t{i}start}}{{\\begin{{t{i}}}}}\n"
+    for i in range(30)
+)
+
+
+@pytest.mark.timeout(120)
+def test_environment_definitions_of_a_real_preamble_parse_in_a_moment() -> None:
+    source = (
+        "\\documentclass{article}\n" + THEOREM_LIKE + "\\title{Quantum Communication}\n"
+        "\\begin{document}\n\\maketitle\n\\section{Introduction}\nWe study protocols.\n"
+        "\\end{document}\n"
+    )
+    parsed = parse_document(source.encode(), "papers/qc.tex", time_budget_s=60)
+    assert [s.heading for s in parsed.sections if s.heading] == [
+        "Quantum Communication",
+        "Introduction",
+    ]
+    assert "We study protocols." in parsed.text_layer
+    assert "T29" not in parsed.text_layer and "hspace" not in parsed.text_layer
+
+
+@pytest.mark.timeout(120)
+def test_latex_the_parser_cannot_finish_stops_at_the_time_budget_naming_the_file() -> None:
+    from agrag_pipeline.parsing.budget import Deadline
+    from agrag_pipeline.parsing.errors import ParseTimeoutError
+    from agrag_pipeline.parsing.latex import _nodes, _walker_context
+
+    # The same definitions given to pylatexenc as they are (what the parser strips first):
+    # without the deadline checked inside its recursion this runs for hours.
+    with pytest.raises(ParseTimeoutError, match=r"^papers/qc\.tex: gave up after 1 s"):
+        _nodes(THEOREM_LIKE, _walker_context(), Deadline("papers/qc.tex", seconds=1.0))
