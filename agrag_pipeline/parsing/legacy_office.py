@@ -27,16 +27,10 @@ import olefile
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import libreoffice, powerpoint, spreadsheet, word
 from agrag_pipeline.parsing.archive import open_zip, read_member
+from agrag_pipeline.parsing.detect import DOC, ODP, ODS, ODT, PPT, RTF, XLS
 from agrag_pipeline.parsing.errors import CorruptDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
-DOC = "application/msword"
-XLS = "application/vnd.ms-excel"
-PPT = "application/vnd.ms-powerpoint"
-ODT = "application/vnd.oasis.opendocument.text"
-ODS = "application/vnd.oasis.opendocument.spreadsheet"
-ODP = "application/vnd.oasis.opendocument.presentation"
-RTF = "application/rtf"
 MEDIA_TYPES = (DOC, XLS, PPT, ODT, ODS, ODP, RTF)
 OLE_TYPES = (DOC, XLS, PPT)
 ODF_TYPES = (ODT, ODS, ODP)
