@@ -222,6 +222,21 @@ def media_type_for(source_key: str) -> str:
         ) from None
 
 
+#: Formats whose files hold no text by design often enough (slides of pictures, a blank form,
+#: an empty sheet) that no text is a note, not a failure (``parse_document``).
+_TEXTLESS_IS_A_DOCUMENT = frozenset(
+    {
+        word.MEDIA_TYPE,
+        word.MACRO_MEDIA_TYPE,
+        powerpoint.MEDIA_TYPE,
+        powerpoint.MACRO_MEDIA_TYPE,
+        spreadsheet.XLSX_MEDIA_TYPE,
+        spreadsheet.XLSM_MEDIA_TYPE,
+        *legacy_office.MEDIA_TYPES,
+    }
+)
+
+
 def parse_document(
     raw: bytes,
     source_key: str,
@@ -270,6 +285,17 @@ def parse_document(
                 parsed = parser(raw, document, parsing=parsing)
             else:
                 parsed = parser(raw, document)
+    except EmptyDocumentError as empty:
+        # A deck of pictures, a blank form, an empty workbook: files a team's folder holds on
+        # purpose, like a photo among scans. No text is no failure (no chunks, a note the UI
+        # shows) unless the settings require text, as for pictures and scans.
+        if media_type not in _TEXTLESS_IS_A_DOCUMENT or (
+            parsing is not None and parsing.ocr.require_text
+        ):
+            raise
+        parsed = ParsedDocument(
+            document=document, text_layer="", warnings=[f"no text: {empty.problem}"]
+        )
     except DocumentError:
         raise
     except (KeyboardInterrupt, SystemExit, GeneratorExit):

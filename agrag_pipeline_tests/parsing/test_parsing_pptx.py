@@ -29,6 +29,7 @@ from agrag_pipeline.parsing.errors import (
     EmptyDocumentError,
     ParseTimeoutError,
 )
+from agrag_pipeline.settings import OcrSettings, ParsingSettings
 
 CORPUS_NAMES = sorted(
     p.name
@@ -443,11 +444,18 @@ def test_time_budget_ends_a_parse_with_a_timeout_error_naming_where(deck: bytes)
         parse_document(deck, "deck.pptx", time_budget_s=1e-6)
 
 
-def test_deck_without_any_text_is_an_empty_document_error() -> None:
+def test_a_deck_without_text_is_a_document_with_no_chunks_and_a_note_unless_text_is_required() -> (
+    None
+):
+    # A deck of pictures (as a team's folder holds them) is no failure, like a photo among scans.
     prs = Presentation()
     prs.slides.add_slide(prs.slide_layouts[6])
+    parsed = parse_document(_save(prs), "blank.pptx")
+    assert parsed.text_layer == "" and parsed.sections == []
+    assert parsed.warnings == ["no text: the presentation has no text"]
+    strict = ParsingSettings(ocr=OcrSettings(require_text=True))
     with pytest.raises(EmptyDocumentError, match=r"^blank\.pptx: the presentation has no text"):
-        parse_document(_save(prs), "blank.pptx")
+        parse_document(_save(prs), "blank.pptx", parsing=strict)
 
 
 def test_zip_that_is_no_presentation_is_a_corrupt_document_error() -> None:
