@@ -85,6 +85,24 @@ _FORMULAS = frozenset({"math", "tex-math", "alternatives"})
 _ENDS_IN_COMMAND = re.compile(r"\\[A-Za-z]+\Z")
 
 
+#: An unparsed entity (``NDATA``: an image a patent grant names) is never expanded into text,
+#: so declaring it is no attack; every other declaration is refused.
+_UNPARSED_ENTITY = re.compile(
+    rb"<!ENTITY\s+[^\s%>]+\s+(?:SYSTEM\s+(?:\"[^\"]*\"|'[^']*')|PUBLIC\s+(?:\"[^\"]*\"|'[^']*')"
+    rb"\s+(?:\"[^\"]*\"|'[^']*'))\s+NDATA\s+[^\s>]+\s*>",
+    re.IGNORECASE,
+)
+
+
+def _declares_parsed_entities(raw: bytes, doctype_at: int) -> bool:
+    """Whether the DTD's internal subset declares an entity that could be expanded into text
+    (billion laughs, external files); declarations of unparsed (``NDATA``) entities do not
+    count."""
+    root = raw.find(b"]>", doctype_at)
+    subset = raw[doctype_at : root if root >= 0 else len(raw)]
+    return _ENTITY_DECL.search(_UNPARSED_ENTITY.sub(b"", subset)) is not None
+
+
 def parse_xml(raw: bytes, source_key: str) -> etree._Element:
     """The root element of a JATS file, parsed safely (see the module docstring).
 
@@ -92,7 +110,7 @@ def parse_xml(raw: bytes, source_key: str) -> etree._Element:
         CorruptDocumentError: entity declarations in the DTD, or XML that is not well-formed.
     """
     doctype = _DOCTYPE.search(raw, 0, 65536)
-    if doctype is not None and _ENTITY_DECL.search(raw, doctype.start()):
+    if doctype is not None and _declares_parsed_entities(raw, doctype.start()):
         # Only the internal subset can hold declarations: it ends where the root starts.
         raise CorruptDocumentError(
             source_key,

@@ -90,3 +90,26 @@ def test_text_around_entities_of_a_dtd_never_loaded_is_kept() -> None:
     )
     parsed = parse_checked(raw, "book.xml")
     assert parsed.text_layer == "title: Costs and risks & more\npara: Café au lait"
+
+
+#: The internal DTD subset of a real USPTO patent grant (pg06442728.xml in docling's test data;
+#: US patent text is public domain): unparsed (NDATA) entities naming the grant's images.
+USPTO_PROLOG = b"""<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE PATDOC SYSTEM "ST32-US-Grant-025xml.dtd" [
+<!ENTITY US06442728-20020827-M00001.NB SYSTEM "US06442728-20020827-M00001.NB" NDATA NB>
+<!ENTITY US06442728-20020827-D00000.TIF SYSTEM "US06442728-20020827-D00000.TIF" NDATA TIF>
+]>
+"""
+
+
+def test_a_patent_grant_naming_its_images_as_unparsed_entities_is_read() -> None:
+    raw = USPTO_PROLOG + (
+        b'<PATDOC DTD="2.5"><SDOBI><B100><B110><DNUM><PDAT>06442728</PDAT></DNUM></B110>'
+        b"</B100><B540><STEXT><PDAT>Run-length encoder</PDAT></STEXT></B540></SDOBI></PATDOC>"
+    )
+    parsed = parse_document(raw, "patents/pg06442728.xml")
+    assert "06442728" in parsed.text_layer and "Run-length encoder" in parsed.text_layer
+    # An expandable entity beside them is still refused before parsing.
+    laugh = raw.replace(b"]>", b'<!ENTITY lol "lol">\n]>', 1)
+    with pytest.raises(CorruptDocumentError, match="declares entities"):
+        parse_document(laugh, "patents/laugh.xml")
