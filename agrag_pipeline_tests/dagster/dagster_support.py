@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.storage.defs_state.base import set_defs_state_storage
 
 from agrag_pipeline.definitions import build_definitions
 from agrag_pipeline.defs.resources import PipelineResource
@@ -49,13 +50,20 @@ class Project:
     def materialize(
         self, keys: list[str], *, raise_on_error: bool = True
     ) -> dg.ExecuteInProcessResult:
-        """One run over ``keys`` (which must be contiguous in partition order)."""
-        job = self.definitions().resolve_job_def("ingest_documents")
-        return job.execute_in_process(
-            instance=self.instance,
-            tags={RANGE_START: keys[0], RANGE_END: keys[-1]},
-            raise_on_error=raise_on_error,
-        )
+        """One run over ``keys`` (which must be contiguous in partition order).
+
+        Resolving the job reads Dagster's "current" defs-state storage, a context variable that
+        any DagsterInstance made and dropped earlier in the process (by another test) can leave
+        pointing at a dead instance ("Attempted to resolve undefined DagsterInstance weakref",
+        seen once in a full run, never alone): this project's instance is made current here.
+        """
+        with set_defs_state_storage(self.instance.defs_state_storage):
+            job = self.definitions().resolve_job_def("ingest_documents")
+            return job.execute_in_process(
+                instance=self.instance,
+                tags={RANGE_START: keys[0], RANGE_END: keys[-1]},
+                raise_on_error=raise_on_error,
+            )
 
 
 def make_project(
