@@ -219,31 +219,29 @@ def _script_text(element: etree._Element, index: int, depth: int) -> tuple[str, 
 
 
 def _over(element: etree._Element, depth: int) -> str:
-    children = _elements(element)
-    if not children:
-        return ""
-    base = _arg(element, 0, depth)
-    char, over = _script_text(element, 1, depth)
-    if char in _OVER_ACCENTS:
-        return f"{_OVER_ACCENTS[char]}{{{base}}}"
-    operator = _is_large_operator(children[0])
-    if operator is not None:
-        return f"{operator}^{{{over}}}"
-    return f"\\overset{{{over}}}{{{base}}}"
+    return _limit(element, depth, _OVER_ACCENTS, "^", "\\overset")
 
 
 def _under(element: etree._Element, depth: int) -> str:
+    return _limit(element, depth, _UNDER_ACCENTS, "_", "\\underset")
+
+
+def _limit(
+    element: etree._Element, depth: int, accents: dict[str, str], script: str, stacked: str
+) -> str:
+    """``mover``/``munder``: an accent over or under its base, a large operator's limit as a
+    super- or subscript, else the two stacked."""
     children = _elements(element)
     if not children:
         return ""
     base = _arg(element, 0, depth)
-    char, under = _script_text(element, 1, depth)
-    if char in _UNDER_ACCENTS:
-        return f"{_UNDER_ACCENTS[char]}{{{base}}}"
+    char, limit = _script_text(element, 1, depth)
+    if char in accents:
+        return f"{accents[char]}{{{base}}}"
     operator = _is_large_operator(children[0])
     if operator is not None:
-        return f"{operator}_{{{under}}}"
-    return f"\\underset{{{under}}}{{{base}}}"
+        return f"{operator}{script}{{{limit}}}"
+    return f"{stacked}{{{limit}}}{{{base}}}"
 
 
 def _underover(element: etree._Element, depth: int) -> str:
