@@ -223,7 +223,8 @@ def media_type_for(source_key: str) -> str:
 
 
 #: Formats whose files hold no text by design often enough (slides of pictures, a blank form,
-#: an empty sheet) that no text is a note, not a failure (``parse_document``).
+#: an empty sheet) that no text is a note, not a failure (``parse_document``). Not the formats
+#: LibreOffice converts: there an empty result may be the converter's loss, not the file's.
 _TEXTLESS_IS_A_DOCUMENT = frozenset(
     {
         word.MEDIA_TYPE,
@@ -232,7 +233,6 @@ _TEXTLESS_IS_A_DOCUMENT = frozenset(
         powerpoint.MACRO_MEDIA_TYPE,
         spreadsheet.XLSX_MEDIA_TYPE,
         spreadsheet.XLSM_MEDIA_TYPE,
-        *legacy_office.MEDIA_TYPES,
     }
 )
 

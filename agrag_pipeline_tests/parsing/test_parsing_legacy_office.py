@@ -27,6 +27,7 @@ from agrag_pipeline.parsing.detect import detect_media_type, undetected_reason
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
+    EmptyDocumentError,
     ParseTimeoutError,
     UnsupportedFormatError,
 )
@@ -319,3 +320,30 @@ def test_converter_has_no_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
         out = libreoffice.convert(b"x", "net.odt", source_suffix=".odt", target="docx")
     assert out == b"unreachable\n"
+
+
+def test_a_converted_file_without_text_stays_a_failure_unlike_a_native_office_file() -> None:
+    # A Word document without text is a note (a blank form); the same emptiness after a
+    # LibreOffice conversion may be the converter's loss, so it fails and says so.
+    content = (
+        b'<?xml version="1.0" encoding="UTF-8"?><office:document-content '
+        b'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        b'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2">'
+        b"<office:body><office:text><text:p/></office:text></office:body>"
+        b"</office:document-content>"
+    )
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as odt:
+        odt.writestr(zipfile.ZipInfo("mimetype"), "application/vnd.oasis.opendocument.text")
+        odt.writestr("content.xml", content)
+        odt.writestr(
+            "META-INF/manifest.xml",
+            '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest '
+            'xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0">'
+            '<manifest:file-entry manifest:full-path="/" '
+            'manifest:media-type="application/vnd.oasis.opendocument.text"/>'
+            '<manifest:file-entry manifest:full-path="content.xml" '
+            'manifest:media-type="text/xml"/></manifest:manifest>',
+        )
+    with pytest.raises(EmptyDocumentError, match=r"^forms/blank\.odt: .*no text"):
+        parse_document(out.getvalue(), "forms/blank.odt")
