@@ -217,7 +217,23 @@ def _is_inline_text(part: email.message.Message) -> bool:
     return part.get_content_type() in ("text/plain", "text/html") and not _is_attachment(part)
 
 
+#: Charset labels that mail clients and browsers read as windows-1252 (the WHATWG Encoding
+#: Standard's mapping): senders label windows-1252 text ``iso-8859-1`` or ``us-ascii``, and a
+#: strict reading turns its curly quotes and dashes into C1 control characters ("we\x92re").
+_READ_AS_WINDOWS_1252 = frozenset(
+    {"iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "ascii", "us-ascii", "iso_8859-1"}
+)
+
+
 def _text_of(part: email.message.Message, message: Message) -> str | None:
+    charset = (part.get_content_charset() or "").lower()
+    if charset in _READ_AS_WINDOWS_1252:
+        payload = part.get_payload(decode=True)
+        if isinstance(payload, bytes):
+            try:
+                return payload.decode("cp1252")
+            except UnicodeDecodeError:  # one of the five bytes cp1252 leaves undefined
+                return payload.decode("latin-1")
     try:
         content = part.get_content()  # type: ignore[attr-defined]
     except (LookupError, ValueError, AssertionError) as exc:  # unknown charset, bad encoding

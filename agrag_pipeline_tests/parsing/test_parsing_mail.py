@@ -171,3 +171,11 @@ def test_a_message_embedded_in_an_outlook_message_is_attached_as_a_message() -> 
     pdf_too = parse_document(_raw("attachment_msg_pdf.msg"), "pdf.msg").text_layer
     assert "Attachment 1: Test Attachment.eml (message/rfc822" in pdf_too
     assert "Attachment 2: smbprn.00009008.KdcPjl.pdf (application/octet-stream" in pdf_too
+
+
+def test_a_part_labelled_latin_1_holding_windows_1252_quotes_reads_them_as_clients_do() -> None:
+    parsed = parse_document(
+        _raw("email-replace-mime-encodings-error-2.eml"), "mail/replace-encodings.eml"
+    )
+    assert "\u2019" in parsed.text_layer  # the sender's curly apostrophe, byte 0x92
+    assert not any("\x80" <= ch <= "\x9f" for ch in parsed.text_layer)
