@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import current_deadline
@@ -245,28 +246,95 @@ def _adoc_inline(text: str, attributes: dict[str, str]) -> str:
     return text.replace(" +", "").strip()
 
 
-def _adoc_cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().split("|")[1:]]
+#: A cell separator, with its optional specifier at a line's start or after a space (``2+|``
+#: spans two columns, ``.3+|`` three rows, ``3*|`` repeats the cell, ``a|`` ``^.>s|`` style
+#: and alignment); an escaped ``\\|`` is text.
+_ADOC_CELL = re.compile(
+    r"(?P<spec>(?:^|(?<=\s))(?:(?P<repeat>\d+)\*)?(?:(?P<cols>\d+)?(?:\.(?P<rows>\d+))?\+)?"
+    r"[<^>]?(?:\.[<^>])?[adehlmsv]?)?(?<!\\)\|"
+)
+
+
+@dataclass
+class _AdocCell:
+    text: str
+    columns: int = 1
+    rows: int = 1
+
+
+def _adoc_cells(line: str) -> tuple[str, list[_AdocCell]]:
+    """(text continuing the previous cell, the cells the line starts)."""
+    matches = list(_ADOC_CELL.finditer(line))
+    if not matches:
+        return line, []
+    cells: list[_AdocCell] = []
+    for match, following in zip(matches, [*matches[1:], None], strict=True):
+        text = line[match.end() : following.start() if following else len(line)].strip()
+        for _ in range(int(match["repeat"] or 1)):
+            cells.append(_AdocCell(text, int(match["cols"] or 1), int(match["rows"] or 1)))
+    return line[: matches[0].start()].strip(), cells
+
+
+def _adoc_columns(block_attributes: str) -> int | None:
+    """The column count a ``[cols="1,2a,3*"]`` attribute gives; None without one."""
+    found = re.search(r"\bcols\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^,\]\s]+))", block_attributes)
+    if not found:
+        return None
+    value = next(g for g in found.groups() if g is not None).strip()
+    if value.isdigit():
+        return int(value) or None  # cols=3: three columns
+    count = 0
+    for spec in re.split(r"[,;]", value):
+        repeat = re.match(r"\s*(\d+)\*", spec)
+        count += int(repeat.group(1)) if repeat else 1
+    return count or None
 
 
 def _adoc_table(
-    table_lines: list[str], inline: Callable[[str], str]
+    table_lines: list[str], inline: Callable[[str], str], block_attributes: str = ""
 ) -> tuple[list[list[str]], bool]:
-    """(rows, has a header) of a ``|===`` table: the first line's cells give the column count;
-    a first line followed by a blank line is the header row (AsciiDoc's implicit header)."""
-    content = [line for line in table_lines if line]
+    """(rows, has a header) of a ``|===`` table. The column count is the ``cols`` attribute's,
+    else the cells of the first line; cells may each sit on their own line, continue over
+    several lines, span columns and rows (left empty where spanned) or repeat. The first line
+    followed by a blank line is the header row (AsciiDoc's implicit header), as is one marked
+    ``%header``/``options="header"``; ``%noheader`` turns the implicit one off."""
+    lines = [
+        line for line in table_lines if not (line.startswith("//") and not line.startswith("////"))
+    ]
+    content = [line for line in lines if line]
     if not content:
         return [], False
-    first = next((i for i, line in enumerate(table_lines) if line), 0)
-    width = max(1, len(_adoc_cells(table_lines[first])))
-    header = first + 1 < len(table_lines) and not table_lines[first + 1]
-    cells: list[str] = []
+    first = next(i for i, line in enumerate(lines) if line)
+    width = _adoc_columns(block_attributes) or max(
+        1, sum(cell.columns for cell in _adoc_cells(lines[first])[1])
+    )
+    options = block_attributes.lower()
+    header = ("header" in options and "noheader" not in options) or (
+        "noheader" not in options and first + 1 < len(lines) and not lines[first + 1]
+    )
+    cells: list[_AdocCell] = []
     for line in content:
-        if line.startswith("|"):
-            cells.extend(_adoc_cells(line))
-        elif cells:
-            cells[-1] += " " + line  # a cell's text continued on the next line
-    rows = [[inline(c) for c in cells[i : i + width]] for i in range(0, len(cells), width)]
+        continued, started = _adoc_cells(line)
+        if continued and cells:
+            cells[-1].text += " " + continued  # a cell's text continued on the next line
+        cells.extend(started)
+    rows: list[list[str]] = []
+    occupied: dict[tuple[int, int], bool] = {}  # (row, column) held by a cell spanning rows
+    row, column = 0, 0
+    for cell in cells:
+        while occupied.get((row, column)):
+            column += 1
+            if column >= width:
+                row, column = row + 1, 0
+        while len(rows) <= row:
+            rows.append([""] * width)
+        rows[row][column] = inline(cell.text)
+        for r in range(row, row + cell.rows):
+            for c in range(column, min(width, column + cell.columns)):
+                occupied[(r, c)] = True
+        column += cell.columns
+        if column >= width:
+            row, column = row + 1, 0
     return rows, header
 
 
@@ -282,11 +350,13 @@ def parse_asciidoc(text: str, document: Document) -> ParsedDocument:
     blocks = _Blocks(layer, inline)
     lines = text.splitlines()
     index = 0
+    block_attributes = ""  # the ``[...]`` lines just above the current line
     while index < len(lines):
         deadline.tick(f"line {index + 1:,}")
         line = lines[index]
         index += 1
         stripped = line.strip()
+        attributes_of_block, block_attributes = block_attributes, ""
         if not stripped:
             blocks.flush()
             continue
@@ -302,8 +372,11 @@ def parse_asciidoc(text: str, document: Document) -> ParsedDocument:
             blocks.flush()
             attributes[attribute.group(1).strip("!").lower()] = attribute.group(2).strip()
             continue
-        if _ADOC_DIRECTIVE.match(stripped) or _ADOC_BLOCK_ATTRIBUTES.match(stripped):
-            continue  # includes are never followed; block attributes are not text
+        if _ADOC_BLOCK_ATTRIBUTES.match(stripped):
+            block_attributes = attributes_of_block + stripped  # a table below reads its cols
+            continue
+        if _ADOC_DIRECTIVE.match(stripped):
+            continue  # includes are never followed
         image = _ADOC_IMAGE.match(stripped)
         if image:
             blocks.flush()
@@ -331,7 +404,7 @@ def parse_asciidoc(text: str, document: Document) -> ParsedDocument:
                 table_lines.append(lines[index].strip())
                 index += 1
             index += 1
-            _table(layer, *_adoc_table(table_lines, inline))
+            _table(layer, *_adoc_table(table_lines, inline, attributes_of_block))
             continue
         if re.match(r"^\.[^.\s]", stripped):
             blocks.flush()

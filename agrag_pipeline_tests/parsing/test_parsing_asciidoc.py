@@ -54,3 +54,34 @@ def test_truncated_asciidoc_still_reads() -> None:
     parsed = parse_checked(cut, "cut.adoc")
     assert [h for _, h in TITLES[:3]] == [s.heading for s in parsed.sections if s.heading]
     assert parsed.text_layer.endswith("regular paragraph.")
+
+
+def test_an_asciidoc_table_with_one_cell_per_line_and_cell_styles_keeps_its_rows() -> None:
+    # Asciidoctor's API options page: [cols="~,~,15%,15%"], a header line of four cells, then
+    # one cell per line, some styled ("a|"), one spanning several lines with a comment line.
+    raw = (FIXTURES / "asciidoctor_api_options.adoc").read_bytes()
+    text = parse_checked(raw, "options.adoc").text_layer
+    assert "| Name | Description | Default value | Allowed values |" in text
+    assert (
+        "| :backend | Selects converter to use. | html5 | html5, docbook5, manpage, or a backend"
+        " mapped to an available converter |" in text
+    )
+    assert "| not set | Document attributes in the following formats:" in text  # the a| cell
+    assert "//NOTE" not in text  # a comment line inside a cell is no text
+
+
+def test_asciidoc_cells_span_columns_and_rows_and_repeat() -> None:
+    raw = (
+        b'= T\n\n[cols="3*",options="header"]\n|===\n|Name|Kind|Note\n|alpha\n|one\n|first\n'
+        b"2+|spans two|x\n.2+|tall|a|b\n|c|d\n3*|rep\n|===\n"
+    )
+    lines = parse_checked(raw, "t.adoc").text_layer.splitlines()
+    assert lines[2:9] == [
+        "| Name | Kind | Note |",
+        "| - | - | - |",
+        "| alpha | one | first |",
+        "| spans two |  | x |",
+        "| tall | a | b |",
+        "|  | c | d |",
+        "| rep | rep | rep |",
+    ]
