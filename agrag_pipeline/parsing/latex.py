@@ -67,8 +67,32 @@ _ESCAPES = {
 class _Text(LatexNodes2Text):
     """pylatexenc's text rendering that never reads an ``\\input`` file."""
 
+    #: Macros rendered as nothing while set (an author block's ``\\thanks``, written after it).
+    left_out: frozenset[str] = frozenset()
+
     def read_input_file(self, fn: str) -> str:
         return ""
+
+    def macro_node_to_text(self, node: Any) -> Any:
+        if node.macroname in self.left_out:
+            return ""
+        return super().macro_node_to_text(node)
+
+
+def _macros_named(nodes: list[Any] | None, name: str) -> list[Any]:
+    """Every ``\\name`` among the nodes, inside groups, environments and macro arguments."""
+    found: list[Any] = []
+    for node in nodes or []:
+        if node is None:
+            continue
+        if isinstance(node, LatexMacroNode):
+            if node.macroname == name:
+                found.append(node)
+            arguments = node.nodeargd.argnlist if node.nodeargd else []
+            found.extend(_macros_named(list(arguments), name))
+        elif isinstance(node, (LatexGroupNode, LatexEnvironmentNode)):
+            found.extend(_macros_named(node.nodelist, name))
+    return found
 
 
 def _renderer(defined: dict[str, str] | None = None) -> _Text:
@@ -112,6 +136,8 @@ def _context() -> Any:
         "agrag",
         macros=[
             MacroTextSpec("maketitle", ""),  # the title is written from the preamble
+            MacroTextSpec("and", "\n"),  # between two authors of one \\author
+            MacroTextSpec("thanks", "[%(1)s]"),  # as pylatexenc writes a footnote
             MacroTextSpec("input", ""),
             MacroTextSpec("include", ""),
             MacroTextSpec("texttt", "%(1)s"),  # pylatexenc drops typewriter text
@@ -141,6 +167,7 @@ def _walker_context() -> Any:
         "agrag",
         macros=[
             MacroSpec("href", "{{"),
+            MacroSpec("thanks", "{"),
             MacroSpec("input", "{"),
             MacroSpec("include", "{"),
             MacroSpec("paragraph", "*[{"),
@@ -320,6 +347,29 @@ class _Writer:
         ]
         return " ".join(self.render(kept).split())
 
+    def thanks_notes(self, node: Any) -> list[str]:
+        """The ``\\thanks`` notes inside a title or author block, one line each."""
+        if node is None:
+            return []
+        notes = (
+            self.render([a for a in n.nodeargd.argnlist if a is not None])
+            for n in _macros_named([node], "thanks")
+            if n.nodeargd
+        )
+        return [" ".join(note.split()) for note in notes if note.strip()]
+
+    def author_lines(self, node: Any) -> list[str]:
+        """An author block line by line (``\\\\`` and ``\\and`` break it), without its
+        ``\\thanks`` notes (written after it, not glued to the name they follow)."""
+        if node is None:
+            return []
+        self.renderer.left_out = frozenset({"thanks"})
+        try:
+            rendered = self.render(node.nodelist if isinstance(node, LatexGroupNode) else [node])
+        finally:
+            self.renderer.left_out = frozenset()
+        return [" ".join(line.split()) for line in rendered.splitlines() if line.strip()]
+
     def flush(self) -> None:
         if not self.pending:
             return
@@ -379,13 +429,16 @@ def parse(text: str, document: Document) -> ParsedDocument:
         context = _walker_context()
         preamble_nodes = _nodes(preamble, context, writer.deadline) if preamble else []
         nodes = _nodes(body, context, writer.deadline)
-        title = writer.text_of(_preamble_macro(preamble_nodes, "title"))
-        author = writer.text_of(_preamble_macro(preamble_nodes, "author"))
+        title_node = _preamble_macro(preamble_nodes, "title")
+        title = writer.text_of(title_node)
+        author = _preamble_macro(preamble_nodes, "author")
         if not title:  # a \title given in the body instead
-            title = writer.text_of(_preamble_macro(nodes, "title"))
+            title_node = _preamble_macro(nodes, "title")
+            title = writer.text_of(title_node)
         if title:
             writer.layer.heading(title, 1)
-            writer.layer.paragraph(author)
+            writer.layer.lines(writer.author_lines(author))
+            writer.layer.lines(writer.thanks_notes(title_node) + writer.thanks_notes(author))
         ranks = _section_ranks(nodes)
         writer.top_rank = min(ranks) if ranks else 2
         writer.walk(nodes, 2 if title else 1)

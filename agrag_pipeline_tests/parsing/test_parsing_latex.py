@@ -120,3 +120,15 @@ def test_latex_the_parser_cannot_finish_stops_at_the_time_budget_naming_the_file
     # without the deadline checked inside its recursion this runs for hours.
     with pytest.raises(ParseTimeoutError, match=r"^papers/qc\.tex: gave up after 1 s"):
         _nodes(THEOREM_LIKE, _walker_context(), Deadline("papers/qc.tex", seconds=1.0))
+
+
+def test_an_author_block_keeps_its_lines_and_its_thanks_note_is_a_line_of_its_own() -> None:
+    raw = (FIXTURES / "arxiv_template.tex").read_bytes()
+    lines = parse_checked(raw, "arxiv_template.tex").text_layer.splitlines()
+    # \author{\href{…}{… David S.~Hippocampus}\thanks{Use footnote …} \\ Department … \\ …}
+    assert lines[2].startswith("David S. Hippocampus")
+    assert lines[3] == "Department of Computer Science"
+    assert lines[4] == "Cranberry-Lemon University"
+    note = next(line for line in lines if "Use footnote" in line)
+    assert note.startswith("Use footnote for providing further information about author")
+    assert "Hippocampus" not in note and "Department" not in note
