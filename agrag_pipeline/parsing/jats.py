@@ -2,8 +2,9 @@
 
 Parsed with lxml under a hardened parser: no DTD loading, no entity resolution, no network, no
 huge-tree mode (libxml2's depth and size limits stay on). A document whose internal DTD subset
-declares entities (billion laughs, external entities reading local files) is refused before
-parsing; real JATS references its DTD by public identifier and declares no entities. Named
+declares entities that could nest (billion laughs) or read files (external entities) is refused
+before parsing; plain text entities (``<!ENTITY product "Foo">``, no references, no markup) are
+expanded by us within a budget. Real JATS references its DTD by public identifier. Named
 entities of the JATS DTD that are left unresolved (``&nbsp;``) are read as their HTML5
 characters.
 
@@ -94,35 +95,83 @@ _UNPARSED_ENTITY = re.compile(
 )
 
 
-def _declares_parsed_entities(raw: bytes, doctype_at: int) -> bool:
-    """Whether the DTD's internal subset declares an entity that could be expanded into text
-    (billion laughs, external files); declarations of unparsed (``NDATA``) entities do not
-    count."""
-    root = raw.find(b"]>", doctype_at)
-    subset = raw[doctype_at : root if root >= 0 else len(raw)]
-    return _ENTITY_DECL.search(_UNPARSED_ENTITY.sub(b"", subset)) is not None
+#: ``<!ENTITY name "text">``: an internal entity whose text refers to no other entity and holds
+#: no markup, so expanding it can neither nest (billion laughs) nor read a file.
+_TEXT_ENTITY = re.compile(
+    rb"<!ENTITY\s+([A-Za-z_][\w.-]*)\s+(?:\"([^\"&%<]{0,1024})\"|'([^'&%<]{0,1024})')\s*>"
+)
+#: Text the declared entities of one document may add, beyond its own size.
+_ENTITY_EXPANSION_BUDGET = 1 << 20
+
+
+def _declared_entities(raw: bytes, doctype_at: int, source_key: str) -> dict[str, str]:
+    """The text entities the DTD's internal subset declares, by name.
+
+    Unparsed (``NDATA``) entities are skipped (never expanded into text); an internal text
+    entity is kept when its text refers to nothing and holds no markup. Anything else (parameter
+    entities, external or nested ones) is refused, as is expansion past a budget (many
+    references to a long text).
+
+    Raises:
+        CorruptDocumentError: a declaration that could expand without bound or read a file.
+    """
+    end = raw.find(b"]>", doctype_at)
+    subset = _UNPARSED_ENTITY.sub(b"", raw[doctype_at : end if end >= 0 else len(raw)])
+    declared = {
+        m.group(1).decode("ascii"): (m.group(2) or m.group(3) or b"")
+        for m in _TEXT_ENTITY.finditer(subset)
+    }
+    if len(_ENTITY_DECL.findall(subset)) != len(_TEXT_ENTITY.findall(subset)):
+        raise CorruptDocumentError(
+            source_key,
+            "the XML declares entities in its DTD that could expand without bound or read files "
+            "(an entity-expansion or external-entity attack?): refused",
+        )
+    body = raw[end:] if end >= 0 else b""
+    added = sum(
+        body.count(b"&" + name.encode("ascii") + b";") * len(text)
+        for name, text in declared.items()
+    )
+    if added > _ENTITY_EXPANSION_BUDGET + len(raw):
+        raise CorruptDocumentError(
+            source_key, f"the XML's entities would add {added:,} bytes of text: refused"
+        )
+    return {name: text.decode("utf-8", "replace") for name, text in declared.items()}
+
+
+def _expand(root: etree._Element, declared: dict[str, str]) -> None:
+    """Each reference to a declared text entity replaced by its text, in place."""
+    for entity in list(root.iter(etree.Entity)):
+        name = (entity.name or "").strip("&;")
+        if name not in declared:
+            continue  # a named character entity (``&nbsp;``), read later as its character
+        text = declared[name] + (entity.tail or "")
+        previous, parent = entity.getprevious(), entity.getparent()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + text
+        elif parent is not None:
+            parent.text = (parent.text or "") + text
+        if parent is not None:
+            parent.remove(entity)
 
 
 def parse_xml(raw: bytes, source_key: str) -> etree._Element:
     """The root element of a JATS file, parsed safely (see the module docstring).
 
     Raises:
-        CorruptDocumentError: entity declarations in the DTD, or XML that is not well-formed.
+        CorruptDocumentError: entity declarations that could expand without bound or read
+            files, or XML that is not well-formed.
     """
     doctype = _DOCTYPE.search(raw, 0, 65536)
-    if doctype is not None and _declares_parsed_entities(raw, doctype.start()):
-        # Only the internal subset can hold declarations: it ends where the root starts.
-        raise CorruptDocumentError(
-            source_key,
-            "the XML declares entities in its DTD (an entity-expansion or external-entity "
-            "attack?): refused",
-        )
+    declared = _declared_entities(raw, doctype.start(), source_key) if doctype else {}
     try:
         root = etree.fromstring(raw, hardened_xml_parser())
     except etree.XMLSyntaxError as exc:
         raise CorruptDocumentError(source_key, f"not well-formed XML: {exc}") from exc
     if root is None:
         raise CorruptDocumentError(source_key, "the XML holds no element")
+    if declared:
+        _expand(root, declared)
     return root
 
 

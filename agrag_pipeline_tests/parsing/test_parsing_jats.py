@@ -173,6 +173,27 @@ def test_external_entity_never_reads_local_files() -> None:
     assert "root:" not in jats.inline(root)
 
 
+def test_a_plain_text_entity_is_expanded_and_many_references_to_a_long_one_are_refused() -> None:
+    # What D-Bus introspection files and DocBook manuals declare: a name for a repeated string.
+    doc = (
+        b'<?xml version="1.0"?>\n<!DOCTYPE node [\n  <!ENTITY ERROR_GENERAL '
+        b'"org.freedesktop.packagekit.Denied">\n]>\n<node><doc><para>Fails with &ERROR_GENERAL; '
+        b"when refused &amp; logged.</para></doc></node>"
+    )
+    text = parse_document(doc, "interface.xml").text_layer
+    assert "Fails with org.freedesktop.packagekit.Denied when refused & logged." in text
+    long_text = b"x" * 1024
+    flood = (
+        b'<!DOCTYPE node [<!ENTITY big "'
+        + long_text
+        + b'">]><node><para>'
+        + b"&big;" * 2000
+        + b"</para></node>"
+    )
+    with pytest.raises(CorruptDocumentError, match=r"flood\.xml: the XML's entities would add"):
+        parse_document(flood, "flood.xml")
+
+
 def test_malformed_and_non_article_xml_are_clear_errors() -> None:
     with pytest.raises(CorruptDocumentError, match=r"cut\.nxml: not well-formed XML"):
         parse_document(ARTICLE[: len(ARTICLE) // 2], "cut.nxml")
