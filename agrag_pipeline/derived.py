@@ -9,7 +9,7 @@ a deleted file's, and a child of a container the scan could not read is kept (un
 gone).
 
 A child's bytes are never stored apart from its container: ``read_derived`` opens the
-container (through ``sources``, never outside the raw root; or the bucket's object) and
+container (through ``raw_files``, never outside the raw root; or the bucket's object) and
 extracts the child again, step by step for nested children. A member's name is only ever a
 lookup key in the archive, never a path on disk, so a ``../`` member cannot write or read
 anywhere (and is refused outright, naming it).
@@ -174,7 +174,7 @@ def _parent(key: str) -> str:
 
 def _read_container(raw_root: Path, f: SourceFile) -> bytes:
     from agrag_pipeline.parsing import DEFAULT_MAX_BYTES
-    from agrag_pipeline.sources import read_regular_file
+    from agrag_pipeline.raw_files import read_regular_file
     from agrag_pipeline.storage.raw_remote import ObjectSourceFile
 
     if isinstance(f, ObjectSourceFile):
@@ -361,11 +361,11 @@ def read_derived(raw_root: Path, source_key: str, max_bytes: int | None = None) 
     Raises:
         DocumentError: the container no longer holds it, or it is nested past ``MAX_DEPTH``,
             or a container is not readable as one (each naming ``source_key``).
-        OSError: the container file cannot be read (as ``sources.read_regular_file``).
+        OSError: the container file cannot be read (as ``raw_files.read_regular_file``).
     """
     from agrag_pipeline.parsing import DEFAULT_MAX_BYTES
     from agrag_pipeline.parsing.errors import DocumentError, DocumentTooLargeError
-    from agrag_pipeline.sources import read_regular_file, resolve_in_root
+    from agrag_pipeline.raw_files import read_regular_file, resolve_in_root
     from agrag_pipeline.storage.raw_remote import object_root_uri, object_uri, read_object
 
     validate_source_key(source_key)  # no '..', no control characters: SourceKeyError

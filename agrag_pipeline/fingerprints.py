@@ -9,17 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
-
-if TYPE_CHECKING:
-    from agrag_pipeline.settings import (
-        ExtractionSettings,
-        GraphSchema,
-        PropertySpec,
-        RelationType,
-    )
 
 #: Dagster tag values hold at most 63 characters of [A-Za-z0-9_.-]; 16 hex digits (64 bits)
 #: are plenty to filter runs by while staying readable.
@@ -58,74 +50,6 @@ def short(full: str) -> str:
 def chunker_hash(name: str, version: str, settings: BaseModel | Mapping[str, Any]) -> str:
     """Fingerprint of a chunker: its name, version and settings."""
     return fingerprint({"name": name, "version": version, "settings": settings_dict(settings)})
-
-
-def schema_fingerprint(schema: GraphSchema) -> str:
-    """Structure hash of a graph schema: type names, properties and their types, relations.
-
-    Descriptions are excluded, so rewording one does not change it. Order of types and
-    properties is irrelevant (they are sorted by name).
-    """
-    entities = [
-        {"name": e.name, "properties": _structure(e.properties)}
-        for e in sorted(schema.entity_types, key=lambda e: e.name)
-    ]
-    relations = [
-        {
-            "name": r.name,
-            "source": r.source,
-            "target": r.target,
-            "properties": _structure(r.properties),
-        }
-        for r in sorted(schema.relation_types, key=_relation_key)
-    ]
-    return fingerprint({"entity_types": entities, "relation_types": relations})
-
-
-def extraction_fingerprint(schema: GraphSchema, extraction: ExtractionSettings) -> str:
-    """Hash of the schema's descriptions, the extraction settings and the model name."""
-    # Relations are keyed by (name, source, target) as a list, not a joined string: a string
-    # such as "A-B->C" is ambiguous once type names may contain "-" or ">".
-    descriptions = {
-        "entity_types": [
-            {
-                "name": e.name,
-                "description": e.description,
-                "properties": _descriptions(e.properties),
-            }
-            for e in sorted(schema.entity_types, key=lambda e: e.name)
-        ],
-        "relation_types": [
-            {
-                "key": list(_relation_key(r)),
-                "description": r.description,
-                "properties": _descriptions(r.properties),
-            }
-            for r in sorted(schema.relation_types, key=_relation_key)
-        ],
-    }
-    return fingerprint(
-        {
-            "descriptions": descriptions,
-            "settings": settings_dict(extraction),
-            "model": extraction.model,
-        }
-    )
-
-
-def _relation_key(relation: RelationType) -> tuple[str, str, str]:
-    return (relation.name, relation.source, relation.target)
-
-
-def _structure(properties: list[PropertySpec]) -> list[dict[str, Any]]:
-    return [
-        {"name": p.name, "type": p.type, "required": p.required}
-        for p in sorted(properties, key=lambda p: p.name)
-    ]
-
-
-def _descriptions(properties: list[PropertySpec]) -> dict[str, str]:
-    return {p.name: p.description for p in properties}
 
 
 def settings_dict(settings: BaseModel | Mapping[str, Any]) -> Any:

@@ -181,7 +181,7 @@ def _derived_hash(raw_root: Path, key: str) -> str:
 
 def hash_file(path: Path, raw_root: Path) -> str:
     """The content hash of a regular file under ``raw_root``, read without blocking (streamed,
-    whole file) and never from outside the root (``sources.open_in_root``)."""
+    whole file) and never from outside the root (``raw_files.open_in_root``)."""
     data, _ = read_head(path, 1 << 62, root=raw_root)
     return content_hash(data)
 

@@ -15,23 +15,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agrag_pipeline.chunking.chunker import CHUNKER_NAME
+from agrag_pipeline.extraction.step import build_extractions, llm_parts
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Chunk, Document
 from agrag_pipeline.parsing import image, parse_document, pdf
 from agrag_pipeline.parsing.errors import DocumentError
-from agrag_pipeline.parsing.parsed import LayoutSpan, ParsedDocument
+from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.tables import (
-    chunks_from_table,
     chunks_to_table,
-    layout_from_table,
     layout_to_table,
-    read_metadata,
-    sections_from_table,
     sections_to_table,
     with_metadata,
 )
 from agrag_pipeline.storage.warehouse import DOCUMENT, DamagedFileError, InputChangedError
+from agrag_pipeline.stored import (
+    PARSER_METADATA,
+    StaleInputError,
+    current_document,
+    load_chunks,
+    load_chunks_table,
+    load_parsed,
+    require_stored,
+)
 from agrag_pipeline.versions import PARSE_VERSION
 
 if TYPE_CHECKING:
@@ -40,14 +46,6 @@ if TYPE_CHECKING:
     from agrag_pipeline.embedding.cache import EmbeddingCache
     from agrag_pipeline.runtime import Runtime
     from agrag_pipeline.settings import OcrSettings
-
-
-#: The steps in pipeline order (also the Dagster asset names).
-STEPS = ("raw_documents", "sections", "chunks", "embeddings")
-
-
-class StaleInputError(DocumentError):
-    """An upstream output belongs to another version of the document than the current one."""
 
 
 @dataclass(frozen=True)
@@ -196,20 +194,8 @@ def _read_derived(raw_root: Path, source_key: str) -> bytes:
         raise DocumentError(source_key, f"the file holding it cannot be read: {exc}") from exc
 
 
-def current_document(warehouse: Warehouse, source_key: str) -> Document:
-    """The version that ``raw_documents`` last snapshotted for ``source_key``."""
-    document = warehouse.get_document(Document.node_id_for(source_key))
-    if document is None:
-        raise StaleInputError(source_key, "no snapshot exists: materialise raw_documents first")
-    return document
-
-
 #: Media types OCR may read (PDF pages, images): their parse depends on the OCR engine.
 _READ_BY_OCR = frozenset({pdf.MEDIA_TYPE, *image.MEDIA_TYPES})
-
-#: Prefix of what a parser recorded in the document's metadata (``text_encoding``...), kept in
-#: the sections table's metadata so a reused parse reports it too.
-PARSER_METADATA = "parsed."
 
 
 def build_sections(
@@ -275,57 +261,6 @@ def build_sections(
     return SectionsResult(document, parsed, path, text_path)
 
 
-def load_parsed(warehouse: Warehouse, document: Document) -> ParsedDocument:
-    """Rebuild the ParsedDocument of ``document`` from what ``build_sections`` stored."""
-    assert document.id is not None
-    if not warehouse.has_table("sections", document.id):
-        raise _missing(warehouse, document, "sections")
-    table = warehouse.read_table("sections", document.id)
-    _require_version(warehouse, table, document, "sections")
-    meta = read_metadata(table)
-    text_sha256 = meta.get("text_sha256")
-    recorded = {
-        key[len(PARSER_METADATA) :]: value
-        for key, value in meta.items()
-        if key.startswith(PARSER_METADATA)
-    }
-    text_layer = warehouse.get_text_layer(document.id, document.content_hash, sha256=text_sha256)
-    layout = _stored_layout(warehouse, document, meta)
-    if recorded:
-        document = document.model_copy(update={"metadata": {**document.metadata, **recorded}})
-    return ParsedDocument(
-        document=document,
-        text_layer=text_layer,
-        sections=sections_from_table(table),
-        layout=layout,
-    )
-
-
-def _stored_layout(
-    warehouse: Warehouse, document: Document, sections_meta: dict[str, str]
-) -> list[LayoutSpan]:
-    """The version's page layout. A damaged or missing one (set aside by the warehouse) is
-    parsed again from the snapshot when that gives the very text the sections were built on,
-    so no step fails on it run after run and no chunk loses its pages; otherwise the error,
-    naming the file, stands (the sections step, with its settings, rebuilds it)."""
-    assert document.id is not None
-    spans = sections_meta.get("layout_spans")
-    try:
-        table = warehouse.get_layout(
-            document.id, document.content_hash, spans=int(spans) if spans else None
-        )
-    except DamagedFileError as exc:
-        raw = warehouse.get_raw(document.id, document.content_hash)
-        parsed = parse_document(raw, document.source_key, document.media_type)
-        text = parsed.text_layer.encode("utf-8", "surrogatepass")
-        if not parsed.layout or content_hash(text) != sections_meta.get("text_sha256"):
-            raise
-        warehouse.put_layout(document.id, document.content_hash, layout_to_table(parsed.layout))
-        warehouse.report_repair(f"{exc}; parsed again from the snapshot")
-        return parsed.layout
-    return layout_from_table(table) if table is not None else []
-
-
 def build_chunks(
     warehouse: Warehouse,
     document: Document,
@@ -386,23 +321,6 @@ def build_chunks(
     return ChunksResult(document, chunks, path, counts)
 
 
-def load_chunks(warehouse: Warehouse, document: Document) -> list[Chunk]:
-    assert document.id is not None
-    if not warehouse.has_table("chunks", document.id):
-        raise _missing(warehouse, document, "chunks")
-    return _load_chunks_table(warehouse, document)[0]
-
-
-def _load_chunks_table(warehouse: Warehouse, document: Document) -> tuple[list[Chunk], Any]:
-    """The chunks of ``document`` and the ``agrag.*`` metadata of the very table read."""
-    assert document.id is not None
-    if not warehouse.has_table("chunks", document.id):
-        raise _missing(warehouse, document, "chunks")
-    table = warehouse.read_table("chunks", document.id)
-    _require_version(warehouse, table, document, "chunks")
-    return chunks_from_table(table), read_metadata(table)
-
-
 def build_embeddings(
     warehouse: Warehouse,
     document: Document,
@@ -439,7 +357,7 @@ def build_embeddings(
                 document, rows, path, embedder.fingerprint, 0, 0, 0, reused=True
             )
     # The chunker hash recorded is the one of the very table embedded (not of an earlier read).
-    chunks, chunks_meta = _load_chunks_table(warehouse, document)
+    chunks, chunks_meta = load_chunks_table(warehouse, document)
     vectors, stats = embed_with_cache(embedder, [c.contextual_text for c in chunks], cache)
     table = embeddings_table(
         chunks,
@@ -502,9 +420,6 @@ def run_document(
             force=force,
         )
     if runtime.settings.llm is not None:
-        # Imported here: the extraction step reads its chunks through this module.
-        from agrag_pipeline.extraction.step import build_extractions, llm_parts
-
         client, cache = llm_parts(runtime.settings, runtime.embedding_cache_dir)
         try:
             build_extractions(warehouse, document, runtime.settings, client, cache, force=force)
@@ -560,46 +475,6 @@ def _version_metadata(document: Document) -> dict[str, Any]:
     }
 
 
-def require_stored(warehouse: Warehouse, document: Document, what: str) -> None:
-    """Raise ``StaleInputError`` unless ``what`` (a step's table) is stored for the document,
-    naming the upstream failure if one is recorded (for steps outside this module: sinks)."""
-    assert document.id is not None
-    if not warehouse.has_table(what, document.id):
-        raise _missing(warehouse, document, what)
-
-
-def _require_version(warehouse: Warehouse, table: Any, document: Document, what: str) -> None:
-    stored = read_metadata(table).get("content_hash")
-    if stored != document.content_hash:
-        raise _missing(warehouse, document, what, stored_version=stored)
-
-
-def _missing(
-    warehouse: Warehouse, document: Document, what: str, stored_version: str | None = None
-) -> StaleInputError:
-    """Why ``what`` is not there for this version: the upstream failure if one is recorded."""
-    assert document.id is not None
-    found = (
-        f"the stored {what} are of version {stored_version[:12]}"
-        if stored_version
-        else f"no {what} are stored"
-    )
-    failures = warehouse.read_failures(document.id)
-    upstream = STEPS[: STEPS.index(what) + 1]
-    cause = next(
-        (
-            f"; {step} failed: {failures[step].get('error')}"
-            for step in upstream
-            if step in failures
-        ),
-        f"; materialise {what} first",
-    )
-    return StaleInputError(
-        document.source_key,
-        f"{found} for version {document.content_hash[:12]}{cause}",
-    )
-
-
 def _detected_media_type(source_key: str, raw: bytes) -> str:
     """The media type by content (``parsing.detect``); a file no parser reads is refused here,
     naming why (its extension, XML root, binary data), before its snapshot is stored."""
@@ -614,6 +489,7 @@ def _detected_media_type(source_key: str, raw: bytes) -> str:
 
 
 __all__: Sequence[str] = [
+    "PARSER_METADATA",
     "ChunksResult",
     "EmbeddingsResult",
     "SectionsResult",
@@ -625,6 +501,7 @@ __all__: Sequence[str] = [
     "current_document",
     "load_chunks",
     "load_parsed",
+    "require_stored",
     "run_document",
     "snapshot_document",
 ]

@@ -25,6 +25,7 @@ from agrag_pipeline.chunking.settings import ChunkerSettings
 from agrag_pipeline.embedding.settings import EmbeddingSettings
 from agrag_pipeline.extraction.settings import LlmSettings
 from agrag_pipeline.file_kinds import STRUCTURED_KINDS, StructuredKind, kind_of, kind_words
+from agrag_pipeline.fingerprints import fingerprint, settings_dict
 from agrag_pipeline.sinks.graph.settings import GraphSettings
 
 #: The settings file the project ships and the Dagster definitions load by default.
@@ -118,6 +119,78 @@ class ExtractionSettings(_Frozen):
     max_completion_tokens: int = Field(default=1024, ge=16)
     #: Sampling seed sent with every request (servers that honour it answer reproducibly).
     seed: int = 0
+
+
+# The schema's fingerprints live beside the schema (``fingerprints`` only hashes; it knows no
+# settings types), so neither module imports the other.
+
+
+def schema_fingerprint(schema: GraphSchema) -> str:
+    """Structure hash of a graph schema: type names, properties and their types, relations.
+
+    Descriptions are excluded, so rewording one does not change it. Order of types and
+    properties is irrelevant (they are sorted by name).
+    """
+    entities = [
+        {"name": e.name, "properties": _structure(e.properties)}
+        for e in sorted(schema.entity_types, key=lambda e: e.name)
+    ]
+    relations = [
+        {
+            "name": r.name,
+            "source": r.source,
+            "target": r.target,
+            "properties": _structure(r.properties),
+        }
+        for r in sorted(schema.relation_types, key=_relation_key)
+    ]
+    return fingerprint({"entity_types": entities, "relation_types": relations})
+
+
+def extraction_fingerprint(schema: GraphSchema, extraction: ExtractionSettings) -> str:
+    """Hash of the schema's descriptions, the extraction settings and the model name."""
+    # Relations are keyed by (name, source, target) as a list, not a joined string: a string
+    # such as "A-B->C" is ambiguous once type names may contain "-" or ">".
+    descriptions = {
+        "entity_types": [
+            {
+                "name": e.name,
+                "description": e.description,
+                "properties": _descriptions(e.properties),
+            }
+            for e in sorted(schema.entity_types, key=lambda e: e.name)
+        ],
+        "relation_types": [
+            {
+                "key": list(_relation_key(r)),
+                "description": r.description,
+                "properties": _descriptions(r.properties),
+            }
+            for r in sorted(schema.relation_types, key=_relation_key)
+        ],
+    }
+    return fingerprint(
+        {
+            "descriptions": descriptions,
+            "settings": settings_dict(extraction),
+            "model": extraction.model,
+        }
+    )
+
+
+def _relation_key(relation: RelationType) -> tuple[str, str, str]:
+    return (relation.name, relation.source, relation.target)
+
+
+def _structure(properties: list[PropertySpec]) -> list[dict[str, Any]]:
+    return [
+        {"name": p.name, "type": p.type, "required": p.required}
+        for p in sorted(properties, key=lambda p: p.name)
+    ]
+
+
+def _descriptions(properties: list[PropertySpec]) -> dict[str, str]:
+    return {p.name: p.description for p in properties}
 
 
 class OcrSettings(_Frozen):
@@ -314,14 +387,10 @@ class PipelineSettings(_Frozen):
 
     @property
     def schema_fingerprint(self) -> str:
-        from agrag_pipeline.fingerprints import schema_fingerprint
-
         return schema_fingerprint(self.graph_schema)
 
     @property
     def extraction_fingerprint(self) -> str:
-        from agrag_pipeline.fingerprints import extraction_fingerprint
-
         return extraction_fingerprint(self.graph_schema, self.extraction)
 
 

@@ -17,9 +17,9 @@ import numpy as np
 from agrag_pipeline.models import Chunk
 from agrag_pipeline.parsing import quality
 from agrag_pipeline.parsing.contract import contract_violations
-from agrag_pipeline.pipeline import current_document, load_chunks, load_parsed
 from agrag_pipeline.settings import QualitySettings
 from agrag_pipeline.storage import Warehouse
+from agrag_pipeline.stored import current_document, load_chunks, load_parsed
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 #: ``parsing.quality.warn_below``'s default.

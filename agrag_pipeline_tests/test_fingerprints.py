@@ -11,15 +11,14 @@ import pytest
 import yaml
 
 from agrag_pipeline.chunking.settings import ChunkerSettings
-from agrag_pipeline.fingerprints import (
-    canonical_json,
-    chunker_hash,
-    content_hash,
+from agrag_pipeline.fingerprints import canonical_json, chunker_hash, content_hash, short
+from agrag_pipeline.settings import (
+    DEFAULT_SETTINGS_PATH,
+    PipelineSettings,
     extraction_fingerprint,
+    load_settings,
     schema_fingerprint,
-    short,
 )
-from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH, PipelineSettings, load_settings
 
 
 def shipped_settings() -> dict[str, Any]:

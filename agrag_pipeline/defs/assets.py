@@ -41,25 +41,24 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import dagster as dg
-from dagster._core.definitions.data_version import (
-    CODE_VERSION_TAG,
-    DATA_VERSION_IS_USER_PROVIDED_TAG,
-    DATA_VERSION_TAG,
-    DEFAULT_DATA_VERSION,
-    NULL_EVENT_POINTER,
-    get_input_data_version_tag,
-    get_input_event_pointer_tag,
-)
-from dagster._core.definitions.source_asset import SYSTEM_METADATA_KEY_SOURCE_ASSET_OBSERVATION
-from dagster._core.events import DagsterEventType
-from dagster._core.launcher import DefaultRunLauncher
-from dagster._core.storage.tags import BACKFILL_ID_TAG
+from dagster import DagsterEventType, DefaultRunLauncher
 from pydantic import Field
 
 from agrag_pipeline.batch import Outcome, run_isolated
 from agrag_pipeline.defs import metadata as md
 from agrag_pipeline.defs.backfill_tags import tag_backfill
 from agrag_pipeline.defs.checks import check_specs, report_checks
+from agrag_pipeline.defs.dagster_internals import (
+    BACKFILL_ID_TAG,
+    CODE_VERSION_TAG,
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DATA_VERSION_TAG,
+    DEFAULT_DATA_VERSION,
+    NULL_EVENT_POINTER,
+    SYSTEM_METADATA_KEY_SOURCE_ASSET_OBSERVATION,
+    get_input_data_version_tag,
+    get_input_event_pointer_tag,
+)
 from agrag_pipeline.defs.partitions import batched_backfills, documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.defs.run_launcher import worker_tags

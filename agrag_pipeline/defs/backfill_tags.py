@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import dagster as dg
-from dagster._core.storage.runs.schema import BackfillTagsTable
-from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
 from sqlalchemy import select
+
+from agrag_pipeline.defs.dagster_internals import BackfillTagsTable, SqlRunStorage
 
 
 def tag_backfill(

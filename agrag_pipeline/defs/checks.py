@@ -17,10 +17,8 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 
 import dagster as dg
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,
-)
 
+from agrag_pipeline.defs.dagster_internals import AssetCheckEvaluationTargetMaterializationData
 from agrag_pipeline.defs.metadata import Pointer
 from agrag_pipeline.defs.partitions import documents_partitions
 from agrag_pipeline.extraction.step import EXTRACTION_CHECKS

@@ -36,22 +36,21 @@ from contextlib import contextmanager
 from typing import Any
 
 from dagster import Bool, Field, StringSource
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Connection, Engine
+
+from agrag_pipeline.defs.dagster_internals import (
     INDEX_SHARD_NAME,
-    SqliteEventLogStorage,
-)
-from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
-from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
-from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
-from dagster._core.storage.sqlite_storage import (
+    SQLITE_BUSY_TIMEOUT_SECONDS,
+    ConfigurableClassData,
     DagsterSqliteStorage,
+    SqliteEventLogStorage,
+    SqliteRunStorage,
+    SqliteScheduleStorage,
     _event_logs_directory,
     _runs_directory,
     _schedule_directory,
 )
-from dagster._serdes import ConfigurableClassData
-from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Connection, Engine
 
 #: Engines kept per storage: the index and the most recent run shards (the webserver reads many).
 MAX_ENGINES = 16

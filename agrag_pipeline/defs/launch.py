@@ -15,16 +15,17 @@ from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.reconstruct import ReconstructableRepository
-from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
-from dagster._core.execution.api import JobExecutionResult, execute_run
-from dagster._core.remote_origin import (
+from dagster import JobExecutionResult
+
+from agrag_pipeline.defs.dagster_internals import (
+    SINGLETON_REPOSITORY_NAME,
+    LoadableTargetOrigin,
     ManagedGrpcPythonEnvCodeLocationOrigin,
+    ReconstructableRepository,
     RemoteJobOrigin,
     RemoteRepositoryOrigin,
+    execute_run,
 )
-from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
-
 from agrag_pipeline.runtime import PROJECT_ROOT
 
 #: As workspace.yaml loads it (``python_module``), so runs match ``dagster dev``'s location.

@@ -38,8 +38,6 @@ from typing import Any, cast
 
 import sqlalchemy
 from dagster import Bool, Field, IntSource
-from dagster._core.storage.config import pg_config
-from dagster._serdes import ConfigurableClassData
 from dagster_postgres import (
     DagsterPostgresStorage,
     PostgresEventLogStorage,
@@ -52,6 +50,7 @@ from dagster_postgres.utils import (
     pg_url_from_config,
 )
 
+from agrag_pipeline.defs.dagster_internals import ConfigurableClassData, pg_config
 from agrag_pipeline.defs.instance_storage import PlannedEventPerRun
 
 DEFAULT_POOL_SIZE = 2

@@ -26,11 +26,13 @@ import re
 import socket
 
 import psutil
-from dagster._core.events import DagsterEventType
-from dagster._core.launcher import DefaultRunLauncher
-from dagster._core.launcher.base import CheckRunHealthResult, WorkerStatus
-from dagster._core.storage.dagster_run import DagsterRun
-from dagster._core.storage.tags import HIDDEN_TAG_PREFIX
+from dagster import DagsterEventType, DagsterRun, DefaultRunLauncher
+
+from agrag_pipeline.defs.dagster_internals import (
+    HIDDEN_TAG_PREFIX,
+    CheckRunHealthResult,
+    WorkerStatus,
+)
 
 #: Internal run tags, under Dagster's hidden-tag prefix (``.dagster/``): the UI (its GraphQL
 #: ``Run.tags``) leaves them out, as it does Dagster's own ``.dagster/run_worker``, so the runs

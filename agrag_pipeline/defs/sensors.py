@@ -21,10 +21,12 @@ import hashlib
 import os
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
-from dagster._core.definitions.events import AssetKeyPartitionKey
-from dagster._core.storage.tags import HIDDEN_TAG_PREFIX
 
+from agrag_pipeline.defs.dagster_internals import (
+    HIDDEN_TAG_PREFIX,
+    AssetGraphSubset,
+    AssetKeyPartitionKey,
+)
 from agrag_pipeline.defs.partitions import documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.freshness import ChangePlan, encode_cursor, plan_changes, remove_deleted

@@ -24,10 +24,10 @@ from agrag_pipeline.extraction.merge import mention_tables
 from agrag_pipeline.extraction.prompt import PROMPT_VERSION
 from agrag_pipeline.fingerprints import fingerprint
 from agrag_pipeline.models import Document
-from agrag_pipeline.pipeline import load_chunks
 from agrag_pipeline.settings import PipelineSettings
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.tables import read_metadata, with_metadata
+from agrag_pipeline.stored import load_chunks
 from agrag_pipeline.validation import CheckOutcome
 
 NOT_CONFIGURED = (

@@ -9,9 +9,9 @@ and its old rows stay until it succeeds.
 from __future__ import annotations
 
 from agrag_pipeline.models import Document
-from agrag_pipeline.pipeline import require_stored
 from agrag_pipeline.sinks.index import IndexUpdate, SearchIndex, update_document
 from agrag_pipeline.storage import Warehouse
+from agrag_pipeline.stored import require_stored
 from agrag_pipeline.validation import CheckOutcome
 
 INDEX_CHECKS = ("index_matches_embeddings",)

@@ -24,7 +24,6 @@ from uuid import UUID
 import pyarrow as pa
 
 from agrag_pipeline.models import Document
-from agrag_pipeline.pipeline import load_chunks
 from agrag_pipeline.sinks.graph.model import (
     DocumentGraph,
     document_graph,
@@ -37,6 +36,7 @@ from agrag_pipeline.sinks.graph.store import GraphStore
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.storage.tables import read_metadata, sections_from_table, with_metadata
 from agrag_pipeline.storage.warehouse import DamagedFileError
+from agrag_pipeline.stored import load_chunks
 from agrag_pipeline.validation import CheckOutcome
 
 #: Bumped when the nodes or edges written for the same inputs change.

@@ -1,0 +1,145 @@
+"""Every name the shell takes from Dagster's private modules (``dagster._...``), in one place.
+
+Why: Dagster may move or change a private name in any release without notice. Gathered here,
+an upgrade is checked in one file. The comment above each import names the modules that use it
+and the public API that is missing for it (Dagster 1.13); ``test_layering`` keeps every other
+module on the public ``dagster`` API. Names ``dagster`` exports publicly (``DagsterEventType``,
+``DefaultRunLauncher``, ``DagsterRun``, ``JobExecutionResult``) are imported from it instead.
+"""
+
+from __future__ import annotations
+
+# checks.py: ``dg.AssetCheckEvaluation(target_materialization_data=...)`` is public, but the type
+# of that argument is not exported; it ties an evaluation the step logs per document to the
+# materialisation it checked.
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+
+# sensors.py (a backfill over exactly the changed documents): ``dg.RunRequest.
+# for_asset_graph_subset`` is public but takes an ``AssetGraphSubset``, which has no public
+# constructor, nor has the asset-partition pair it is built from (``AssetKeyPartitionKey``).
+from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+
+# assets.py (data provenance of the materialisations a step logs itself): Dagster writes these
+# tags only on a materialisation it derives from an op's output; one logged per document with
+# ``context.log_event`` has no public way to carry its code version and its upstreams' data
+# versions, without which staleness is not per document.
+from dagster._core.definitions.data_version import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DATA_VERSION_TAG,
+    DEFAULT_DATA_VERSION,
+    NULL_EVENT_POINTER,
+    get_input_data_version_tag,
+    get_input_event_pointer_tag,
+)
+
+# sensors.py: see ``AssetGraphSubset``.
+from dagster._core.definitions.events import AssetKeyPartitionKey
+
+# launch.py (execute a job as a run of this code location): no public way to create a run
+# with a code-location origin (the one ``dagster dev`` serves) and execute it in this process;
+# ``execute_in_process`` and ``dg.execute_job`` make runs without a ``remote_job_origin``, which
+# the UI shows apart from the job. The origin classes, the reconstructable repository, its
+# singleton name and ``execute_run`` below are all for that.
+from dagster._core.definitions.reconstruct import ReconstructableRepository
+from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
+
+# assets.py: no public output flag saying "the body logged its materialisations itself, per
+# partition"; this is Dagster's own marker for observation functions that do so.
+from dagster._core.definitions.source_asset import SYSTEM_METADATA_KEY_SOURCE_ASSET_OBSERVATION
+
+# launch.py: see ``ReconstructableRepository``.
+from dagster._core.execution.api import execute_run
+
+# run_launcher.py (a health check of the local run worker): ``RunLauncher.
+# check_run_worker_health`` may be overridden, but the result type it returns and its status
+# values are not exported.
+from dagster._core.launcher.base import CheckRunHealthResult, WorkerStatus
+
+# launch.py: see ``ReconstructableRepository``.
+from dagster._core.remote_origin import (
+    ManagedGrpcPythonEnvCodeLocationOrigin,
+    RemoteJobOrigin,
+    RemoteRepositoryOrigin,
+)
+
+# postgres_storage.py: dagster-postgres declares its storages' config with this function (it
+# lives in Dagster itself); a subclass that adds fields has no public schema to extend.
+from dagster._core.storage.config import pg_config
+
+# instance_storage.py (SQLite storages that keep their engines): storages are chosen publicly
+# only by name (``storage: sqlite:``); the classes, the folder layout of a SQLite instance
+# (``_runs_directory``...), the index shard's name and the busy timeout are private, and there
+# is no hook to keep an engine between calls, so the classes are subclassed.
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+    INDEX_SHARD_NAME,
+    SqliteEventLogStorage,
+)
+
+# backfill_tags.py (tags of a backfill launched from the UI): no hook at a backfill's creation
+# and no API to add tags to it afterwards; the rows Dagster filters backfills by are written
+# directly, in run storages that have them (``SqlRunStorage``).
+from dagster._core.storage.runs.schema import BackfillTagsTable
+from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
+
+# instance_storage.py: see ``SqliteEventLogStorage``.
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
+from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+from dagster._core.storage.sqlite_storage import (
+    DagsterSqliteStorage,
+    _event_logs_directory,
+    _runs_directory,
+    _schedule_directory,
+)
+
+# assets.py: no public name for the run tag that names a run's backfill. sensors.py and
+# run_launcher.py: none for the prefix of run tags the UI hides (tags only the pipeline reads).
+from dagster._core.storage.tags import BACKFILL_ID_TAG, HIDDEN_TAG_PREFIX
+
+# launch.py: see ``ReconstructableRepository``.
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+# instance_storage.py, postgres_storage.py: the type of the ``inst_data`` a ``ConfigurableClass``
+# storage receives is not exported (``ConfigurableClass`` itself is public).
+from dagster._serdes import ConfigurableClassData
+
+__all__ = [
+    "BACKFILL_ID_TAG",
+    "CODE_VERSION_TAG",
+    "DATA_VERSION_IS_USER_PROVIDED_TAG",
+    "DATA_VERSION_TAG",
+    "DEFAULT_DATA_VERSION",
+    "HIDDEN_TAG_PREFIX",
+    "INDEX_SHARD_NAME",
+    "NULL_EVENT_POINTER",
+    "SINGLETON_REPOSITORY_NAME",
+    "SQLITE_BUSY_TIMEOUT_SECONDS",
+    "SYSTEM_METADATA_KEY_SOURCE_ASSET_OBSERVATION",
+    "AssetCheckEvaluationTargetMaterializationData",
+    "AssetGraphSubset",
+    "AssetKeyPartitionKey",
+    "BackfillTagsTable",
+    "CheckRunHealthResult",
+    "ConfigurableClassData",
+    "DagsterSqliteStorage",
+    "LoadableTargetOrigin",
+    "ManagedGrpcPythonEnvCodeLocationOrigin",
+    "ReconstructableRepository",
+    "RemoteJobOrigin",
+    "RemoteRepositoryOrigin",
+    "SqlRunStorage",
+    "SqliteEventLogStorage",
+    "SqliteRunStorage",
+    "SqliteScheduleStorage",
+    "WorkerStatus",
+    "_event_logs_directory",
+    "_runs_directory",
+    "_schedule_directory",
+    "execute_run",
+    "get_input_data_version_tag",
+    "get_input_event_pointer_tag",
+    "pg_config",
+]
