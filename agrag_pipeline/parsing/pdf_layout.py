@@ -338,7 +338,10 @@ def read_chars(
     origin_refs = (ctypes.byref(origin_x), ctypes.byref(origin_y))
     #: (index, text object, origin, box) of the last character kept: a glyph's expansion.
     last: tuple[int, int, tuple[float, float], tuple[float, ...]] | None = None
+    joined = -1  # a low surrogate joined to the high one before it
     for i in range(count):
+        if i == joined:
+            continue
         code = get_unicode(tp, i)
         obj = get_object(tp, i)
         if code in (0xFFFE, 0x00AD, 0x0002):  # PDFium's mark of a hyphen it took for soft
@@ -350,6 +353,12 @@ def read_chars(
                 chars[-1].space = True
             continue
         ch = chr(code) if 0 <= code < 0x110000 else "\ufffd"
+        if 0xD800 <= code < 0xDC00 and i + 1 < count:
+            # A character beyond the BMP (math italic 𝑎, U+1D44E) that a ToUnicode map gives
+            # in UTF-16 comes as its two surrogates at two indices, one glyph: one character.
+            low = get_unicode(tp, i + 1)
+            if 0xDC00 <= low < 0xE000:
+                ch, joined = chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)), i + 1
         flagged = map_error(tp, i) == 1  # no map gave the character: PDFium took its code
         if flagged and glyph_names is not None:
             named = glyph_names.of(fonts.name(obj)).get(code)

@@ -1,11 +1,13 @@
 """Which of a PDF page's characters are its text: a Type 3 font's glyphs read by their glyph
-names, and nothing drawn outside the page's visible box.
+names, a letter beyond the BMP read whole, and nothing drawn outside the page's visible box.
 
 Fixtures (``fixtures/README.md``, made by ``fixtures/make_pdf_text_fixtures.py``):
 ``matplotlib_type3_figure.pdf`` is a bar chart written by matplotlib 3.9.2 (Type 3 fonts with
 glyph names and no ToUnicode map, as the figures of real papers are: BENCHMARKS.md, "Outside
 documents"); ``spread_drawn_whole_on_each_page.pdf`` is a two-page spread drawn whole on each of
-its pages by reportlab, the half of the other page off the page, as a real annual report is.
+its pages by reportlab, the half of the other page off the page, as a real annual report is;
+``math_letters.pdf`` is LibreOffice's PDF export of ``math_letters.html`` (math italic letters,
+as Cambria Math sets them in real papers' figures).
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ def test_type3_figure_text_without_tounicode_is_read_by_its_glyph_names() -> Non
     assert "Accuracy (%)" in text and "MMLU GPQA" in text
     assert parsed.document.metadata[quality.UNMAPPED_KEY] == 0
     assert not any("Unicode mapping" in w for w in parsed.warnings)
+
+
+def test_a_letter_beyond_the_bmp_is_read_whole_not_dropped_as_two_surrogates() -> None:
+    parsed = parse_checked((FIXTURES / "math_letters.pdf").read_bytes(), "math.pdf")
+    text = parsed.text_layer
+    assert "weight \U0001d44e of head \U0001d461 scales the value \U0001d421" in text
+    assert "Each token \U0001d461 attends" in text
+    assert parsed.document.metadata[quality.UNMAPPED_KEY] == 0
 
 
 def test_text_drawn_outside_the_page_is_not_read() -> None:
