@@ -18,4 +18,6 @@ SNAPSHOT_VERSION = "1"
 #: with their comments, box-corner glyphs out, words split by a page break joined, compounds
 #: keep their line-end hyphen, footnotes of a one-page PDF kept, a justified line's wide space
 #: no column gutter; without an outline, no heading from an italic sentence or a line of code.
-PARSE_VERSION = "6"
+#: 7: PDF text in Type 3 fonts without a ToUnicode map read by its glyph names; characters drawn
+#: outside the page's visible box left out; letters beyond the BMP (math italic) read whole.
+PARSE_VERSION = "7"

@@ -62,6 +62,7 @@ from agrag_pipeline.parsing.errors import (
     EmptyDocumentError,
 )
 from agrag_pipeline.parsing.parsed import LayoutSpan, ParsedDocument
+from agrag_pipeline.parsing.pdf_glyph_names import GlyphNames
 from agrag_pipeline.parsing.pdf_layout import Line, PageRead, Table
 from agrag_pipeline.parsing.textlayer import cell_text, pipe_row
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
@@ -130,6 +131,7 @@ def parse(
         ) from None
     warnings: list[str] = []
     ocr_log = _OcrLog()
+    glyph_names = GlyphNames(raw)  # read only if a page has characters PDFium left unmapped
     try:
         count = len(pdf)
         if count > max_pages:
@@ -144,7 +146,7 @@ def parse(
             except pypdfium2.PdfiumError as exc:
                 raise CorruptDocumentError(key, f"page {index + 1} cannot be read: {exc}") from None
             try:
-                read = pdf_layout.read_page(page, index + 1)
+                read = pdf_layout.read_page(page, index + 1, glyph_names)
                 if _needs_ocr(read):
                     read = _ocr(page, index, read, parsing, ocr_log)
             finally:
@@ -165,6 +167,9 @@ def parse(
     document.metadata.update(ocr_log.measures(pages))
     if unmapped:
         warnings.append(f"{unmapped} glyphs without a Unicode mapping were left out of the text")
+    off_page = sum(p.off_page for p in pages)
+    if off_page:
+        warnings.append(f"{off_page} characters drawn outside the page's visible box left out")
     if furniture:
         warnings.append(f"{furniture} running header/footer or page-number lines left out")
     if toc_pages:

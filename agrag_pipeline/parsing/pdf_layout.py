@@ -40,6 +40,8 @@ from typing import Any
 import pypdfium2
 import pypdfium2.raw as pdfium_c
 
+from agrag_pipeline.parsing.pdf_glyph_names import GlyphNames
+
 #: A gap wider than this (in font sizes) between two characters is a word break.
 WORD_GAP = 0.18
 #: A gap wider than this (in font sizes) splits a row into segments (columns, table cells).
@@ -140,6 +142,8 @@ class PageRead:
     chars: int = 0
     unmapped: int = 0
     invisible: int = 0
+    #: Characters drawn wholly outside the page's visible box (crop box within media box).
+    off_page: int = 0
     image_area: float = 0.0  # share of the page covered by images
 
 
@@ -158,6 +162,8 @@ class _Fonts:
         #: Drawing fonts (``_DRAWING_FONT``) and the text objects drawn in one.
         self.drawing_fonts: set[int] = set()
         self.drawings: set[int] = set()
+        #: Base font names, by font address (``name``).
+        self.names: dict[int, str] = {}
         self._buffer = ctypes.create_string_buffer(256)
 
     def of(self, obj: Any) -> tuple[bool, bool, int, float]:
@@ -195,6 +201,17 @@ class _Fonts:
         found = (*style, mode, angle)
         self.objects[key] = found
         return found
+
+    def name(self, obj: Any) -> str:
+        """The base font name of the text object's font, as the PDF writes it (subset prefix
+        included: ``GYUURQ+Cmmi10``)."""
+        font = pdfium_c.FPDFTextObj_GetFont(obj)
+        fkey = ctypes.cast(font, ctypes.c_void_p).value or 0
+        name = self.names.get(fkey)
+        if name is None:
+            n = pdfium_c.FPDFFont_GetBaseFontName(font, self._buffer, 256) if font else 0
+            name = self.names[fkey] = self._buffer.raw[: max(n - 1, 0)].decode("latin-1")
+        return name
 
     def drawing(self, obj: Any) -> bool:
         """Whether the text object draws a picture (``_DRAWING_FONT``), not text."""
@@ -280,11 +297,29 @@ def _turn(quarter: int, w: float, h: float, x: float, y: float) -> tuple[float, 
 
 
 def read_chars(
-    page: pypdfium2.PdfPage, textpage: pypdfium2.PdfTextPage, out: PageRead
+    page: pypdfium2.PdfPage,
+    textpage: pypdfium2.PdfTextPage,
+    out: PageRead,
+    glyph_names: GlyphNames | None = None,
 ) -> list[Char]:
-    """The page's visible, mapped characters with boxes; counts what was dropped into ``out``."""
+    """The page's visible, mapped characters with boxes; counts what was dropped into ``out``.
+
+    A character PDFium flags as unmapped whose font's encoding names it (``glyph_names``: a
+    Type 3 font without a ToUnicode map) is the character its glyph name says."""
     left, bottom, right, top = page.get_cropbox()
     width, height = abs(right - left), abs(top - bottom)
+    # What a viewer shows: the crop box, within the media box. A character wholly outside it
+    # is not on the page (a two-page spread drawn whole on each of its pages, say: every word
+    # would be read twice), and is dropped as a reader never sees it.
+    media = page.get_mediabox()
+    shown_left, shown_right = (
+        max(min(left, right), min(media[0], media[2])),
+        min(max(left, right), max(media[0], media[2])),
+    )
+    shown_bottom, shown_top = (
+        max(min(bottom, top), min(media[1], media[3])),
+        min(max(bottom, top), max(media[1], media[3])),
+    )
     rotation = page.get_rotation() % 360
     shown_w, shown_h, to_shown = _frame(rotation, width, height)
     tp = textpage.raw
@@ -303,7 +338,10 @@ def read_chars(
     origin_refs = (ctypes.byref(origin_x), ctypes.byref(origin_y))
     #: (index, text object, origin, box) of the last character kept: a glyph's expansion.
     last: tuple[int, int, tuple[float, float], tuple[float, ...]] | None = None
+    joined = -1  # a low surrogate joined to the high one before it
     for i in range(count):
+        if i == joined:
+            continue
         code = get_unicode(tp, i)
         obj = get_object(tp, i)
         if code in (0xFFFE, 0x00AD, 0x0002):  # PDFium's mark of a hyphen it took for soft
@@ -315,6 +353,17 @@ def read_chars(
                 chars[-1].space = True
             continue
         ch = chr(code) if 0 <= code < 0x110000 else "\ufffd"
+        if 0xD800 <= code < 0xDC00 and i + 1 < count:
+            # A character beyond the BMP (math italic 𝑎, U+1D44E) that a ToUnicode map gives
+            # in UTF-16 comes as its two surrogates at two indices, one glyph: one character.
+            low = get_unicode(tp, i + 1)
+            if 0xDC00 <= low < 0xE000:
+                ch, joined = chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)), i + 1
+        flagged = map_error(tp, i) == 1  # no map gave the character: PDFium took its code
+        if flagged and glyph_names is not None:
+            named = glyph_names.of(fonts.name(obj)).get(code)
+            if named is not None:
+                ch, flagged = named, False
         if ch.isspace():
             if chars:
                 chars[-1].space = True
@@ -325,7 +374,6 @@ def read_chars(
         if mode in (3, 7):  # invisible: a scanner's OCR layer, usually (see ``pdf._needs_ocr``)
             out.invisible += 1
         category = unicodedata.category(ch)
-        flagged = map_error(tp, i) == 1  # no map gave the character: PDFium took its code
         if category in ("Cc", "Cs", "Co", "Cn") or ch == "\ufffd":
             out.unmapped += 1
             if flagged:
@@ -334,6 +382,14 @@ def read_chars(
         if category == "Cf" and ch not in "\u200c\u200d":
             continue  # format marks (bidi controls): order is ours to give
         if not get_box(tp, i, rect_ref):
+            continue
+        if (
+            min(rect.left, rect.right) >= shown_right
+            or max(rect.left, rect.right) <= shown_left
+            or min(rect.bottom, rect.top) >= shown_top
+            or max(rect.bottom, rect.top) <= shown_bottom
+        ):
+            out.off_page += 1
             continue
         if (
             category[0] in "PS"
@@ -1133,14 +1189,17 @@ def _lines(chars: list[Char], rotated: bool) -> list[Line]:
     return [line for line in out if line.text]
 
 
-def read_page(page: pypdfium2.PdfPage, number: int) -> PageRead:
-    """One page's lines and tables in reading order (the page is not closed here)."""
+def read_page(
+    page: pypdfium2.PdfPage, number: int, glyph_names: GlyphNames | None = None
+) -> PageRead:
+    """One page's lines and tables in reading order (the page is not closed here);
+    ``glyph_names``: the document's, for fonts without a ToUnicode map (``read_chars``)."""
     left, bottom, right, top = page.get_cropbox()
     width, height = abs(right - left), abs(top - bottom)
     out = PageRead(number, width, height)
     textpage = page.get_textpage()
     try:
-        chars = read_chars(page, textpage, out)
+        chars = read_chars(page, textpage, out, glyph_names)
     finally:
         textpage.close()
     out.image_area = _image_share(page, width * height)
