@@ -19,5 +19,7 @@ SNAPSHOT_VERSION = "1"
 #: keep their line-end hyphen, footnotes of a one-page PDF kept, a justified line's wide space
 #: no column gutter; without an outline, no heading from an italic sentence or a line of code.
 #: 7: PDF text in Type 3 fonts without a ToUnicode map read by its glyph names; characters drawn
-#: outside the page's visible box left out; letters beyond the BMP (math italic) read whole.
+#: outside the page's visible box left out; letters beyond the BMP (math italic) read whole;
+#: mail parts labelled iso-8859-1 read as windows-1252; AsciiDoc tables by their cols, cell
+#: styles and spans; LaTeX author lines kept, \\thanks notes after them; XML text entities.
 PARSE_VERSION = "7"
