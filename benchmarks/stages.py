@@ -285,6 +285,9 @@ CONFIGS = {
     "stock, 1 run at a time": ("stock", 1),
     "shipped, 1 run at a time": ("shipped", 1),
     "shipped, 2 runs at once": ("shipped", 2),
+    # The shipped file with every run's event file built by Dagster's own _initdb (as before
+    # the run-shard template): the template's share, side by side.
+    "shipped without run-shard template, 2 runs at once": ("shipped-no-template", 2),
 }
 DEFAULT_CONFIG = "shipped, 2 runs at once"
 
@@ -670,11 +673,14 @@ class _DagsterBackfill:
         home.mkdir(parents=True)
         if isinstance(instance, Path):
             shutil.copyfile(instance, home / "dagster.yaml")
-        elif instance == "shipped":
-            shutil.copyfile(
-                PROJECT_ROOT / "agrag_pipeline" / "instance" / "dagster.yaml",
-                home / "dagster.yaml",
-            )
+        elif instance in ("shipped", "shipped-no-template"):
+            shipped = PROJECT_ROOT / "agrag_pipeline" / "instance" / "dagster.yaml"
+            text = shipped.read_text()
+            if instance == "shipped-no-template":
+                marker = "        env: DAGSTER_HOME\n"
+                assert marker in text, "the shipped storage block changed: update the benchmark"
+                text = text.replace(marker, marker + "      run_shard_template: false\n", 1)
+            (home / "dagster.yaml").write_text(text)
         else:
             (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         self.home = home

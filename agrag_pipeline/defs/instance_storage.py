@@ -16,7 +16,7 @@ first run shard of a process is made that way into a template file beside them
 run), and every new run shard is a copy of it: the same bytes Dagster would write, made atomic
 (written, fsynced, then linked under its name, so a reader sees no file or the whole one). A
 shard stamped at the current alembic head is not checked again; any other goes through
-Dagster's own ``_initdb``.
+Dagster's own ``_initdb``. ``run_shard_template: false`` makes every run shard Dagster's way.
 
 Planned events: one "materialisation planned" event per partition, Dagster's default, because
 a partition's "Failed" status is computed from it (a failed run that planned the partition and
@@ -134,8 +134,10 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         base_dir: str,
         inst_data: ConfigurableClassData | None = None,
         planned_event_per_partition: bool = True,
+        run_shard_template: bool = True,
     ) -> None:
         self._engines = _Engines()
+        self._run_shard_template = run_shard_template
         self._tables: set[str] = set()
         self._planned_event_per_partition = planned_event_per_partition
         super().__init__(base_dir, inst_data)
@@ -145,7 +147,11 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         with self._db_lock:
             engine = self._engines.get(self.conn_string_for_shard(shard))
             if shard not in self._initialized_dbs:
-                if shard == INDEX_SHARD_NAME or not self._run_shard_ready(shard):
+                if (
+                    shard == INDEX_SHARD_NAME
+                    or not self._run_shard_template
+                    or not self._run_shard_ready(shard)
+                ):
                     self._initdb(engine)
                 self._initialized_dbs.add(shard)
             with engine.connect() as conn, conn.begin():
@@ -268,6 +274,7 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
         base_dir: str,
         inst_data: ConfigurableClassData | None = None,
         planned_event_per_partition: bool = True,
+        run_shard_template: bool = True,
     ) -> None:
         # Deliberately not DagsterSqliteStorage.__init__: the same folders, other classes.
         self.base_dir = base_dir
@@ -281,6 +288,7 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
             self._event_log_storage = KeptEngineSqliteEventLogStorage(
                 _event_logs_directory(base_dir),
                 planned_event_per_partition=planned_event_per_partition,
+                run_shard_template=run_shard_template,
             )
             self._schedule_storage = KeptEngineSqliteScheduleStorage.from_local(
                 _schedule_directory(base_dir)
@@ -293,6 +301,7 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
         return {
             "base_dir": StringSource,
             "planned_event_per_partition": Field(Bool, is_required=False, default_value=True),
+            "run_shard_template": Field(Bool, is_required=False, default_value=True),
         }
 
     @classmethod
@@ -303,4 +312,5 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
             config_value["base_dir"],
             inst_data=inst_data,
             planned_event_per_partition=config_value.get("planned_event_per_partition", True),
+            run_shard_template=config_value.get("run_shard_template", True),
         )
