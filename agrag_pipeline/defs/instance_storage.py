@@ -70,6 +70,7 @@ from dagster._core.storage.sqlite_storage import (
 from dagster._serdes import ConfigurableClassData
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 #: Engines kept per storage: the index and the most recent run shards (the webserver reads many).
 MAX_ENGINES = 16
@@ -164,7 +165,7 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         if not os.path.exists(path):
             try:
                 _link_copy(self._shard_template(), path)
-            except (OSError, sqlite3.Error):
+            except (OSError, sqlite3.Error, SQLAlchemyError):
                 return False  # another process made it meanwhile, or no template: Dagster's way
         return _stamped_revision(path) == _alembic_head()
 
@@ -180,13 +181,14 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
                 self._initdb(engine)
                 with engine.connect() as conn:  # every page in the main file, none in the WAL
                     conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+                engine.dispose()
+                _fsync(temporary)
+                os.replace(temporary, template)
             finally:
                 engine.dispose()
-            _fsync(temporary)
-            os.replace(temporary, template)
-            for leftover in (f"{temporary}-wal", f"{temporary}-shm"):
-                if os.path.exists(leftover):
-                    os.unlink(leftover)
+                for leftover in (temporary, f"{temporary}-wal", f"{temporary}-shm"):
+                    if os.path.exists(leftover):
+                        os.unlink(leftover)
         return template
 
     def has_table(self, table_name: str) -> bool:
