@@ -49,7 +49,9 @@ def cpu_seconds() -> float:
             child_times = child.cpu_times()
         except psutil.Error:  # ended meanwhile: counted in children_* once reaped
             continue
+        # A worker's own finished children (its OCR subprocesses) count as well.
         total += child_times.user + child_times.system
+        total += child_times.children_user + child_times.children_system
     return total
 
 
