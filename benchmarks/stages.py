@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -32,6 +33,26 @@ def peak_rss_mb() -> dict[str, float]:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"self": round(own, 1), "children": round(children, 1)}
+
+
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process, its live children (worker pools) and its
+    finished children (OCR subprocesses): on a shared machine a contender waiting for a core is
+    not charged, so ratios of these spread far less than wall-clock ones."""
+    import psutil
+
+    me = psutil.Process()
+    times = me.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in me.children(recursive=True):
+        try:
+            child_times = child.cpu_times()
+        except psutil.Error:  # ended meanwhile: counted in children_* once reaped
+            continue
+        # A worker's own finished children (its OCR subprocesses) count as well.
+        total += child_times.user + child_times.system
+        total += child_times.children_user + child_times.children_system
+    return total
 
 
 def _median(values: list[float]) -> float:
@@ -266,6 +287,9 @@ CONFIGS = {
     "stock, 1 run at a time": ("stock", 1),
     "shipped, 1 run at a time": ("shipped", 1),
     "shipped, 2 runs at once": ("shipped", 2),
+    # The shipped file with every run's event file built by Dagster's own _initdb (as before
+    # the run-shard template): the template's share, side by side.
+    "shipped without run-shard template, 2 runs at once": ("shipped-no-template", 2),
 }
 DEFAULT_CONFIG = "shipped, 2 runs at once"
 
@@ -277,10 +301,14 @@ def orchestrate_stage(
     per_run: int,
     work: Path,
     configs: list[str] | None = None,
+    core_workers: int = 2,
 ) -> dict[str, Any]:
     """Backfill through a real Dagster instance against the core alone, chunks only (no
     embeddings), then the same after ``change_fraction`` of the documents changed; for each
     instance configuration in ``configs`` (the shipped default is reported as "dagster").
+    The core runs twice: in one process ("core") and as ``agrag core --workers N`` runs it
+    (``core_workers`` worker processes, "core --workers N"), so Dagster's two runs at once are
+    compared with the core on the same cores.
 
     Also counts the events each configuration stores per document, and the cost of one event:
     (Dagster's time - the core's time) / events.
@@ -293,7 +321,9 @@ def orchestrate_stage(
     generation = 0
     for attempt in range(repeats):
         core_run = _CoreRun(root, work / f"core-{attempt}")
-        runners: list[_CoreRun | _DagsterBackfill] = [core_run]
+        runners: list[_CoreRun | _CoreWorkersRun | _DagsterBackfill] = [core_run]
+        if core_workers > 1:
+            runners.append(_CoreWorkersRun(root, work / f"core-workers-{attempt}", core_workers))
         for index, name in enumerate(names):
             instance, parallel = CONFIGS[name]
             backfill = _DagsterBackfill(
@@ -305,11 +335,15 @@ def orchestrate_stage(
         if attempt % 2:
             runners.reverse()
         for runner in runners:
+            cpu = cpu_seconds()
             rows.setdefault(f"{runner.name} full", []).append(runner.full(keys))
+            rows.setdefault(f"{runner.name} full (cpu)", []).append(cpu_seconds() - cpu)
         generation += 1
         changed = change_documents(root, change_fraction, generation=generation)
         for runner in runners:
+            cpu = cpu_seconds()
             rows.setdefault(f"{runner.name} incremental", []).append(runner.incremental())
+            rows.setdefault(f"{runner.name} incremental (cpu)", []).append(cpu_seconds() - cpu)
         # ``agrag core`` itself has no cursor: it snapshots every document and reuses outputs.
         generation += 1
         change_documents(root, change_fraction, generation=generation)
@@ -320,6 +354,9 @@ def orchestrate_stage(
             "core_failed_documents": core_run.failed,
         }
         for contender in runners:
+            if isinstance(contender, _CoreWorkersRun):
+                facts[f"{contender.name}: failed documents"] = contender.failed
+                contender.close()
             if isinstance(contender, _DagsterBackfill):
                 facts[f"{contender.name}: runs full/incremental, failed runs"] = [
                     contender.runs_full,
@@ -357,6 +394,23 @@ def orchestrate_stage(
             seconds["core incremental"] / seconds["core full"], 4
         ),
     }
+    workers_name = f"core --workers {core_workers}"
+    for kind in ("full", "incremental"):
+        if f"dagster {kind} (cpu)" in seconds and f"{workers_name} {kind} (cpu)" in seconds:
+            result[f"cpu_ratio_dagster_over_core_workers_{kind}"] = round(
+                seconds[f"dagster {kind} (cpu)"] / seconds[f"{workers_name} {kind} (cpu)"], 3
+            )
+    if "dagster full (cpu)" in seconds:
+        result["cpu_ratio_incremental_over_full_dagster"] = round(
+            seconds["dagster incremental (cpu)"] / seconds["dagster full (cpu)"], 4
+        )
+    if "dagster full" in seconds and f"{workers_name} full" in seconds:
+        result["ratio_dagster_over_core_workers_full"] = round(
+            seconds["dagster full"] / seconds[f"{workers_name} full"], 3
+        )
+        result["ratio_dagster_over_core_workers_incremental"] = round(
+            seconds["dagster incremental"] / seconds[f"{workers_name} incremental"], 3
+        )
     if "dagster full" in seconds:
         result["ratio_dagster_over_core_full"] = round(
             seconds["dagster full"] / seconds["core full"], 3
@@ -387,6 +441,7 @@ def whole_stage(
     from agrag_pipeline.pipeline import run_document
     from agrag_pipeline.runtime import Runtime, resolve_roots
 
+    load_at_start = list(os.getloadavg())
     keys = [p.name for p in corpus_files(root)]
     settings_path = resolve_roots().settings_path
     # The texts to embed: the chunks the pipeline makes (not timed).
@@ -399,6 +454,8 @@ def whole_stage(
     # The limit: the model's own encode, loaded and warmed outside the timer.
     embedder = SentenceTransformerEmbedder.from_settings(texts_rt.settings.embedding)
     embedder.model.encode(texts[:16], show_progress_bar=False)
+    cpu: dict[str, float] = {}
+    cpu_start = cpu_seconds()
     start = time.perf_counter()
     embedder.model.encode(
         texts,
@@ -408,19 +465,24 @@ def whole_stage(
         show_progress_bar=False,
     )
     seconds["encode"] = time.perf_counter() - start
+    cpu["encode"] = cpu_seconds() - cpu_start
     del embedder
     # The core alone, embeddings included, one process, cold cache (model loaded outside).
     core_rt = Runtime.from_files(
         settings_path, root, str(work / "core" / "warehouse"), work / "core" / "cache"
     )
     _ = core_rt.embedder, core_rt.chunker
+    cpu_start = cpu_seconds()
     start = time.perf_counter()
     core_chunks = sum(len(run_document(core_rt, key).chunks) for key in keys)
     seconds["core with embeddings"] = time.perf_counter() - start
+    cpu["core with embeddings"] = cpu_seconds() - cpu_start
     # The whole Dagster graph: workers started and warmed (model loaded) outside the timer.
     backfill = _DagsterBackfill(root, work / "dagster", per_run, "shipped", parallel, assets)
     try:
+        cpu_start = cpu_seconds()
         seconds["dagster whole graph"] = backfill.full(keys)
+        cpu["dagster whole graph"] = cpu_seconds() - cpu_start
         failed_runs = backfill.failed_runs
         runs = backfill.runs_full
     finally:
@@ -436,6 +498,10 @@ def whole_stage(
         "parallel_runs": parallel,
         "dagster_assets": list(assets) or "the whole ingest job",
         "seconds": {k: round(v, 2) for k, v in seconds.items()},
+        "cpu_seconds": {k: round(v, 2) for k, v in cpu.items()},
+        "cpu_ratio_dagster_whole_over_encode": round(cpu["dagster whole graph"] / cpu["encode"], 3),
+        "cpu_ratio_core_over_encode": round(cpu["core with embeddings"] / cpu["encode"], 3),
+        "load_average_at_start_and_end": [load_at_start, list(os.getloadavg())],
         "ratio_dagster_whole_over_encode": round(
             seconds["dagster whole graph"] / seconds["encode"], 3
         ),
@@ -506,6 +572,73 @@ class _CoreRun:
         return time.perf_counter() - start
 
 
+class _CoreWorkersRun:
+    """``agrag core --workers N``'s way: every document whole in one of ``workers`` worker
+    processes, each running exactly what the CLI's workers run (``workers.init_worker`` and
+    ``workers.run_one``); the workers are started and warmed outside the timer, as Dagster's
+    run workers are here, so both sides are measured on the same cores without start-up."""
+
+    def __init__(self, raw_root: Path, work: Path, workers: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from agrag_pipeline.runtime import Roots, resolve_roots
+        from agrag_pipeline.workers import init_worker
+
+        self.name = f"core --workers {workers}"
+        self.raw_root = raw_root
+        roots = Roots(
+            raw_root=str(raw_root),
+            warehouse_root=str(work / "warehouse"),
+            settings_path=resolve_roots().settings_path,
+            cache_dir=None,
+        )
+        threads = max(1, (os.cpu_count() or 1) // workers)  # as workers.run_documents gives
+        self.pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=init_worker,
+            initargs=(roots, False, False, threads),
+        )
+        for warm in [self.pool.submit(_core_worker_ready) for _ in range(workers)]:
+            warm.result()
+        self.keys: list[str] = []
+        self.failed = 0
+        self.cursor: str | None = None
+
+    def run_keys(self, keys: list[str]) -> int:
+        from agrag_pipeline.workers import run_one
+
+        return sum(1 for outcome in self.pool.map(run_one, keys) if not outcome.ok)
+
+    def full(self, keys: list[str]) -> float:
+        self.keys = keys
+        start = time.perf_counter()
+        self.cursor = plan_changes(self.raw_root, None, keys).cursor()
+        self.failed = self.run_keys(keys)
+        return time.perf_counter() - start
+
+    def incremental(self) -> float:
+        start = time.perf_counter()
+        plan = plan_changes(self.raw_root, self.cursor, self.keys)
+        self.cursor = plan.cursor()
+        self.failed += self.run_keys(plan.to_run)
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        self.pool.shutdown()
+
+
+def _core_worker_ready() -> bool:
+    """Load the worker's tokenizer (outside the timer) and hold the worker a moment, so that
+    every worker of the pool gets one of these."""
+    from agrag_pipeline import workers
+
+    _ = workers._WORKER["runtime"].chunker
+    time.sleep(0.5)
+    return True
+
+
 class _DagsterBackfill:
     """A persistent temporary DAGSTER_HOME (SQLite) and ranged runs of ``per_run`` documents,
     as ``BackfillPolicy.multi_run`` cuts a backfill, each executed in process; ``parallel``
@@ -532,7 +665,6 @@ class _DagsterBackfill:
         """``instance``: "shipped", "stock" or a ``dagster.yaml`` to use; ``raw_root`` and
         ``warehouse`` (default: under ``work``) may be ``s3://`` URIs."""
         import multiprocessing
-        import os
         from concurrent.futures import ProcessPoolExecutor
 
         import dagster as dg
@@ -543,11 +675,14 @@ class _DagsterBackfill:
         home.mkdir(parents=True)
         if isinstance(instance, Path):
             shutil.copyfile(instance, home / "dagster.yaml")
-        elif instance == "shipped":
-            shutil.copyfile(
-                PROJECT_ROOT / "agrag_pipeline" / "instance" / "dagster.yaml",
-                home / "dagster.yaml",
-            )
+        elif instance in ("shipped", "shipped-no-template"):
+            shipped = PROJECT_ROOT / "agrag_pipeline" / "instance" / "dagster.yaml"
+            text = shipped.read_text()
+            if instance == "shipped-no-template":
+                marker = "        env: DAGSTER_HOME\n"
+                assert marker in text, "the shipped storage block changed: update the benchmark"
+                text = text.replace(marker, marker + "      run_shard_template: false\n", 1)
+            (home / "dagster.yaml").write_text(text)
         else:
             (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         self.home = home
@@ -613,7 +748,6 @@ def _worker_init(
     home: str, raw_root: str, warehouse: str, cache: str, assets: tuple[str, ...] = CHUNK_ASSETS
 ) -> None:
     """In each worker process: the instance, the job and the loaded tokenizer, once."""
-    import os
 
     import dagster as dg
 
@@ -676,6 +810,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--per-run", type=int, default=50)
     parser.add_argument("--parallel", type=int, default=2, help="whole: runs at once")
     parser.add_argument(
+        "--core-workers",
+        type=int,
+        default=2,
+        help="orchestration: also the core with this many worker processes (1: not)",
+    )
+    parser.add_argument(
         "--core-assets", action="store_true", help="whole: the four pipeline assets, no sinks"
     )
     parser.add_argument(
@@ -705,6 +845,7 @@ def main(argv: list[str] | None = None) -> None:
                 args.per_run,
                 Path(work),
                 args.configs,
+                args.core_workers,
             )
     figures["stage_wall_s"] = round(time.perf_counter() - start, 1)
     figures["peak_rss_mb"] = peak_rss_mb()

@@ -9,6 +9,8 @@ module on the public ``dagster`` API. Names ``dagster`` exports publicly (``Dags
 
 from __future__ import annotations
 
+from typing import Any
+
 # checks.py: ``dg.AssetCheckEvaluation(target_materialization_data=...)`` is public, but the type
 # of that argument is not exported; it ties an evaluation the step logs per document to the
 # materialisation it checked.
@@ -73,6 +75,7 @@ from dagster._core.storage.config import pg_config
 # only by name (``storage: sqlite:``); the classes, the folder layout of a SQLite instance
 # (``_runs_directory``...), the index shard's name and the busy timeout are private, and there
 # is no hook to keep an engine between calls, so the classes are subclassed.
+from dagster._core.storage.event_log.sqlite import sqlite_event_log
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
     SqliteEventLogStorage,
@@ -87,6 +90,7 @@ from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
 # instance_storage.py: see ``SqliteEventLogStorage``.
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
+from dagster._core.storage.sql import get_alembic_config
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._core.storage.sqlite_storage import (
     DagsterSqliteStorage,
@@ -105,6 +109,14 @@ from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 # instance_storage.py, postgres_storage.py: the type of the ``inst_data`` a ``ConfigurableClass``
 # storage receives is not exported (``ConfigurableClass`` itself is public).
 from dagster._serdes import ConfigurableClassData
+
+
+def event_log_alembic_config() -> Any:
+    """The alembic configuration of the SQLite event log's schema (instance_storage.py copies
+    a run's event file from a template made at its head revision; Dagster exports no way to
+    read that revision)."""
+    return get_alembic_config(str(sqlite_event_log.__file__))
+
 
 __all__ = [
     "BACKFILL_ID_TAG",
@@ -138,6 +150,7 @@ __all__ = [
     "_event_logs_directory",
     "_runs_directory",
     "_schedule_directory",
+    "event_log_alembic_config",
     "execute_run",
     "get_input_data_version_tag",
     "get_input_event_pointer_tag",

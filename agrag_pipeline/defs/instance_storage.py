@@ -7,6 +7,17 @@ kept for the life of the process, with SQLAlchemy's default pool for file databa
 migrations, sharding (one file per run plus the index) and locking are Dagster's own, so an
 instance written by this class is an ordinary SQLite instance and the other way round.
 
+Run shards: SQLite keeps each run's events in a file of its own (``<run_id>.db``), and Dagster
+creates every new one as it creates a database: all of the event log's tables and indexes, one
+DDL statement (and one fsync) at a time, then an alembic check and stamp. That was most of a
+small run's fixed cost (about 0.35-0.6 s of a one-document run on the shared machine). Here the
+first run shard of a process is made that way into a template file beside them
+(``.run-shard-template-<alembic head>.sqlite``, not a ``*.db``, so Dagster never takes it for a
+run), and every new run shard is a copy of it: the same bytes Dagster would write, made atomic
+(written, fsynced, then linked under its name, so a reader sees no file or the whole one). A
+shard stamped at the current alembic head is not checked again; any other goes through
+Dagster's own ``_initdb``. ``run_shard_template: false`` makes every run shard Dagster's way.
+
 Planned events: one "materialisation planned" event per partition, Dagster's default, because
 a partition's "Failed" status is computed from it (a failed run that planned the partition and
 did not materialise it: ``defs/assets.py``, "How failures are told"). ``planned_event_per_partition:
@@ -27,17 +38,23 @@ Configured in ``dagster.yaml``::
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import functools
 import os
+import shutil
+import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from alembic.script import ScriptDirectory
 from dagster import Bool, Field, StringSource
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from agrag_pipeline.defs.dagster_internals import (
     INDEX_SHARD_NAME,
@@ -50,6 +67,7 @@ from agrag_pipeline.defs.dagster_internals import (
     _event_logs_directory,
     _runs_directory,
     _schedule_directory,
+    event_log_alembic_config,
 )
 
 #: Engines kept per storage: the index and the most recent run shards (the webserver reads many).
@@ -115,8 +133,10 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         base_dir: str,
         inst_data: ConfigurableClassData | None = None,
         planned_event_per_partition: bool = True,
+        run_shard_template: bool = True,
     ) -> None:
         self._engines = _Engines()
+        self._run_shard_template = run_shard_template
         self._tables: set[str] = set()
         self._planned_event_per_partition = planned_event_per_partition
         super().__init__(base_dir, inst_data)
@@ -126,10 +146,48 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         with self._db_lock:
             engine = self._engines.get(self.conn_string_for_shard(shard))
             if shard not in self._initialized_dbs:
-                self._initdb(engine)
+                if (
+                    shard == INDEX_SHARD_NAME
+                    or not self._run_shard_template
+                    or not self._run_shard_ready(shard)
+                ):
+                    self._initdb(engine)
                 self._initialized_dbs.add(shard)
             with engine.connect() as conn, conn.begin():
                 yield conn
+
+    def _run_shard_ready(self, shard: str) -> bool:
+        """Whether the run shard is there at the current schema, copied from the template if
+        it was missing; False sends it through Dagster's ``_initdb``."""
+        path = self.path_for_shard(shard)
+        if not os.path.exists(path):
+            try:
+                _link_copy(self._shard_template(), path)
+            except (OSError, sqlite3.Error, SQLAlchemyError):
+                return False  # another process made it meanwhile, or no template: Dagster's way
+        return _stamped_revision(path) == _alembic_head()
+
+    def _shard_template(self) -> str:
+        """The template run shard for this schema, made once (by Dagster's own ``_initdb``)."""
+        template = os.path.join(self._base_dir, f".run-shard-template-{_alembic_head()}.sqlite")
+        if not os.path.exists(template):
+            temporary = f"{template}.{os.getpid()}.{threading.get_ident()}.tmp"
+            engine = create_engine(
+                f"sqlite:///{temporary}", connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}
+            )
+            try:
+                self._initdb(engine)
+                with engine.connect() as conn:  # every page in the main file, none in the WAL
+                    conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+                engine.dispose()
+                _fsync(temporary)
+                os.replace(temporary, template)
+            finally:
+                engine.dispose()
+                for leftover in (temporary, f"{temporary}-wal", f"{temporary}-shm"):
+                    if os.path.exists(leftover):
+                        os.unlink(leftover)
+        return template
 
     def has_table(self, table_name: str) -> bool:
         # Asked before most queries (about 2 per event); a table, once there, stays.
@@ -145,6 +203,40 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
     def dispose(self) -> None:
         super().dispose()
         self._engines.dispose()
+
+
+@functools.cache
+def _alembic_head() -> str:
+    """The event log schema's alembic head revision (read once: alembic parses every script)."""
+    config = event_log_alembic_config()
+    return str(ScriptDirectory.from_config(config).as_revision_number("head"))
+
+
+def _stamped_revision(path: str) -> str | None:
+    """The alembic revision a SQLite file is stamped with (None: none, or not readable)."""
+    try:
+        with contextlib.closing(sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)) as db:
+            row = db.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlite3.Error:
+        return None
+    return str(row[0]) if row else None
+
+
+def _fsync(path: str) -> None:
+    with open(path, "rb+") as handle:
+        os.fsync(handle.fileno())
+
+
+def _link_copy(source: str, target: str) -> None:
+    """Copy ``source`` to ``target`` whole or not at all; FileExistsError if ``target`` is."""
+    temporary = f"{target}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        shutil.copyfile(source, temporary)
+        _fsync(temporary)
+        os.link(temporary, target)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
 
 
 class _KeptEngine:
@@ -182,6 +274,7 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
         base_dir: str,
         inst_data: ConfigurableClassData | None = None,
         planned_event_per_partition: bool = True,
+        run_shard_template: bool = True,
     ) -> None:
         # Deliberately not DagsterSqliteStorage.__init__: the same folders, other classes.
         self.base_dir = base_dir
@@ -195,6 +288,7 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
             self._event_log_storage = KeptEngineSqliteEventLogStorage(
                 _event_logs_directory(base_dir),
                 planned_event_per_partition=planned_event_per_partition,
+                run_shard_template=run_shard_template,
             )
             self._schedule_storage = KeptEngineSqliteScheduleStorage.from_local(
                 _schedule_directory(base_dir)
@@ -207,6 +301,7 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
         return {
             "base_dir": StringSource,
             "planned_event_per_partition": Field(Bool, is_required=False, default_value=True),
+            "run_shard_template": Field(Bool, is_required=False, default_value=True),
         }
 
     @classmethod
@@ -217,4 +312,5 @@ class KeptEngineSqliteStorage(DagsterSqliteStorage):
             config_value["base_dir"],
             inst_data=inst_data,
             planned_event_per_partition=config_value.get("planned_event_per_partition", True),
+            run_shard_template=config_value.get("run_shard_template", True),
         )
