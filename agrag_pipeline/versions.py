@@ -18,4 +18,6 @@ SNAPSHOT_VERSION = "1"
 #: with their comments, box-corner glyphs out, words split by a page break joined, compounds
 #: keep their line-end hyphen, footnotes of a one-page PDF kept, a justified line's wide space
 #: no column gutter; without an outline, no heading from an italic sentence or a line of code.
-PARSE_VERSION = "6"
+#: 7: the reading-quality score of a text over 2,048 characters read on a sample (its recorded
+#: score and reasons may differ), and structured data and code no longer scored by word lists.
+PARSE_VERSION = "7"
