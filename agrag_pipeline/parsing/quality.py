@@ -430,7 +430,12 @@ def _word_tokens(text: str, language: str, script: str | None = None) -> tuple[s
     import wordfreq
 
     tokens = wordfreq.tokenize(text, language)
-    words = {t for t in set(tokens) if _is_word(t, script)}  # each distinct token looked at once
+    latin = script is None or script == "Latin"
+    words = {  # each distinct token looked at once; ASCII words of letters at a glance
+        t
+        for t in set(tokens)
+        if (latin and len(t) >= 2 and t.isascii() and t.isalpha()) or _is_word(t, script)
+    }
     return tuple([t for t in tokens if t in words])
 
 
@@ -439,7 +444,13 @@ def _raw_tokens(text: str, script: str | None = None) -> tuple[str, ...]:
     """Whitespace-separated tokens with a letter, outer punctuation stripped, case kept."""
     if script is not None:  # those of the tokens with a letter that are in ``script``
         tokens = _raw_tokens(text)
-        in_script = {t for t in set(tokens) if _in_script(t, script)}
+        distinct = set(tokens)
+        # A token is kept for its letter: an ASCII one is Latin at a glance.
+        in_script = {
+            t for t in distinct if (script == "Latin" and t.isascii()) or _in_script(t, script)
+        }
+        if len(in_script) == len(distinct):
+            return tokens
         return tuple([t for t in tokens if t in in_script])
     raws = text.split()
     kept: dict[str, str | None] = {}
@@ -556,7 +567,9 @@ def assess(
     raw = _raw_tokens(full)
     penalties += _character_penalties(full, raw, measures, text)
     penalties += _parser_penalties(metadata or {}, measures)
-    penalties = sorted((p for p in penalties if p.penalty >= 0.01), key=lambda p: -p.penalty)
+    penalties = sorted(
+        (p for p in penalties if p.penalty >= _MIN_PENALTY), key=lambda p: -p.penalty
+    )
     score = math.prod(1.0 - p.penalty for p in penalties)
     return ReadingQuality(
         score=round(max(0.0, min(1.0, score)), 4),
@@ -569,6 +582,15 @@ def assess(
 
 def _share_penalty(signal: str, share: float) -> float:
     return min(1.0, _WEIGHTS[signal] * max(share, 0.0))
+
+
+#: A penalty under this lowers no score (``assess`` leaves it out).
+_MIN_PENALTY = 0.01
+
+
+def _penalty(signal: str, penalty: float, reason: Callable[[], str]) -> list[Penalty]:
+    """The penalty if it counts, its reason (examples counted and quoted) written only then."""
+    return [Penalty(signal, penalty, reason())] if penalty >= _MIN_PENALTY else []
 
 
 def _examples(words: Iterable[str], n: int = 3) -> str:
@@ -613,14 +635,14 @@ def _character_script_penalties(
     unknown = [c for c in characters if c not in known]
     share = len(unknown) / len(characters)
     measures["unknown"] = share
-    return language, [
-        Penalty(
-            "unknown",
-            _share_penalty("unknown", (share - UNKNOWN_CHARACTER_ALLOWANCE) * 4),
+    return language, _penalty(
+        "unknown",
+        _share_penalty("unknown", (share - UNKNOWN_CHARACTER_ALLOWANCE) * 4),
+        lambda: (
             f"{share:.0%} of the characters are in no word of the {language} word list "
-            f"(e.g. {_examples(unknown)})",
-        )
-    ]
+            f"(e.g. {_examples(unknown)})"
+        ),
+    )
 
 
 def _edits(word: str, alphabet: str) -> Iterator[str]:
@@ -687,27 +709,33 @@ def _word_penalties(
     misread_share = len(misread) / max(len(vocabulary), MIN_MISREAD_VOCABULARY)
     garbled_share = len(garbled) / max(len(raw), 1)
     measures.update(unknown=unknown_share, misread=misread_share, garbled=garbled_share)
-    garbled_penalty = Penalty(
+    garbled_penalty = _penalty(
         "garbled",
         _share_penalty("garbled", garbled_share),
-        f"{len(garbled)} words mix scripts or are split by symbols (e.g. {_examples(garbled)})",
+        lambda: (
+            f"{len(garbled)} words mix scripts or are split by symbols (e.g. {_examples(garbled)})"
+        ),
     )
     sequences = _sequence_penalties(sample, script, [language, "en"], measures, language)
     if not prose:
-        return [garbled_penalty, *sequences]
+        return [*garbled_penalty, *sequences]
     return [
-        Penalty(
+        *_penalty(
             "unknown",
             _share_penalty("unknown", unknown_share - UNKNOWN_ALLOWANCE),
-            f"{unknown_share:.0%} of the words are not in the {language} word list "
-            f"(e.g. {_examples(unknown)})",
+            lambda: (
+                f"{unknown_share:.0%} of the words are not in the {language} word list "
+                f"(e.g. {_examples(unknown)})"
+            ),
         ),
-        Penalty(
+        *_penalty(
             "misread",
             _share_penalty("misread", misread_share - MISREAD_ALLOWANCE),
-            f"{len(misread)} words are one letter off a common word (e.g. {_examples(misread)})",
+            lambda: (
+                f"{len(misread)} words are one letter off a common word (e.g. {_examples(misread)})"
+            ),
         ),
-        garbled_penalty,
+        *garbled_penalty,
         *sequences,
     ]
 
@@ -777,18 +805,17 @@ def _sequence_penalties(
             odd_words.add(word)
         odd_grams += odd_here * n
         all_grams += grams_here * n
-    odd = [w for w in words if w in odd_words]
     share = odd_grams / all_grams
     measures["odd_sequences"] = share
     where = f"the {language} word list" if language else f"any of {', '.join(languages)}"
-    return [
-        Penalty(
-            "sequences",
-            _share_penalty("sequences", share - SEQUENCE_ALLOWANCE),
+    return _penalty(
+        "sequences",
+        _share_penalty("sequences", share - SEQUENCE_ALLOWANCE),
+        lambda: (
             f"{share:.0%} of the letter sequences occur in no word of {where} "
-            f"(e.g. {_examples(odd)})",
-        )
-    ]
+            f"(e.g. {_examples([w for w in words if w in odd_words])})"
+        ),
+    )
 
 
 #: Words recur from document to document: each one's trigrams are looked up once.
