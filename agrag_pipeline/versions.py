@@ -21,5 +21,7 @@ SNAPSHOT_VERSION = "1"
 #: 7: PDF text in Type 3 fonts without a ToUnicode map read by its glyph names; characters drawn
 #: outside the page's visible box left out; letters beyond the BMP (math italic) read whole;
 #: mail parts labelled iso-8859-1 read as windows-1252; AsciiDoc tables by their cols, cell
-#: styles and spans; LaTeX author lines kept, \\thanks notes after them; XML text entities.
+#: styles and spans; LaTeX author lines kept, \\thanks notes after them; XML text entities;
+#: the reading-quality score of a text over 2,048 characters read on a sample (its recorded
+#: score and reasons may differ), and structured data and code no longer scored by word lists.
 PARSE_VERSION = "7"

@@ -59,9 +59,15 @@ UNMAPPED_KEY = "unmapped_glyphs"
 OCR_WORDS_KEY = "ocr_words"
 OCR_CONFIDENCE_KEY = "ocr_confidence"
 
-#: A longer text is read in ``_WINDOWS`` evenly spaced windows adding up to this.
-MAX_SAMPLE_CHARS = 200_000
-_WINDOWS = 10
+#: A text longer than ``MAX_SAMPLE_CHARS`` is scored on ``SAMPLE_WINDOWS`` windows of
+#: ``WINDOW_CHARS`` spread evenly over it, each cut at line (else word) ends, so the score costs
+#: the same for a 10 KB chapter as for a 5 MB dump (it was ~90% of a Markdown parse + chunk).
+#: The signals a window can miss and a C-level pass finds are counted over the whole text
+#: (``_whole_text_counts``). Sizes measured on the corpus and its defects (BENCHMARKS.md,
+#: "Reading quality": the verdicts and languages unchanged).
+SAMPLE_WINDOWS = 8
+WINDOW_CHARS = 256
+MAX_SAMPLE_CHARS = SAMPLE_WINDOWS * WINDOW_CHARS
 #: Fewer words (characters, for Chinese, Japanese and Korean) than this say nothing about a
 #: language: the word signals stay silent.
 MIN_WORDS = 20
@@ -350,17 +356,39 @@ def _without(text: str, spans: Iterable[tuple[int, int]]) -> str:
 
 
 def _sample(text: str) -> str:
+    """``text`` itself when short, else ``SAMPLE_WINDOWS`` windows spread evenly over it (the
+    first at its start, the last at its end), each cut after the first and before the last line
+    end in it (else space), so no window starts or ends inside a word."""
     if len(text) <= MAX_SAMPLE_CHARS:
         return text
-    step = len(text) // _WINDOWS
-    size = MAX_SAMPLE_CHARS // _WINDOWS
+    step = (len(text) - WINDOW_CHARS) / (SAMPLE_WINDOWS - 1)
     parts = []
-    for k in range(_WINDOWS):
-        window = text[k * step : k * step + size]
-        # Whole words only: cut after the first and before the last space.
-        first, last = window.find(" "), window.rfind(" ")
-        parts.append(window[first + 1 : last] if 0 <= first < last else window)
+    for k in range(SAMPLE_WINDOWS):
+        start = round(k * step)
+        window = text[start : start + WINDOW_CHARS]
+        if k == SAMPLE_WINDOWS - 1:  # the text's end is an end
+            parts.append(_whole_lines(window + "\n"))
+        else:
+            parts.append(_whole_lines(window) if start else window[: _last_break(window)])
     return "\n".join(parts)
+
+
+def _last_break(window: str) -> int:
+    """Where ``window`` ends at a line (else word) end: the last break in its second half."""
+    half = len(window) // 2
+    end = window.rfind("\n", half)
+    if end < 0:
+        end = window.rfind(" ", half)
+    return end if end >= 0 else len(window)
+
+
+def _whole_lines(window: str) -> str:
+    """``window`` without its first and last partial line (else word)."""
+    half = len(window) // 2
+    start = window.find("\n", 0, half)
+    if start < 0:
+        start = window.find(" ", 0, half)
+    return window[start + 1 : _last_break(window)]
 
 
 @_per_word_cache
@@ -402,7 +430,12 @@ def _word_tokens(text: str, language: str, script: str | None = None) -> tuple[s
     import wordfreq
 
     tokens = wordfreq.tokenize(text, language)
-    words = {t for t in set(tokens) if _is_word(t, script)}  # each distinct token looked at once
+    latin = script is None or script == "Latin"
+    words = {  # each distinct token looked at once; ASCII words of letters at a glance
+        t
+        for t in set(tokens)
+        if (latin and len(t) >= 2 and t.isascii() and t.isalpha()) or _is_word(t, script)
+    }
     return tuple([t for t in tokens if t in words])
 
 
@@ -411,7 +444,13 @@ def _raw_tokens(text: str, script: str | None = None) -> tuple[str, ...]:
     """Whitespace-separated tokens with a letter, outer punctuation stripped, case kept."""
     if script is not None:  # those of the tokens with a letter that are in ``script``
         tokens = _raw_tokens(text)
-        in_script = {t for t in set(tokens) if _in_script(t, script)}
+        distinct = set(tokens)
+        # A token is kept for its letter: an ASCII one is Latin at a glance.
+        in_script = {
+            t for t in distinct if (script == "Latin" and t.isascii()) or _in_script(t, script)
+        }
+        if len(in_script) == len(distinct):
+            return tokens
         return tuple([t for t in tokens if t in in_script])
     raws = text.split()
     kept: dict[str, str | None] = {}
@@ -499,11 +538,15 @@ def assess(
     text: str,
     metadata: dict[str, Any] | None = None,
     tables: Iterable[tuple[int, int]] = (),
+    *,
+    prose: bool = True,
 ) -> ReadingQuality:
     """The reading quality of a text layer and of what its parser measured (``metadata``).
 
     ``tables`` are spans of the text the word signals leave out while enough words remain:
-    cells hold names, codes and figures that no word list knows.
+    cells hold names, codes and figures that no word list knows. ``prose=False`` (structured
+    data and code: key paths, identifiers, markup names) leaves out the signals that ask a word
+    list whether a word is one (unknown, misread and vowel-less words): there they are no defect.
     """
     full = _sample(text)
     sample = _sample(_without(text, tables)) if tables else full
@@ -515,16 +558,18 @@ def assess(
     languages: list[str] = []
     for k, (script, share) in enumerate(parts):
         part_measures: dict[str, float] = measures if k == 0 else {}
-        language, found = _script_penalties(sample, script, part_measures)
+        language, found = _script_penalties(sample, script, part_measures, prose)
         if language:
             languages.append(language)
         for p in found:
             reason = p.reason if len(parts) == 1 else f"{script} text: {p.reason}"
             penalties.append(Penalty(p.signal, p.penalty * share, reason))
     raw = _raw_tokens(full)
-    penalties += _character_penalties(full, raw, measures)
+    penalties += _character_penalties(full, raw, measures, text)
     penalties += _parser_penalties(metadata or {}, measures)
-    penalties = sorted((p for p in penalties if p.penalty >= 0.01), key=lambda p: -p.penalty)
+    penalties = sorted(
+        (p for p in penalties if p.penalty >= _MIN_PENALTY), key=lambda p: -p.penalty
+    )
     score = math.prod(1.0 - p.penalty for p in penalties)
     return ReadingQuality(
         score=round(max(0.0, min(1.0, score)), 4),
@@ -539,6 +584,15 @@ def _share_penalty(signal: str, share: float) -> float:
     return min(1.0, _WEIGHTS[signal] * max(share, 0.0))
 
 
+#: A penalty under this lowers no score (``assess`` leaves it out).
+_MIN_PENALTY = 0.01
+
+
+def _penalty(signal: str, penalty: float, reason: Callable[[], str]) -> list[Penalty]:
+    """The penalty if it counts, its reason (examples counted and quoted) written only then."""
+    return [Penalty(signal, penalty, reason())] if penalty >= _MIN_PENALTY else []
+
+
 def _examples(words: Iterable[str], n: int = 3) -> str:
     shown = [w for w, _ in Counter(words).most_common(n)]
     return ", ".join(f"'{_printable(w[:30])}'" for w in shown)
@@ -550,7 +604,7 @@ def _printable(text: str) -> str:
 
 
 def _script_penalties(
-    sample: str, script: str, measures: dict[str, float]
+    sample: str, script: str, measures: dict[str, float], prose: bool = True
 ) -> tuple[str | None, list[Penalty]]:
     """The language of ``sample``'s text in ``script`` and what its words cost."""
     if script in _CHARACTER_SCRIPTS:
@@ -565,7 +619,7 @@ def _script_penalties(
         # that no list knows them): only the letter sequences words are built of can tell.
         tokens = _word_tokens(sample, "en", script)
         return None, _sequence_penalties(sample, script, _shortlist(tokens, script)[:2], measures)
-    return language, _word_penalties(sample, script, raw, language, measures)
+    return language, _word_penalties(sample, script, raw, language, measures, prose)
 
 
 def _character_script_penalties(
@@ -581,14 +635,14 @@ def _character_script_penalties(
     unknown = [c for c in characters if c not in known]
     share = len(unknown) / len(characters)
     measures["unknown"] = share
-    return language, [
-        Penalty(
-            "unknown",
-            _share_penalty("unknown", (share - UNKNOWN_CHARACTER_ALLOWANCE) * 4),
+    return language, _penalty(
+        "unknown",
+        _share_penalty("unknown", (share - UNKNOWN_CHARACTER_ALLOWANCE) * 4),
+        lambda: (
             f"{share:.0%} of the characters are in no word of the {language} word list "
-            f"(e.g. {_examples(unknown)})",
-        )
-    ]
+            f"(e.g. {_examples(unknown)})"
+        ),
+    )
 
 
 def _edits(word: str, alphabet: str) -> Iterator[str]:
@@ -615,7 +669,12 @@ def _one_letter_off(word: str, language: str) -> bool:
 
 
 def _word_penalties(
-    sample: str, script: str, raw: Sequence[str], language: str, measures: dict[str, float]
+    sample: str,
+    script: str,
+    raw: Sequence[str],
+    language: str,
+    measures: dict[str, float],
+    prose: bool = True,
 ) -> list[Penalty]:
     lexicon = _lexicon(language)
     # English words in another language's text (terms, names of things) are words too.
@@ -632,36 +691,52 @@ def _word_penalties(
     vocabulary = {
         t for t in distinct_raw if t.isalpha() and t.islower() and len(t) >= MIN_MISREAD_LETTERS
     }
-    misread = [w for w in sorted(vocabulary) if not known(w) and _one_letter_off(w, language)]
+    misread = (
+        [w for w in sorted(vocabulary) if not known(w) and _one_letter_off(w, language)]
+        if prose
+        else []
+    )
     garbled_words = {
         t
         for t in distinct_raw
-        # An ASCII word with a vowel is never garbled (``_garbled``): most words, at a glance.
-        if not (t.isascii() and _ASCII_VOWEL.search(t)) and _garbled(t, known(t.lower()))
+        # An ASCII word with a vowel is never garbled (``_garbled``): most words, at a glance;
+        # outside prose an ASCII word is never (a vowel-less identifier is no defect).
+        if not (t.isascii() and (not prose or _ASCII_VOWEL.search(t)))
+        and _garbled(t, known(t.lower()))
     }
     garbled = [t for t in raw if t in garbled_words]
     unknown_share = len(unknown) / total
     misread_share = len(misread) / max(len(vocabulary), MIN_MISREAD_VOCABULARY)
     garbled_share = len(garbled) / max(len(raw), 1)
     measures.update(unknown=unknown_share, misread=misread_share, garbled=garbled_share)
+    garbled_penalty = _penalty(
+        "garbled",
+        _share_penalty("garbled", garbled_share),
+        lambda: (
+            f"{len(garbled)} words mix scripts or are split by symbols (e.g. {_examples(garbled)})"
+        ),
+    )
+    sequences = _sequence_penalties(sample, script, [language, "en"], measures, language)
+    if not prose:
+        return [*garbled_penalty, *sequences]
     return [
-        Penalty(
+        *_penalty(
             "unknown",
             _share_penalty("unknown", unknown_share - UNKNOWN_ALLOWANCE),
-            f"{unknown_share:.0%} of the words are not in the {language} word list "
-            f"(e.g. {_examples(unknown)})",
+            lambda: (
+                f"{unknown_share:.0%} of the words are not in the {language} word list "
+                f"(e.g. {_examples(unknown)})"
+            ),
         ),
-        Penalty(
+        *_penalty(
             "misread",
             _share_penalty("misread", misread_share - MISREAD_ALLOWANCE),
-            f"{len(misread)} words are one letter off a common word (e.g. {_examples(misread)})",
+            lambda: (
+                f"{len(misread)} words are one letter off a common word (e.g. {_examples(misread)})"
+            ),
         ),
-        Penalty(
-            "garbled",
-            _share_penalty("garbled", garbled_share),
-            f"{len(garbled)} words mix scripts or are split by symbols (e.g. {_examples(garbled)})",
-        ),
-        *_sequence_penalties(sample, script, [language, "en"], measures, language),
+        *garbled_penalty,
+        *sequences,
     ]
 
 
@@ -730,18 +805,17 @@ def _sequence_penalties(
             odd_words.add(word)
         odd_grams += odd_here * n
         all_grams += grams_here * n
-    odd = [w for w in words if w in odd_words]
     share = odd_grams / all_grams
     measures["odd_sequences"] = share
     where = f"the {language} word list" if language else f"any of {', '.join(languages)}"
-    return [
-        Penalty(
-            "sequences",
-            _share_penalty("sequences", share - SEQUENCE_ALLOWANCE),
+    return _penalty(
+        "sequences",
+        _share_penalty("sequences", share - SEQUENCE_ALLOWANCE),
+        lambda: (
             f"{share:.0%} of the letter sequences occur in no word of {where} "
-            f"(e.g. {_examples(odd)})",
-        )
-    ]
+            f"(e.g. {_examples([w for w in words if w in odd_words])})"
+        ),
+    )
 
 
 #: Words recur from document to document: each one's trigrams are looked up once.
@@ -757,26 +831,83 @@ def _known_trigrams(languages: tuple[str, ...]) -> frozenset[str]:
     return frozenset().union(*(_trigrams(c) for c in languages))
 
 
+#: What ``_whole_text_counts`` finds in one C-level pass. Mojibake: C1 control characters, and
+#: UTF-8 read as windows-1252 or Latin-1, a lead byte's letter ("Ã", "â") followed by its
+#: continuation bytes' characters ("Ã©", "â€™"): the sequences ``ftfy``'s measure finds most
+#: in such text. Undecoded: U+FFFD, private use characters, ``(cid:N)``.
+_C1 = "\x80-\x9f"
+#: What windows-1252 makes of a UTF-8 continuation byte (0x80-0xBF): Latin-1's C1 and symbols,
+#: and the 27 characters windows-1252 puts at 0x80-0x9F.
+_CONTINUATION = "\x80-\xbf" + bytes(range(0x80, 0xA0)).decode("cp1252", "ignore")
+_PRIVATE_USE = "\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd"
+_UNDECODED = f"\ufffd{_PRIVATE_USE}"
+#: One character class first, so the regex engine scans for it in C and tries the rest only
+#: there (an alternation first would be tried at every character: 8x slower on the Rust book).
+_CHEAP_SIGNALS = re.compile(
+    f"[{_C1}\xc2-\xef{_UNDECODED}]"
+    f"(?:(?<=[\xc2-\xdf])[{_CONTINUATION}]|(?<=[\xe0-\xef])[{_CONTINUATION}]{{2}}"
+    f"|(?<=[{_C1}{_UNDECODED}]))"
+)
+_UNDECODED_CHARACTER = re.compile(f"[{_UNDECODED}]")
+
+
+@dataclass(frozen=True)
+class _WholeTextCounts:
+    mojibake: list[int]  # where each sign of mojibake is
+    replaced: int  # U+FFFD, private use, (cid:N)
+
+
+def _whole_text_counts(text: str) -> _WholeTextCounts:
+    """The character signals one C-level pass over the whole text finds (a sample can miss a
+    bad stretch): in ASCII text only ``(cid:N)``."""
+    replaced = len(_CID.findall(text)) if "(cid:" in text else 0
+    if text.isascii():
+        return _WholeTextCounts([], replaced)
+    mojibake: list[int] = []
+    for match in _CHEAP_SIGNALS.finditer(text):
+        if _UNDECODED_CHARACTER.match(match.group()):
+            replaced += 1
+        else:
+            mojibake.append(match.start())
+    return _WholeTextCounts(mojibake, replaced)
+
+
 def _character_penalties(
-    text: str, raw: Sequence[str], measures: dict[str, float]
+    sample: str, raw: Sequence[str], measures: dict[str, float], text: str | None = None
 ) -> list[Penalty]:
+    """Mojibake, letter-spaced runs and undecoded characters in ``sample``; ``text``, when the
+    sample is drawn from it, is searched whole for C1 controls and undecoded characters, each
+    weighed by the words the whole text has (estimated from the sample's share of it)."""
     import ftfy.badness
 
     words = max(len(raw), 1)
+    whole = _whole_text_counts(text if text is not None else sample)
+    scale = len(text) / max(len(sample), 1) if text is not None else 1.0
+    whole_words = max(words * scale, 1.0)
     out = []
-    bad = ftfy.badness.badness(text)
-    measures["mojibake"] = bad / words
+    bad = ftfy.badness.badness(sample)
+    found = (
+        [_around(sample, m.start()) for m in ftfy.badness.BADNESS_RE.finditer(sample)]
+        if bad
+        else []
+    )
+    share = bad / words
+    if text is not None and text is not sample and whole.mojibake:
+        # Counted over the whole text, where a sample's few windows see a scattered defect
+        # too often or too rarely.
+        bad, share = len(whole.mojibake), len(whole.mojibake) / whole_words
+        found = [_around(text, at) for at in whole.mojibake[:100]]
+    measures["mojibake"] = share
     if bad:
-        found = [_around(text, m.start()) for m in ftfy.badness.BADNESS_RE.finditer(text)]
         out.append(
             Penalty(
                 "mojibake",
-                _share_penalty("mojibake", bad / words),
+                _share_penalty("mojibake", share),
                 f"{bad} character sequences look like text decoded with the wrong code page "
                 f"(e.g. {_examples(found)})",
             )
         )
-    spaced = _SPACED_RUN.findall(text)
+    spaced = _SPACED_RUN.findall(sample)
     letters = sum(len(run) // 2 + 1 for run in spaced)
     measures["spaced"] = letters / words
     if spaced:
@@ -787,15 +918,13 @@ def _character_penalties(
                 f"{len(spaced)} runs of letters set apart by spaces (e.g. {_examples(spaced)})",
             )
         )
-    replaced = text.count("\ufffd") + len(_CID.findall(text))
-    if not text.isascii():  # private use characters, counted per distinct character
-        replaced += sum(text.count(c) for c in set(text) if unicodedata.category(c) == "Co")
-    measures["replacement"] = replaced / words
+    replaced = whole.replaced
+    measures["replacement"] = replaced / whole_words
     if replaced:
         out.append(
             Penalty(
                 "replacement",
-                _share_penalty("replacement", replaced / words),
+                _share_penalty("replacement", replaced / whole_words),
                 f"{replaced} characters could not be decoded (U+FFFD, '(cid:N)', private use)",
             )
         )
