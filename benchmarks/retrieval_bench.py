@@ -171,7 +171,7 @@ def model_embedder(rt: Runtime, args: argparse.Namespace) -> Embedder:
 def evaluate(args: argparse.Namespace) -> None:
     rt = Runtime.from_files(DEFAULT_SETTINGS_PATH)
     embedder = model_embedder(rt, args)
-    print(f"model: {embedder.model_name} (weights {getattr(embedder, 'weights_sha256', '?')})")
+    print(f"model: {args.model or rt.settings.embedding.model}, fingerprint {embedder.fingerprint}")
     cache = EmbeddingCache.in_dir(Path(args.cache_dir))
     parsed = parse_book(Path(args.book))
     base = rt.settings.chunker

@@ -120,7 +120,7 @@ def main() -> None:
     rt = Runtime.from_files(DEFAULT_SETTINGS_PATH)
     cache = EmbeddingCache.in_dir(Path(args.cache_dir))
     embedder = model_embedder(rt, args)
-    print(f"model: {embedder.model_name}")
+    print(f"model: {args.model or rt.settings.embedding.model}")
     pdfs = sorted(folder.glob("*.pdf"))
     twins = {p.name: p.with_suffix(".html") for p in pdfs if p.with_suffix(".html").exists()}
     pdf_scores = route("pdf", pdfs, questions, rt, cache, modes, embedder)
