@@ -13,7 +13,8 @@ own LanceDB index, and scored dense and hybrid under both hit rules; every model
 first is compared with the first, paired by question (bootstrap interval). Sets: ``manuals``
 (the PDFs of ``data/eval/pdf-manuals`` and their quoted answers) and ``rust`` (the Rust book
 and ``data/eval/rust-book-questions.tsv``; ``--rust-files answers`` keeps only the chapters
-that hold an answer, for models too slow for the whole book on two cores).
+that hold an answer, ``--max-files N`` the first N of them and their questions, for models
+too slow for the whole book on two cores).
 ``speed``: one model per process, so the peak RSS is that model's: chunks/s (wall and CPU
 time) embedding the first ``--texts`` chunks of the Rust book, after one warm-up batch.
 A model is ``NAME`` (the packaged MiniLM), ``NAME=DIR`` (a local sentence-transformers
@@ -72,7 +73,7 @@ def embedder_from_spec(rt: Runtime, spec: str) -> Embedder:
 
 
 def labelled_set(
-    name: str, rust_files: str
+    name: str, rust_files: str, max_files: int | None = None
 ) -> tuple[list[ParsedDocument], list[Question], dict[Rule, dict[int, tuple[int, int]]]]:
     if name == "manuals":
         questions = load_questions(MANUALS / "questions.tsv")
@@ -81,8 +82,9 @@ def labelled_set(
         questions = load_questions(QUESTIONS)
         parsed = parse_book(BOOK)
         if rust_files == "answers":
-            keep = {q.source_key for q in questions}
+            keep = sorted({q.source_key for q in questions})[:max_files]
             parsed = [p for p in parsed if p.document.source_key in keep]
+            questions = [q for q in questions if q.source_key in keep]
     by_key = {p.document.source_key: p for p in parsed}
     spans = {
         rule: answer_spans(
@@ -102,7 +104,7 @@ def quality(args: argparse.Namespace) -> None:
         embedders[spec.partition("=")[0]] = embedder_from_spec(rt, spec)
     first = next(iter(embedders))
     for set_name in args.set:
-        parsed, questions, spans = labelled_set(set_name, args.rust_files)
+        parsed, questions, spans = labelled_set(set_name, args.rust_files, args.max_files)
         items = ours(parsed, settings)
         texts = [str(it["contextual_text"]) for it in items]
         print(f"\n## {set_name}: {len(parsed)} documents, {len(items)} chunks, {len(questions)} Qs")
@@ -173,6 +175,9 @@ def main() -> None:
     parser.add_argument("--model", action="append", required=True)
     parser.add_argument("--set", action="append", choices=("manuals", "rust"))
     parser.add_argument("--rust-files", choices=("all", "answers"), default="all")
+    parser.add_argument(
+        "--max-files", type=int, help="with --rust-files answers: the first N such chapters"
+    )
     parser.add_argument("--cache-dir", default=str(PROJECT_ROOT / "data" / "cache"))
     parser.add_argument("--texts", type=int, default=64)
     args = parser.parse_args()
