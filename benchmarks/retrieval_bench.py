@@ -144,9 +144,34 @@ def native(index: SearchIndex, embedder: Embedder) -> Callable[[str, int], list[
     return run
 
 
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model`` / ``--model-dir``: measure another local sentence-transformers model."""
+    parser.add_argument(
+        "--model",
+        help="model name (default: the pipeline's); a known one is checked against its"
+        " published weights hash (embedding.settings.PUBLISHED_WEIGHTS_SHA256)",
+    )
+    parser.add_argument("--model-dir", help="its local sentence-transformers directory")
+
+
+def model_embedder(rt: Runtime, args: argparse.Namespace) -> Embedder:
+    """The pipeline's embedder, or the one ``--model``/``--model-dir`` name (same settings
+    otherwise; the chunks are cut with the pipeline's tokenizer either way, so every model
+    embeds the same texts)."""
+    if not args.model and not args.model_dir:
+        return rt.embedder
+    from agrag_pipeline.embedding.factory import make_embedder
+    from agrag_pipeline.embedding.settings import EmbeddingSettings
+
+    data = rt.settings.embedding.model_dump(exclude={"weights_sha256", "model", "model_dir"})
+    data.update(model=args.model or rt.settings.embedding.model, model_dir=args.model_dir)
+    return make_embedder(EmbeddingSettings.model_validate(data), rt.embedding_cache_dir)
+
+
 def evaluate(args: argparse.Namespace) -> None:
     rt = Runtime.from_files(DEFAULT_SETTINGS_PATH)
-    embedder = rt.embedder
+    embedder = model_embedder(rt, args)
+    print(f"model: {args.model or rt.settings.embedding.model}, fingerprint {embedder.fingerprint}")
     cache = EmbeddingCache.in_dir(Path(args.cache_dir))
     parsed = parse_book(Path(args.book))
     base = rt.settings.chunker
@@ -292,6 +317,7 @@ def main() -> None:
     parser.add_argument("--min-tokens", type=int)
     parser.add_argument("--overlap-tokens", type=int)
     parser.add_argument("--skip-naive", action="store_true")
+    add_model_arguments(parser)
     parser.add_argument(
         "--native-hybrid", action="store_true", help="also score LanceDB's own hybrid query"
     )

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from agrag_pipeline.chunking.settings import ChunkerSettings
+from agrag_pipeline.embedding.base import Embedder
 from agrag_pipeline.embedding.cache import EmbeddingCache, embed_with_cache
 from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.parsing.parsed import ParsedDocument
@@ -43,7 +44,13 @@ from agrag_pipeline.retrieval.evaluate import (
 from agrag_pipeline.retrieval.search import MODES, Mode, retriever
 from agrag_pipeline.runtime import PROJECT_ROOT, Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
-from benchmarks.retrieval_bench import _item, build_index, ours
+from benchmarks.retrieval_bench import (
+    _item,
+    add_model_arguments,
+    build_index,
+    model_embedder,
+    ours,
+)
 
 SET = PROJECT_ROOT / "data" / "eval" / "pdf-manuals"
 
@@ -64,6 +71,7 @@ def route(
     rt: Runtime,
     cache: EmbeddingCache,
     modes: tuple[Mode, ...],
+    embedder: Embedder,
 ) -> dict[str, list[Scores]]:
     """Scores of ours and fixed-1000 over ``files`` (``run mode`` -> one Scores per rule)."""
     started = time.perf_counter()
@@ -85,7 +93,7 @@ def route(
         for run, items in (("ours", ours(parsed, settings)), ("fixed-1000", fixed(parsed))):
             started = time.perf_counter()
             vectors, stats = embed_with_cache(
-                rt.embedder, [str(it["contextual_text"]) for it in items], cache
+                embedder, [str(it["contextual_text"]) for it in items], cache
             )
             print(
                 f"{name} {run}: {len(items)} chunks, embedded in "
@@ -94,7 +102,7 @@ def route(
             index = build_index(Path(tmp) / run, items, vectors)
             for mode in modes:
                 out[f"{run} {mode}"] = score_rules(
-                    f"{name} {run} {mode}", questions, spans, retriever(index, mode, rt.embedder)
+                    f"{name} {run} {mode}", questions, spans, retriever(index, mode, embedder)
                 )
     return out
 
@@ -104,15 +112,18 @@ def main() -> None:
     parser.add_argument("--set", default=str(SET))
     parser.add_argument("--cache-dir", default=str(PROJECT_ROOT / "data" / "cache"))
     parser.add_argument("--modes", default=",".join(MODES))
+    add_model_arguments(parser)
     args = parser.parse_args()
     folder = Path(args.set)
     modes: tuple[Mode, ...] = tuple(m for m in MODES if m in args.modes.split(","))
     questions = load_questions(folder / "questions.tsv")
     rt = Runtime.from_files(DEFAULT_SETTINGS_PATH)
     cache = EmbeddingCache.in_dir(Path(args.cache_dir))
+    embedder = model_embedder(rt, args)
+    print(f"model: {args.model or rt.settings.embedding.model}")
     pdfs = sorted(folder.glob("*.pdf"))
     twins = {p.name: p.with_suffix(".html") for p in pdfs if p.with_suffix(".html").exists()}
-    pdf_scores = route("pdf", pdfs, questions, rt, cache, modes)
+    pdf_scores = route("pdf", pdfs, questions, rt, cache, modes, embedder)
     twin_questions = [
         q.__class__(q.query, twins[q.source_key].name, q.heading, q.span, q.line, q.quote)
         if q.source_key in twins
@@ -120,7 +131,7 @@ def main() -> None:
         for q in questions
     ]
     twin_files = [twins.get(p.name, p) for p in pdfs]
-    twin_scores = route("html-twin", twin_files, twin_questions, rt, cache, modes)
+    twin_scores = route("html-twin", twin_files, twin_questions, rt, cache, modes, embedder)
 
     print(f"\n{len(questions)} questions over {', '.join(p.name for p in pdfs)}\n")
     print(table([s for scores in (pdf_scores, twin_scores) for v in scores.values() for s in v]))

@@ -24,6 +24,7 @@ from agrag_pipeline.embedding.base import (
     l2_normalize,
 )
 from agrag_pipeline.embedding.batching import fixed_batches, token_budget_batches
+from agrag_pipeline.embedding.settings import PUBLISHED_WEIGHTS_SHA256
 
 if TYPE_CHECKING:
     from agrag_pipeline.embedding.settings import EmbeddingSettings
@@ -179,6 +180,11 @@ class SentenceTransformerEmbedder(Embedder):
             raise EmbeddingError(
                 f"embedding.model is {settings.model!r}, but only {DEFAULT_MODEL} ships with the "
                 "project; set embedding.model_dir to a local sentence-transformers directory"
+                + (
+                    " (its model.safetensors is checked against the published SHA-256)"
+                    if settings.model in PUBLISHED_WEIGHTS_SHA256
+                    else " and embedding.weights_sha256 to its weights' SHA-256"
+                )
             )
         return cls(
             model_dir,

