@@ -406,8 +406,10 @@ class Runtime:
         """The embedding model's tokenizer.json and maximum sequence length (no model load).
 
         The chunker's token limits come from these, so nothing is truncated when embedding.
-        The static (model2vec) backend is distilled from the default MiniLM and shares its
-        tokenizer; an HTTP backend names its tokenizer and limit in its settings.
+        A local model in its own directory (``embedding.model_dir``) brings its own tokenizer and
+        limit (sentence-transformers' ``sentence_bert_config.json``); the static (model2vec)
+        backend is distilled from the default MiniLM and shares its tokenizer; an HTTP backend
+        names its tokenizer and limit in its settings.
         """
         from agrag_pipeline.chunking.tokens import default_tokenizer_path
 
@@ -417,6 +419,8 @@ class Runtime:
             return (
                 Path(path) if path else default_tokenizer_path()
             ), embedding.openai.max_sequence_tokens
+        if embedding.backend == "sentence-transformers" and embedding.model_dir:
+            return _model_dir_tokenizer(Path(embedding.model_dir))
         return default_tokenizer_path(), DEFAULT_MAX_SEQUENCE_TOKENS
 
     @property
@@ -456,3 +460,22 @@ class Runtime:
         from agrag_pipeline.embedding.cache import EmbeddingCache
 
         return EmbeddingCache.in_dir(self.embedding_cache_dir)
+
+
+def _model_dir_tokenizer(model_dir: Path) -> tuple[Path, int]:
+    """A local sentence-transformers model's ``tokenizer.json`` and ``max_seq_length``.
+
+    Raises:
+        ValueError: the directory lacks a tokenizer.json (chunks would be counted with another
+            model's tokenizer and cut at another model's limit).
+    """
+    import json
+
+    tokenizer = model_dir / "tokenizer.json"
+    if not tokenizer.is_file():
+        raise ValueError(f"embedding.model_dir {str(model_dir)!r} holds no tokenizer.json")
+    limit = DEFAULT_MAX_SEQUENCE_TOKENS
+    config = model_dir / "sentence_bert_config.json"
+    if config.is_file():
+        limit = int(json.loads(config.read_text(encoding="utf-8")).get("max_seq_length", limit))
+    return tokenizer, limit

@@ -144,3 +144,28 @@ def test_an_explicit_weights_hash_overrides_the_published_one(tmp_path: Path):
         EmbeddingSettings.model_validate({"model": "x/y", "weights_sha256": None}).weights_sha256
         is None
     )
+
+
+def test_a_local_model_directory_brings_its_own_tokenizer_and_limit(tmp_path: Path) -> None:
+    # The chunker counts tokens with the model that embeds: a model directory's own
+    # tokenizer.json and max_seq_length, never the packaged MiniLM's.
+    import json
+
+    from agrag_pipeline.runtime import Runtime
+    from agrag_pipeline.settings import load_settings
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(packaged_minilm_dir(), model_dir)
+    config = model_dir / "sentence_bert_config.json"
+    values = json.loads(config.read_text(encoding="utf-8"))
+    values["max_seq_length"] = 128
+    config.write_text(json.dumps(values), encoding="utf-8")
+    shipped = load_settings()
+    settings = shipped.model_copy(
+        update={"embedding": shipped.embedding.model_copy(update={"model_dir": str(model_dir)})}
+    )
+    rt = Runtime(settings=settings, raw_root=str(tmp_path), warehouse_root=str(tmp_path / "w"))
+    assert rt.tokenizer() == (model_dir / "tokenizer.json", 128)
+    (model_dir / "tokenizer.json").unlink()
+    with pytest.raises(ValueError, match=r"holds no tokenizer\.json"):
+        rt.tokenizer()
