@@ -17,5 +17,7 @@ SNAPSHOT_VERSION = "1"
 #: elements left out; PDF outline headings on their real (numbered) lines, code lines whole
 #: with their comments, box-corner glyphs out, words split by a page break joined, compounds
 #: keep their line-end hyphen, footnotes of a one-page PDF kept, a justified line's wide space
-#: no column gutter; without an outline, no heading from an italic sentence or a line of code.
-PARSE_VERSION = "6"
+#: no column gutter; without an outline, no heading from an italic sentence or a line of code;
+#: 7: PDF paragraphs parted by a small space or a first-line indent (texinfo, LaTeX), a sentence
+#: running on over a page break kept in its paragraph, an API's definition lines no headings.
+PARSE_VERSION = "7"
