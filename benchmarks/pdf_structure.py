@@ -27,8 +27,9 @@ Paragraphs (texinfo twins): a prose paragraph of the twin (a blank-line block of
 words, mostly words, ending a sentence) is found when its first six words open a paragraph of
 our text layer (after a blank line); only paragraphs whose first six words are in our text at
 all are counted (the twin words some cross-references otherwise). A break of ours inside a
-sentence (a paragraph that ends on a letter or comma before one that opens in lower case) is
-counted apart: a paragraph split where the page has none.
+sentence (a paragraph of running text that ends on a letter or comma before one that opens in
+lower case; code and index lines aside) is counted apart: a paragraph split where the page has
+none.
 
 ``--no-outline`` parses as if the PDF had no outline (the typographic headings alone).
 """
@@ -163,9 +164,18 @@ def paragraph_starts(text: str) -> tuple[set[tuple[str, ...]], int]:
     inside = sum(
         1
         for a, b in itertools.pairwise(parts)
-        if (a[-1].isalpha() or a[-1] == ",") and b[0].islower()
+        if (a[-1].isalpha() or a[-1] == ",")
+        and b[0].islower()
+        and _prose(a.splitlines()[-1])
+        and _prose(b.splitlines()[0])
     )
     return starts, inside
+
+
+def _prose(line: str) -> bool:
+    """A line of running text: six words or more, nine in ten of letters (no code, no index)."""
+    tokens = line.split()
+    return len(tokens) >= 6 and sum(t.isalpha() for t in tokens) >= 0.9 * len(tokens)
 
 
 def markdown_reference(path: Path) -> Reference:
