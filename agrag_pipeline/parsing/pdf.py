@@ -93,10 +93,10 @@ _RUNNING_HEAD = re.compile(r"^(\d{1,4})\s.*\S|.*\S\s(\d{1,4})$")
 #: A number that is a year of a date, not a page number.
 _YEAR = re.compile(r"1[89]\d\d|2[01]\d\d")
 _NUMBERED = re.compile(r"^(\d+(\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s")
-#: A code signature, set in bold in reference manuals but no heading: a name and a parameter
-#: list that declares (``(void)``, a pointer, an ``_identifier``), or a definition line ending
-#: in its bracketed kind (texinfo's ``@deftypefun``: ``size_t ffi_get_closure_size (void)
-#: [Function]``).
+#: A code signature, set apart (larger, or bold) in reference manuals but no heading: a name
+#: and a parameter list that declares (``(void)``, a pointer, an ``_identifier``), or a
+#: definition line ending in its bracketed kind (texinfo's ``@deftypefun``:
+#: ``size_t ffi_get_closure_size (void) [Function]``).
 _SIGNATURE = re.compile(
     r"\w\s*\((\s*void\s*|[^()]*[*&_][^()]*)\)|\S\s+\[[A-Z][a-z]+( [A-Za-z]+)?\]$"
 )

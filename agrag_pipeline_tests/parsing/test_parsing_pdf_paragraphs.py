@@ -1,6 +1,6 @@
 """Paragraphs and definition lines of typeset manuals (issue 24): texinfo and many LaTeX classes
 part paragraphs by a small extra space (``\\parskip``, a third of a line) or a first-line indent
-only, and set an API's definition lines in bold. Read from real pdfTeX output
+only, and set an API's definition lines apart in a larger type. Read from real pdfTeX output
 (``fixtures/texinfo_manual.pdf``, ``fixtures/texinfo_reference.pdf``, a page of the libffi
 manual): a paragraph of the page is a paragraph of the text layer (so a chunk is never cut
 inside a sentence where the page has no break), and a definition line is text, not a heading
