@@ -23,5 +23,7 @@ SNAPSHOT_VERSION = "1"
 #: mail parts labelled iso-8859-1 read as windows-1252; AsciiDoc tables by their cols, cell
 #: styles and spans; LaTeX author lines kept, \\thanks notes after them; XML text entities;
 #: the reading-quality score of a text over 2,048 characters read on a sample (its recorded
-#: score and reasons may differ), and structured data and code no longer scored by word lists.
+#: score and reasons may differ), and structured data and code no longer scored by word lists;
+#: PDF paragraphs parted by a small space or a first-line indent (texinfo, LaTeX), a sentence
+#: running on over a page break kept in its paragraph, an API's definition lines no headings.
 PARSE_VERSION = "7"

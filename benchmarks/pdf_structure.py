@@ -23,6 +23,14 @@ its word trigrams (bigrams, words for shorter ones) are in our text. A line of a
 with a trailing comment (``x = 1   # one``, indented in the twin) is whole when its words are
 on one line of ours.
 
+Paragraphs (texinfo twins): a prose paragraph of the twin (a blank-line block of at least eight
+words, mostly words, ending a sentence) is found when its first six words open a paragraph of
+our text layer (after a blank line); only paragraphs whose first six words are in our text at
+all are counted (the twin words some cross-references otherwise). A break of ours inside a
+sentence (a paragraph of running text that ends on a letter or comma before one that opens in
+lower case; code and index lines aside) is counted apart: a paragraph split where the page has
+none.
+
 ``--no-outline`` parses as if the PDF had no outline (the typographic headings alone).
 """
 
@@ -71,6 +79,8 @@ class Reference:
     footnotes: list[str]
     #: Lines of code examples with a trailing comment (``x = 1   # one``).
     code: list[str] = field(default_factory=list)
+    #: The first words of each prose paragraph.
+    paragraphs: list[tuple[str, ...]] = field(default_factory=list)
 
 
 def texinfo_reference(path: Path) -> Reference:
@@ -115,7 +125,57 @@ def texinfo_reference(path: Path) -> Reference:
         for line in lines
         if line.startswith("     ") and _TRAILING_COMMENT.match(line.strip())
     ]
-    return Reference(headings, [f for f in footnotes if words(f)], code)
+    return Reference(headings, [f for f in footnotes if words(f)], code, _paragraphs(lines))
+
+
+#: Words that open a paragraph, to find it in our text.
+_OPENING = 6
+_SENTENCE_END = re.compile(r"[.:!?][\"'”’)\]]*$")
+
+
+def _paragraphs(lines: list[str]) -> list[tuple[str, ...]]:
+    """The opening words of the twin's prose paragraphs (blank-line blocks of at least eight
+    words, four in five of them words of letters, the last line ending a sentence)."""
+    out: list[tuple[str, ...]] = []
+    block: list[str] = []
+    for line in [*lines, ""]:
+        if line.strip():
+            block.append(line.strip())
+            continue
+        if block:
+            tokens = words(" ".join(block))
+            alpha = sum(t.isalpha() for t in tokens)
+            if (
+                len(tokens) >= 8
+                and alpha >= 0.8 * len(tokens)
+                and _SENTENCE_END.search(block[-1])
+                and not _FOOTNOTE.match(block[0])
+            ):
+                out.append(tuple(tokens[:_OPENING]))
+        block = []
+    return out
+
+
+def paragraph_starts(text: str) -> tuple[set[tuple[str, ...]], int]:
+    """The opening words of each paragraph of our text layer, and the breaks inside a
+    sentence (a paragraph ending on a letter or comma before one opening in lower case)."""
+    parts = [p.strip() for p in text.split("\n\n") if p.strip()]
+    starts = {tuple(words(p)[:_OPENING]) for p in parts}
+    inside = sum(
+        1
+        for a, b in itertools.pairwise(parts)
+        if (a[-1].isalpha() or a[-1] == ",")
+        and b[0].islower()
+        and _prose(a.splitlines()[-1])
+        and _prose(b.splitlines()[0])
+    )
+    return starts, inside
+
+
+def _prose(line: str) -> bool:
+    """A line of running text: six words or more, nine in ten of letters (no code, no index)."""
+    tokens = line.split()
+    return len(tokens) >= 6 and sum(t.isalpha() for t in tokens) >= 0.9 * len(tokens)
 
 
 def markdown_reference(path: Path) -> Reference:
@@ -137,6 +197,11 @@ class Result:
     #: Ours that are an index's letter headings ("A", "B"; outline entries of texinfo PDFs,
     #: which the twins set as no heading), none of them a hit.
     letters: int = 0
+    #: Twin paragraphs whose opening words are in our text, and those opening a paragraph.
+    paragraphs: int = 0
+    paragraphs_found: int = 0
+    #: Our paragraph breaks inside a sentence.
+    breaks_inside: int = 0
 
     @property
     def precision(self) -> float:
@@ -194,6 +259,9 @@ def measure(name: str, path: Path, reference: Reference, outline: bool) -> Resul
     kept = sum(survived(f, grams) for f in reference.footnotes)
     our_lines = {" ".join(words(line)) for line in text.splitlines()}
     whole = sum(any(" ".join(words(c)) in line for line in our_lines) for c in reference.code)
+    starts, inside = paragraph_starts(text)
+    six = set(_grams(tokens, _OPENING))
+    eligible = [p for p in reference.paragraphs if len(p) == _OPENING and p in six]
     return Result(
         name,
         pages,
@@ -205,21 +273,27 @@ def measure(name: str, path: Path, reference: Reference, outline: bool) -> Resul
         len(reference.code),
         whole,
         letters,
+        len(eligible),
+        sum(p in starts for p in eligible),
+        inside,
     )
 
 
 def table(results: list[Result]) -> str:
     rows = [
         "| file | pages | headings (ours / ref) | hP | hP, index letters aside | hR "
-        "| footnotes kept | code lines with their comment |",
-        "|---|---|---|---|---|---|---|---|",
+        "| footnotes kept | code lines with their comment | paragraphs found "
+        "| breaks inside a sentence |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         notes = f"{r.kept} / {r.footnotes}" if r.footnotes else "-"
         code = f"{r.code_whole} / {r.code}" if r.code else "-"
+        paragraphs = f"{r.paragraphs_found} / {r.paragraphs}" if r.paragraphs else "-"
         rows.append(
             f"| {r.name} | {r.pages} | {r.ours} / {r.ref} | {r.precision:.2f} "
-            f"| {r.precision_no_letters:.2f} | {r.recall:.2f} | {notes} | {code} |"
+            f"| {r.precision_no_letters:.2f} | {r.recall:.2f} | {notes} | {code} "
+            f"| {paragraphs} | {r.breaks_inside} |"
         )
     return "\n".join(rows)
 

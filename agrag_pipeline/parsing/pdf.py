@@ -20,7 +20,10 @@ memory grows with the text, not with every page's characters. Then, over the who
   words of its language that joined make none (``self-contained``, by ``wordfreq``).
 
 Text layer: lines joined by ``"\\n"``, paragraphs and column breaks by ``"\\n\\n"``, pages by
-``PAGE_SEPARATOR``; a table as pipe rows (``| a | b |``, header row then ``| - |``), a header
+``PAGE_SEPARATOR`` (a line, where a sentence runs on from one page's body to the next); a
+paragraph starts where a line is set apart by more than the page's usual line gap, or, after a
+line that ends a sentence, by a third of a line or a first-line indent (texinfo's and many LaTeX
+classes' paragraphs); a table as pipe rows (``| a | b |``, header row then ``| - |``), a header
 longer than ``MAX_HEADER_CHARS`` is no header (it would be repeated in every chunk of the table).
 ``ParsedDocument.layout`` has one ``LayoutSpan`` per line and table row, boxes in PDF points on
 the unrotated page from its top-left corner.
@@ -30,9 +33,9 @@ as its title, with or without the number the page shows (outline "Widgets", line
 Widgets"), set in heading type, at the outline's level: never a body sentence that starts with
 the title. Otherwise from typography measured over the whole document, precision first: lines
 set clearly larger than the body size, or bold at body size when the body is not bold (italic
-only in Title Case), standing as their own paragraph, short, not code, a caption, an author
-list or a sentence; a heading wrapped over two lines is one heading; levels rank the heading
-styles over the whole document, so they agree across pages.
+only in Title Case), standing as their own paragraph, short, not code (nor a function's
+definition line), a caption, an author list or a sentence; a heading wrapped over two lines is
+one heading; levels rank the heading styles over the whole document, so they agree across pages.
 
 OCR (``parsing.ocr``, Tesseract): a page with no visible text, mostly unmapped glyphs, or an
 invisible text layer over an image is read by OCR when ``ParsingSettings.ocr.enabled``; its
@@ -44,7 +47,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import statistics
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
@@ -92,6 +94,21 @@ _RUNNING_HEAD = re.compile(r"^(\d{1,4})\s.*\S|.*\S\s(\d{1,4})$")
 #: A number that is a year of a date, not a page number.
 _YEAR = re.compile(r"1[89]\d\d|2[01]\d\d")
 _NUMBERED = re.compile(r"^(\d+(\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s")
+#: A code signature, set apart (larger, or bold) in reference manuals but no heading: a name
+#: and a parameter list that declares (``(void)``, a pointer, an ``_identifier``), or a
+#: definition line ending in its bracketed kind (texinfo's ``@deftypefun``:
+#: ``size_t ffi_get_closure_size (void) [Function]``).
+_SIGNATURE = re.compile(
+    r"\w\s*\((\s*void\s*|[^()]*[*&_][^()]*)\)|\S\s+\[[A-Z][a-z]+( [A-Za-z]+)?\]$"
+)
+#: A sentence ending a line: where a paragraph may end.
+_SENTENCE_END = re.compile(r"[.:!?][\"'”’)\]]*$")
+#: Between paragraphs, beyond the usual line gap (in font sizes): clearly more space …
+_PARAGRAPH_GAP = 0.45
+#: … or, after a line that ends a sentence, a smaller space (texinfo's and many LaTeX classes'
+#: ``\parskip``: about a third of a line) or a first-line indent of one to four font sizes.
+_PARSKIP = 0.25
+_INDENT = (0.8, 4.0)
 
 
 @dataclass(slots=True)
@@ -578,8 +595,10 @@ class _LayerBuilder:
         )
         if not items:
             return
+        # A sentence the last page left open goes on in the same paragraph.
+        continued = self._continues(items[0])
         if self.pos:
-            self._put(PAGE_SEPARATOR)
+            self._put("\n" if continued else PAGE_SEPARATOR)
         previous: Line | Table | None = None
         joined = False  # the previous line ended in a hyphen that was joined to this one
         leading = _leading(items)
@@ -591,7 +610,9 @@ class _LayerBuilder:
                 previous, joined = item, False
                 continue
             text = item.text
-            paragraph = previous is None or _paragraph_break(previous, item, leading)
+            paragraph = (previous is None and not (k == 0 and continued)) or (
+                previous is not None and _paragraph_break(previous, item, leading)
+            )
             if previous is not None and not joined:
                 self._put("\n\n" if paragraph else "\n")
             item.paragraph_start = paragraph and not joined
@@ -617,6 +638,23 @@ class _LayerBuilder:
                 previous, joined = None, False
                 if k + 1 < len(items):
                     self._put("\n\n")
+
+    def _continues(self, item: Line | Table) -> bool:
+        """Whether ``item``, first on its page, goes on with a sentence that the body's last
+        line (the last written, no footnote) left open: it opens in lower case, in the same
+        type, and neither is code."""
+        if not self.lines or not isinstance(item, Line) or item.role != "text" or item.mono:
+            return False
+        last = self.lines[-1]
+        size = max(min(last.size, item.size), 1.0)
+        return (
+            last.role == "text"
+            and not last.mono
+            and not _SENTENCE_END.search(last.text.rstrip())
+            and item.text[:1].islower()
+            and abs(last.size - item.size) <= 0.05 * size
+            and (last.bold, last.italic) == (item.bold, item.italic)
+        )
 
     def _carry(self, lines: list[Line], page: int) -> None:
         """The next page's first lines, written on after the word they finish."""
@@ -771,7 +809,9 @@ class _Dictionary:
 
 
 def _leading(items: list[Line | Table]) -> float:
-    """The page's usual gap between two lines of a paragraph, in font sizes."""
+    """The page's usual gap between two lines of a paragraph, in font sizes: the lower
+    quartile of its line gaps, so that a short page of spaced paragraphs (half its gaps
+    between paragraphs) does not pass for one of loose lines."""
     gaps = []
     for a, b in itertools.pairwise(items):
         if isinstance(a, Line) and isinstance(b, Line) and a.column == b.column:
@@ -779,7 +819,7 @@ def _leading(items: list[Line | Table]) -> float:
             gap = (b.top - a.bottom) / size
             if -0.5 < gap < 2.0:
                 gaps.append(gap)
-    return statistics.median(gaps) if gaps else 0.2
+    return sorted(gaps)[len(gaps) // 4] if gaps else 0.2
 
 
 def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool:
@@ -789,13 +829,21 @@ def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool
         return True
     gap = line.top - previous.bottom
     size = max(min(previous.size, line.size), 1.0)
-    if gap > (max(leading, 0.0) + 0.45) * size or gap < -2 * size:
+    if gap > (max(leading, 0.0) + _PARAGRAPH_GAP) * size or gap < -2 * size:
         return True
-    return (
+    if (
         abs(previous.size - line.size) > 0.05 * size
         or previous.bold != line.bold
         or previous.italic != line.italic
-    )
+    ):
+        return True
+    # Typeset manuals part paragraphs by less: a small extra space or a first-line indent,
+    # after a sentence's end (never inside code, whose indents are its own).
+    if previous.mono or line.mono or not _SENTENCE_END.search(previous.text.rstrip()):
+        return False
+    if gap > (max(leading, 0.0) + _PARSKIP) * size:
+        return True
+    return _INDENT[0] * size <= line.x0 - previous.x0 <= _INDENT[1] * size
 
 
 # -- headings ---------------------------------------------------------------------------------
@@ -957,6 +1005,8 @@ def _looks_like_heading(text: str) -> bool:
         return False  # author lists, affiliations, addresses
     if text.startswith("(") and text.endswith(")"):
         return False  # an aside: "(Please select all that apply)"
+    if _SIGNATURE.search(text):
+        return False  # a function's definition line in an API reference
     return text[-1] not in ".,;" or bool(_NUMBERED.match(text) and len(text.split()) <= 2)
 
 
