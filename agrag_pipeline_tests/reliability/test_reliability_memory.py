@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from agrag_pipeline import cli
+from agrag_pipeline.freshness import stored_source_keys
 from agrag_pipeline.reporting import Progress
-from agrag_pipeline.storage import warehouse
+from agrag_pipeline.storage import Warehouse, warehouse
 
 #: Documents of the small and the large run (the large one ten times the small one).
 FEW, MANY = 10, 100
@@ -109,3 +110,31 @@ def test_agrag_core_keeps_no_per_document_object_until_its_report(
         f"{per_document:.0f} bytes more per document, kept until the report"
     )
     assert f"{MANY} documents, {MANY} succeeded" in capfd.readouterr().out
+
+
+#: Bytes ``stored_source_keys`` may hold per document beyond its answer, at its peak: the
+#: document's id as a string (85 bytes) in a set and a pointer in its sorted list, and its name
+#: in the listing of the folder being read (one at a time). A path is ~130 bytes more each.
+ALLOWED_SCAN_BYTES_PER_DOCUMENT = 320
+
+
+def test_finding_the_stored_documents_holds_an_id_per_document_not_its_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Every run starts by finding the documents the warehouse holds (to remove the deleted
+    ones): at 100,000 documents a path per stored output (three or more per document) would
+    be ~650 bytes a document at the peak; an id string is enough to find them."""
+    _held_at_report(tmp_path, "stored", MANY, monkeypatch)
+    stored = Warehouse(str(tmp_path / "warehouse-stored"))
+    stored_source_keys(stored)  # what a first call loads, loaded before counting
+    tracemalloc.start(1)
+    try:
+        keys = stored_source_keys(stored)
+        answer, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(keys) == MANY
+    beyond = (peak - answer) / MANY
+    assert beyond <= ALLOWED_SCAN_BYTES_PER_DOCUMENT, (
+        f"finding {MANY} stored documents held {beyond:.0f} bytes per document beyond its answer"
+    )
