@@ -243,6 +243,8 @@ def materialize(args: argparse.Namespace) -> int:
         ordered = instance.get_dynamic_partitions(name)
     _removals_into(summary, removals)
     keys = [k for k in ordered if k in present]
+    # The run needs the keys only, not each file's scan entry (its path and stat).
+    del scan, present, ordered
     summary.documents = len(keys)
     if not keys:
         print(f"agrag materialize: no documents under {roots.raw_root}", file=sys.stderr)
@@ -407,11 +409,12 @@ def run_documents(
     embed: bool,
     force: bool,
     on_outcome: Callable[[Outcome[int]], None],
-) -> list[Outcome[int]]:
-    """Every document through every step in supervised worker processes (``workers``)."""
+) -> None:
+    """Every document through every step in supervised worker processes (``workers``), each
+    document's outcome handed to ``on_outcome`` as it comes (none is kept)."""
     from agrag_pipeline import workers as pool
 
-    return pool.run_documents(
+    pool.run_documents(
         roots, keys, workers=workers, embed=embed, force=force, on_outcome=on_outcome
     )
 
@@ -442,22 +445,26 @@ def core(args: argparse.Namespace) -> int:
     )
     _removals_into(summary, removals)
     keys = scan.keys
+    # The run needs the keys only, not each file's scan entry (its path and stat).
+    del scan, removals
     summary.documents = len(keys)
     progress: Progress = Progress(len(keys), label="agrag core")
+    # Counts and the failures only: memory stays flat in the number of documents.
+    failed: list[tuple[str, str]] = []
 
     def report(outcome: Outcome[int]) -> None:
         progress.update(outcome.source_key, outcome.ok, outcome.result or 0, outcome.error)
-
-    outcomes = run_documents(
-        roots, keys, workers=workers, embed=not args.no_embed, force=args.force, on_outcome=report
-    )
-    progress.finish()
-    for outcome in sorted(outcomes, key=lambda o: o.source_key):
         if outcome.ok:
             summary.succeeded += 1
             summary.chunks += outcome.result or 0
         else:
-            summary.failed.append((outcome.source_key, _without_key(outcome)))
+            failed.append((outcome.source_key, _without_key(outcome)))
+
+    run_documents(
+        roots, keys, workers=workers, embed=not args.no_embed, force=args.force, on_outcome=report
+    )
+    progress.finish()
+    summary.failed.extend(sorted(failed))
     summary.elapsed_s = time.perf_counter() - started
     _print_summary_lines(summary)
     return summary.exit_status

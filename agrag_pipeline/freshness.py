@@ -198,14 +198,14 @@ def stored_source_keys(warehouse: Warehouse) -> dict[str, UUID]:
     no readable place names is logged, naming its files, and left alone.
     """
     keys: dict[str, UUID] = {}
-    for document_id, paths in sorted(warehouse.held_document_ids().items()):
+    for document_id in warehouse.held_ids():
         key = source_key_of(warehouse, document_id)
         if key is None:
             log.warning(
                 "outputs of document %s are stored (%s) but no readable file names its source "
                 "key, so whether its file still exists cannot be told; they are kept",
                 document_id,
-                ", ".join(warehouse.uri(p) for p in paths),
+                ", ".join(warehouse.uri(p) for p in warehouse.held_paths(document_id)),
             )
             continue
         keys[key] = document_id

@@ -60,27 +60,22 @@ def run_documents(
     embed: bool,
     force: bool,
     on_outcome: Callable[[Outcome[int]], None],
-) -> list[Outcome[int]]:
+) -> None:
     """Every document through every step, ``workers`` documents at a time in worker processes
     (in this process when one worker suffices). Each document's output is the same either way:
-    a document is processed by one process, start to end (a retry starts it again)."""
-    outcomes: list[Outcome[int]] = []
+    a document is processed by one process, start to end (a retry starts it again).
+
+    Each document's ``Outcome`` goes to ``on_outcome`` as it comes and is not kept: a run over
+    100,000 documents would otherwise hold 100,000 of them until its end; the caller keeps what
+    its report needs (counts, the failures)."""
     workers = max(1, min(workers, len(keys)))
     if workers == 1:
         init_worker(roots, embed, force)
         for key in keys:
-            outcome = run_one(key)
-            outcomes.append(outcome)
-            on_outcome(outcome)
-        return outcomes
-
-    def finish(outcome: Outcome[int]) -> None:
-        outcomes.append(outcome)
-        on_outcome(outcome)
-
+            on_outcome(run_one(key))
+        return
     threads = max(1, (os.cpu_count() or 1) // workers)
-    _Supervisor(roots, embed, force, workers, threads).run(keys, finish)
-    return outcomes
+    _Supervisor(roots, embed, force, workers, threads).run(keys, on_outcome)
 
 
 def init_worker(roots: Roots, embed: bool, force: bool, threads: int | None = None) -> None:

@@ -138,3 +138,118 @@ def change_documents(
         path.write_bytes(vary(base.read_bytes(), base.suffix, index, generation))
         changed.append(path.name)
     return changed
+
+
+# -- small documents: excerpts of the reference corpus, for runs of 100,000 -------------------
+
+#: Sizes of a small document's excerpt (bytes of source text, before its heading and variation).
+SMALL_MIN_BYTES = 1000
+SMALL_MAX_BYTES = 3000
+#: Every fifth small document is HTML, the rest Markdown (about the reference corpus's mix).
+SMALL_HTML_EVERY = 5
+#: The HTML elements an excerpt is cut along (the outermost of them; nested ones come along).
+_HTML_BLOCKS = frozenset(
+    {"h1", "h2", "h3", "h4", "h5", "h6", "p", "pre", "ul", "ol", "dl", "table", "blockquote"}
+)
+
+
+def markdown_blocks(text: str) -> list[str]:
+    """The text's blocks (split at blank lines, a fenced code block kept whole)."""
+    blocks: list[str] = []
+    lines: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if fence is None and stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        elif fence is not None and stripped.startswith(fence):
+            fence = None
+        if fence is None and not line.strip():
+            if lines:
+                blocks.append("\n".join(lines))
+                lines = []
+            continue
+        lines.append(line)
+    if lines:
+        blocks.append("\n".join(lines))
+    return blocks
+
+
+def html_blocks(text: str) -> list[str]:
+    """The outermost block elements of the page (headings, paragraphs, lists, tables, code)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    blocks = []
+    for node in LexborHTMLParser(text).css(",".join(sorted(_HTML_BLOCKS))):
+        parent = node.parent
+        while parent is not None and parent.tag not in _HTML_BLOCKS:
+            parent = parent.parent
+        if parent is None and node.text(strip=True):
+            blocks.append(node.html or "")
+    return blocks
+
+
+def small_pools(reference: Path = REFERENCE_CORPUS) -> dict[str, list[tuple[str, list[str]]]]:
+    """(base name, its blocks of at most ``SMALL_MAX_BYTES``) per kind, from the reference
+    corpus's Markdown and HTML files that have any."""
+    pools: dict[str, list[tuple[str, list[str]]]] = {"markdown": [], "html": []}
+    for path in sorted(reference.rglob("*")):
+        if not path.is_file() or path.suffix not in (".md", ".html"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        kind = KINDS[path.suffix]
+        cut = markdown_blocks(text) if kind == "markdown" else html_blocks(text)
+        blocks = [b for b in cut if len(b.encode()) <= SMALL_MAX_BYTES]
+        if blocks:
+            pools[kind].append((path.stem, blocks))
+    return pools
+
+
+def small_key(index: int, base: str, kind: str) -> str:
+    """100 folders of 1,000 at 100,000 (``042/042017-ch04-01.md``): key order is corpus order."""
+    suffix = ".md" if kind == "markdown" else ".html"
+    return f"{index // 1000:03d}/{index:06d}-{base}{suffix}"
+
+
+def small_document(
+    index: int, pools: dict[str, list[tuple[str, list[str]]]]
+) -> tuple[str, str, bytes]:
+    """(source key, kind, bytes) of small document ``index``: consecutive blocks of one
+    reference document (1-3 KB, start and length seeded by ``index``) under a heading, with a
+    variation sentence, so every document is real text of its own."""
+    rng = random.Random(index)
+    kind = "html" if index % SMALL_HTML_EVERY == SMALL_HTML_EVERY - 1 else "markdown"
+    base, blocks = pools[kind][rng.randrange(len(pools[kind]))]
+    target = rng.randrange(SMALL_MIN_BYTES, SMALL_MAX_BYTES)
+    at = rng.randrange(len(blocks))
+    chosen: list[str] = []
+    size = 0
+    while size < target and len(chosen) < len(blocks):
+        block = blocks[(at + len(chosen)) % len(blocks)]
+        if chosen and size + len(block.encode()) > SMALL_MAX_BYTES:
+            break
+        chosen.append(block)
+        size += len(block.encode())
+    words = " ".join(rng.choice(VOCABULARY) for _ in range(12 + rng.randrange(12)))
+    title = f"{base} (excerpt {index})"
+    if kind == "markdown":
+        text = "\n\n".join([f"# {title}", *chosen, f"Variation {index}: {words}."]) + "\n"
+    else:
+        body = "\n".join([f"<h1>{title}</h1>", *chosen, f"<p>Variation {index}: {words}.</p>"])
+        head = f"<!DOCTYPE html>\n<html><head><title>{title}</title></head><body>\n"
+        text = f"{head}{body}\n</body></html>\n"
+    return small_key(index, base, kind), kind, text.encode()
+
+
+def write_small_corpus(root: Path, n: int, reference: Path = REFERENCE_CORPUS) -> CorpusSummary:
+    """Write ``n`` small documents under ``root`` (``root/<folder>/<key>``), one at a time."""
+    pools = small_pools(reference)
+    summary = CorpusSummary(root)
+    for index in range(n):
+        key, kind, data = small_document(index, pools)
+        path = root / key
+        if index % 1000 == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        summary.add(kind, len(data))
+    return summary

@@ -40,6 +40,7 @@ import json
 import logging
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -119,6 +120,27 @@ class InputChangedError(RuntimeError):
     """The input a step read was replaced by another version before the step could write."""
 
 
+#: Documents whose version a ``Warehouse`` remembers (the most recently read or written): far
+#: more than a step works on between reading a record and recording its outcome, and flat
+#: (about 1 MB) however many documents one object sees. A forgotten one is recorded without
+#: its version, which no later version supersedes.
+RECENT_VERSIONS = 4096
+
+
+class _RecentVersions(OrderedDict[UUID, str]):
+    """document id -> content hash, the least recently set dropped beyond ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, document_id: UUID, version: str) -> None:
+        super().__setitem__(document_id, version)
+        self.move_to_end(document_id)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+
 class Warehouse:
     """Reads and writes the warehouse layout under ``root`` (a path or an fsspec URI)."""
 
@@ -131,7 +153,8 @@ class Warehouse:
         self.repairs: list[str] = []
         #: The version of each document this object last read or wrote the record of: what a
         #: step working through it is working on, so a failure it records names that version.
-        self._versions: dict[UUID, str] = {}
+        #: The most recent ``RECENT_VERSIONS`` only: a worker's warehouse lives for a whole run.
+        self._versions: _RecentVersions = _RecentVersions(RECENT_VERSIONS)
 
     # -- paths -------------------------------------------------------------------------------
     def raw_path(self, document_id: UUID, content_hash: str) -> str:
@@ -472,12 +495,32 @@ class Warehouse:
         One listing per folder; no file is opened."""
         held: dict[str, list[str]] = {}
         for folder, suffix in HELD:
-            where = f"{self._base}/{folder}"
-            for name in self._names_in(where):
-                match = _ID_NAMED.match(name)
-                if match is not None and match.group(2) == suffix:
-                    held.setdefault(match.group(1), []).append(f"{where}/{name}")
+            for document_id in self._ids_in(folder, suffix):
+                held.setdefault(document_id, []).append(
+                    f"{self._base}/{folder}/{document_id}{suffix}"
+                )
         return {UUID(document_id): paths for document_id, paths in sorted(held.items())}
+
+    def held_ids(self) -> Iterator[UUID]:
+        """The ids ``held_document_ids`` finds, in the same order, without their paths: a
+        scan of a large warehouse holds one id string per document, not a path per output
+        (~650 bytes a document at its peak)."""
+        held: set[str] = set()
+        for folder, suffix in HELD:
+            held.update(self._ids_in(folder, suffix))
+        for document_id in sorted(held):
+            yield UUID(document_id)
+
+    def held_paths(self, document_id: UUID) -> list[str]:
+        """The places ``held_document_ids`` names for one document (for a message)."""
+        names = [(f"{self._base}/{folder}", f"{document_id}{suffix}") for folder, suffix in HELD]
+        return [f"{where}/{name}" for where, name in names if self.fs.exists(f"{where}/{name}")]
+
+    def _ids_in(self, folder: str, suffix: str) -> Iterator[str]:
+        for name in self._names_in(f"{self._base}/{folder}"):
+            match = _ID_NAMED.match(name)
+            if match is not None and match.group(2) == suffix:
+                yield match.group(1)
 
     def _names_in(self, folder: str) -> list[str]:
         try:
