@@ -201,3 +201,51 @@ def test_a_table_cell_is_found_as_by_scanning_every_cell() -> None:
         for x, y in points:
             scanned = next((c for c in cells if c[0] <= x <= c[2] and c[1] <= y <= c[3]), None)
             assert index.find(x, y) == scanned
+
+
+class _CountingBisect:
+    """The ``bisect`` module as ``pdf_layout`` sees it, counting every search and insertion."""
+
+    def __init__(self) -> None:
+        import bisect
+
+        self.calls = 0
+        self._bisect = bisect
+
+    def __getattr__(self, name: str) -> Any:
+        function = getattr(self._bisect, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return function(*args, **kwargs)
+
+        return counted
+
+
+def _bisections_per_segment(monkeypatch: Any, rows: int, columns: int) -> float:
+    """A wide spreadsheet's page: ``columns`` narrow cells a row, free strips between them
+    everywhere and no text columns, so every run is tested to the search's bound."""
+    grid = [
+        [
+            _Seg([], 20.0 + 40 * c, 34.0 + 40 * c + (r * 7 + c * 3) % 9, 0.0, 0.0, 4.0)
+            for c in range(columns)
+        ]
+        for r in range(rows)
+    ]
+    counter = _CountingBisect()
+    monkeypatch.setattr(pdf_layout, "bisect", counter)
+    assert len(_order(grid)) == 1
+    monkeypatch.undo()
+    return counter.calls / (rows * columns)
+
+
+def test_the_gutter_search_costs_each_segment_the_same_however_many_columns_a_row_has(
+    monkeypatch: Any,
+) -> None:
+    # Each candidate gutter is tested in the widest block of each side, one bisection each;
+    # testing it in every block cost a row of n cells n bisections per hole (n^2 per run):
+    # 4x the work per cell for 4x the columns.
+    narrow = _bisections_per_segment(monkeypatch, 60, 24)
+    wide = _bisections_per_segment(monkeypatch, 60, 96)
+    assert narrow <= 4 * (pdf_layout._MAX_WEAK_RUN + 2)
+    assert wide <= 1.2 * narrow
