@@ -887,6 +887,13 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
     merged = plumb.merge_edges(edges, 3, 3, 3, 3)
     cells = plumb.intersections_to_cells(plumb.edges_to_intersections(merged, 3, 3))
     found = []
+    # The upright characters by the height of their centres: each table takes those between
+    # its top and bottom by bisection (then in page order), not a pass over the whole page
+    # per table (a form of many ruled boxes cost boxes x characters).
+    by_height = sorted(
+        ((ch.box[1] + ch.box[3]) / 2, k) for k, ch in enumerate(chars) if ch.index >= 0
+    )
+    heights = [h for h, _ in by_height]
     for group in plumb.cells_to_tables(cells):
         tops = sorted({round(c[1], 1) for c in group})
         lefts = sorted({round(c[0], 1) for c in group})
@@ -899,9 +906,16 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
         cell_chars: dict[tuple[float, float, float, float], list[Char]] = {}
         inside: set[int] = set()
         cell_at = _CellIndex(group, (x0, top, x1, bottom))
-        for ch in chars:
-            if ch.index < 0:
-                continue
+        band = [
+            chars[k]
+            for k in sorted(
+                k
+                for _, k in by_height[
+                    bisect.bisect_left(heights, top) : bisect.bisect_right(heights, bottom)
+                ]
+            )
+        ]
+        for ch in band:
             cx, cy = (ch.box[0] + ch.box[2]) / 2, (ch.box[1] + ch.box[3]) / 2
             if not (x0 <= cx <= x1 and top <= cy <= bottom):
                 continue
@@ -951,7 +965,7 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
             )
         if len(rows) < 2:
             continue
-        _widen(rows, boxes, bands, (x0, top, x1, bottom), chars, inside)
+        _widen(rows, boxes, bands, (x0, top, x1, bottom), band, inside)
         found.append((Table(rows, boxes, top), inside))
     return found
 
@@ -999,7 +1013,9 @@ def _widen(
     inside: set[int],
 ) -> None:
     """Columns the rules do not enclose (a booktabs table ruled only between some columns):
-    short runs of text beside the grid, on most of its rows, become cells of those rows."""
+    short runs of text beside the grid, on most of its rows, become cells of those rows.
+    ``chars``: the page's characters in page order, those between the table's top and bottom
+    at least (the row bands lie within them)."""
     x0, _, x1, _ = bbox
     beside: list[tuple[list[list[Char]], list[list[Char]]]] = []
     # The characters outside the grid by the height of their centres, so that each band

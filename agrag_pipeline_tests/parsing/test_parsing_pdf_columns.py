@@ -249,3 +249,55 @@ def test_the_gutter_search_costs_each_segment_the_same_however_many_columns_a_ro
     wide = _bisections_per_segment(monkeypatch, 60, 96)
     assert narrow <= 4 * (pdf_layout._MAX_WEAK_RUN + 2)
     assert wide <= 1.2 * narrow
+
+
+_BOX: Any = vars(pdf_layout.Char)["box"]
+
+
+class _CountingChar(pdf_layout.Char):
+    """A character that counts how often its box is read."""
+
+    __slots__ = ()
+    reads = 0
+
+    @property  # type: ignore[override]
+    def box(self) -> tuple[float, float, float, float]:
+        _CountingChar.reads += 1
+        return _BOX.__get__(self)  # type: ignore[no-any-return]
+
+    @box.setter
+    def box(self, value: tuple[float, float, float, float]) -> None:
+        _BOX.__set__(self, value)
+
+
+def _box_reads_per_char(tables: int) -> float:
+    """A form of ``tables`` separate ruled boxes (3 x 3 cells, one short entry in each),
+    stacked down the page."""
+    edges: list[dict[str, Any]] = []
+    chars: list[pdf_layout.Char] = []
+    xs = [50.0, 150.0, 250.0, 350.0]
+    for t in range(tables):
+        ys = [40.0 + 60 * t + 12 * r for r in range(4)]
+        edges += [pdf_layout._edge("h", xs[0], y, xs[-1], y) for y in ys]
+        edges += [pdf_layout._edge("v", x, ys[0], x, ys[-1]) for x in xs]
+        for r in range(3):
+            for c in range(3):
+                x, y = xs[c] + 10, ys[r] + 2
+                chars.append(
+                    _CountingChar(
+                        "7", x, y, x + 5, y + 8, (x, y, x + 5, y + 8), 8.0, False, False, len(chars)
+                    )
+                )
+    _CountingChar.reads = 0
+    found = pdf_layout._tables(edges, chars)
+    assert len(found) == tables  # every box is read as its own table
+    return _CountingChar.reads / len(chars)
+
+
+def test_each_ruled_table_reads_only_the_characters_at_its_height() -> None:
+    # One pass sorts the characters by height, then each table takes its own by bisection;
+    # a pass over the whole page per table read each character once per table (10x the
+    # work per character for 10x the boxes).
+    few = _box_reads_per_char(8)
+    many = _box_reads_per_char(80)
+    assert many <= 1.2 * few
