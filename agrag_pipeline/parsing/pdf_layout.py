@@ -1109,20 +1109,60 @@ def _line(segs: list[_Seg], column: int, rotated: bool) -> Line:
 def _code_line(segments: list[list[Char]]) -> list[list[Char]]:
     """A row's typewriter segments rejoined where the next starts on the previous one's
     character grid, a few characters after it ends: one line of code with its aligned
-    comment (``x = 1      # one``), never two columns whose halves are read apart."""
-    out = [segments[0]]
+    comment (``x = 1      # one``), never two columns whose halves are read apart.
+
+    The line so far keeps its right edge, its typewriter count and its typewriter advances
+    sorted, so each segment costs its own characters (and a bisection), not the line's: a row
+    of many aligned fields would otherwise cost its length squared."""
+    out = [list(segments[0])]
+    right = max(c.x1 for c in segments[0])
+    advances = sorted(c.x1 - c.x0 for c in segments[0] if c.mono)
     for seg in segments[1:]:
         previous = out[-1]
-        if _typewriter(previous) and _typewriter(seg):
-            advance = statistics.median(c.x1 - c.x0 for c in previous + seg if c.mono)
+        seg_advances = sorted(c.x1 - c.x0 for c in seg if c.mono)
+        seg_right = max(c.x1 for c in seg)
+        if len(advances) * 5 >= len(previous) * 4 and len(seg_advances) * 5 >= len(seg) * 4:
+            advance = _median_of_two(advances, seg_advances)
             if advance > 0.5:
-                gap = seg[0].x0 - max(c.x1 for c in previous)
+                gap = seg[0].x0 - right
                 steps = (seg[0].x0 - previous[0].x0) / advance
                 if gap <= CODE_GAP_CHARS * advance and abs(steps - round(steps)) < 0.15:
-                    out[-1] = previous + seg
+                    previous.extend(seg)
+                    right = max(right, seg_right)
+                    for a in seg_advances:
+                        bisect.insort(advances, a)
                     continue
-        out.append(seg)
+        out.append(list(seg))
+        right = seg_right
+        advances = seg_advances
     return out
+
+
+def _median_of_two(a: list[float], b: list[float]) -> float:
+    """``statistics.median`` of two sorted lists taken together, without joining them."""
+    n = len(a) + len(b)
+    if n % 2:
+        return _kth_of_two(a, b, n // 2)
+    return (_kth_of_two(a, b, n // 2 - 1) + _kth_of_two(a, b, n // 2)) / 2
+
+
+def _kth_of_two(a: list[float], b: list[float], k: int) -> float:
+    """The ``k``-th smallest (from 0) of two sorted lists taken together, by bisection on how
+    many of it come from ``a``."""
+    lo, hi = max(0, k + 1 - len(b)), min(k + 1, len(a))
+    while lo < hi:  # the least i with a[i] >= b[k - i] (i of the k + 1 smallest from a)
+        i = (lo + hi) // 2
+        if a[i] < b[k - i]:
+            lo = i + 1
+        else:
+            hi = i
+    i = lo
+    candidates = []
+    if i > 0:
+        candidates.append(a[i - 1])
+    if k - i >= 0:
+        candidates.append(b[k - i])
+    return max(candidates)
 
 
 #: A gap is a justified line's stretched space, not a segment break, when it is at most this
@@ -1145,12 +1185,16 @@ def _justified(segments: list[list[Char]]) -> list[list[Char]]:
     if len(spaces) < 4:
         return segments
     space = statistics.median(spaces)
-    out = [segments[0]]
+    out = [list(segments[0])]
+    right = max(c.x1 for c in segments[0])  # of the last segment so far
     for seg in segments[1:]:
-        if seg[0].x0 - max(c.x1 for c in out[-1]) <= JUSTIFIED_GAP * space:
-            out[-1] = out[-1] + seg
+        seg_right = max(c.x1 for c in seg)
+        if seg[0].x0 - right <= JUSTIFIED_GAP * space:
+            out[-1].extend(seg)
+            right = max(right, seg_right)
         else:
-            out.append(seg)
+            out.append(list(seg))
+            right = seg_right
     return out
 
 

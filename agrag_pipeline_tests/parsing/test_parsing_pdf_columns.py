@@ -301,3 +301,57 @@ def test_each_ruled_table_reads_only_the_characters_at_its_height() -> None:
     few = _box_reads_per_char(8)
     many = _box_reads_per_char(80)
     assert many <= 1.2 * few
+
+
+_CHAR_X1: Any = vars(pdf_layout.Char)["x1"]
+
+
+class _CountingRight(pdf_layout.Char):
+    """A character that counts how often its right edge is read."""
+
+    __slots__ = ()
+    reads = 0
+
+    @property  # type: ignore[override]
+    def x1(self) -> float:
+        _CountingRight.reads += 1
+        return float(_CHAR_X1.__get__(self))
+
+    @x1.setter
+    def x1(self, value: float) -> None:
+        _CHAR_X1.__set__(self, value)
+
+
+def _right_edge_reads_per_char(fields: int) -> float:
+    """One row of ``fields`` typewriter fields of four characters, two characters apart on
+    the character grid: one line of code (aligned values), read as one."""
+    segments = []
+    for f in range(fields):
+        x = 20.0 + 6.0 * 6 * f
+        segments.append(
+            [
+                _CountingRight(
+                    "a",
+                    x + 6 * k,
+                    0.0,
+                    x + 6 * k + 6,
+                    10.0,
+                    (0, 0, 0, 0),
+                    10.0,
+                    False,
+                    False,
+                    0,
+                    mono=True,
+                )
+                for k in range(4)
+            ]
+        )
+    _CountingRight.reads = 0
+    assert len(pdf_layout._code_line(pdf_layout._justified(segments))) == 1
+    return _CountingRight.reads / (4 * fields)
+
+
+def test_a_long_line_of_code_is_joined_in_work_linear_in_its_characters() -> None:
+    # The line so far keeps its right edge and its sorted advances; measuring them over the
+    # whole line at each field read every character once per field after it.
+    assert _right_edge_reads_per_char(160) <= 1.2 * _right_edge_reads_per_char(20)
