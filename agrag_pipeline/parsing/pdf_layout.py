@@ -35,6 +35,7 @@ import re
 import statistics
 import unicodedata
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import pypdfium2
@@ -885,7 +886,7 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
     if len(edges) < 6:
         return []
     merged = plumb.merge_edges(edges, 3, 3, 3, 3)
-    cells = _intersections_to_cells(plumb.edges_to_intersections(merged, 3, 3))
+    cells = _intersections_to_cells(_edges_to_intersections(merged, 3.0))
     found = []
     # The upright characters by the height of their centres: each table takes those between
     # its top and bottom by bisection (then in page order), not a pass over the whole page
@@ -971,6 +972,33 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
 
 
 _Point = tuple[float, float]
+
+
+def _edges_to_intersections(
+    edges: list[dict[str, Any]], tolerance: float
+) -> dict[_Point, dict[str, list[dict[str, Any]]]]:
+    """pdfplumber's ``table.edges_to_intersections`` (the same points, edges and order): each
+    vertical rule tested against the horizontal rules at its height, found by bisection, not
+    against every horizontal rule of the page."""
+    vertical = sorted((e for e in edges if e["orientation"] == "v"), key=itemgetter("x0", "top"))
+    horizontal = sorted((e for e in edges if e["orientation"] == "h"), key=itemgetter("top", "x0"))
+    tops = [h["top"] for h in horizontal]
+    intersections: dict[_Point, dict[str, list[dict[str, Any]]]] = {}
+    for v in vertical:
+        # A window a point wider than the test, which is then made as pdfplumber makes it.
+        lo = bisect.bisect_left(tops, v["top"] - tolerance - 1.0)
+        hi = bisect.bisect_right(tops, v["bottom"] + tolerance + 1.0)
+        for h in horizontal[lo:hi]:
+            if (
+                (v["top"] <= (h["top"] + tolerance))
+                and (v["bottom"] >= (h["top"] - tolerance))
+                and (v["x0"] >= (h["x0"] - tolerance))
+                and (v["x0"] <= (h["x1"] + tolerance))
+            ):
+                at = intersections.setdefault((v["x0"], h["top"]), {"v": [], "h": []})
+                at["v"].append(v)
+                at["h"].append(h)
+    return intersections
 
 
 def _intersections_to_cells(
