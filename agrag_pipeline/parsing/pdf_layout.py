@@ -5,7 +5,8 @@ gives per-character boxes, font sizes and render modes, right-to-left text in lo
 no doubled overprint, ten times faster than pdfminer; pdfminer (pdfplumber) glued words on
 justified lines, emitted ``(cid:N)`` and reversed Arabic. Only pdfplumber's lattice functions
 (``pdfplumber.table``: edges to cells to tables, pure geometry) are used here, on ruling lines
-read from PDFium's path objects.
+read from PDFium's path objects; two of them (crossings, cells) are rewritten here to give the
+same answers in work linear in the rules, not their square.
 
 What a page becomes (``read_page``): rows of characters clustered by height (a short row of
 smaller marks joined to the row whose baseline it is raised or lowered from), split into
