@@ -5,7 +5,8 @@ gives per-character boxes, font sizes and render modes, right-to-left text in lo
 no doubled overprint, ten times faster than pdfminer; pdfminer (pdfplumber) glued words on
 justified lines, emitted ``(cid:N)`` and reversed Arabic. Only pdfplumber's lattice functions
 (``pdfplumber.table``: edges to cells to tables, pure geometry) are used here, on ruling lines
-read from PDFium's path objects.
+read from PDFium's path objects; two of them (crossings, cells) are rewritten here to give the
+same answers in work linear in the rules, not their square.
 
 What a page becomes (``read_page``): rows of characters clustered by height (a short row of
 smaller marks joined to the row whose baseline it is raised or lowered from), split into
@@ -35,6 +36,7 @@ import re
 import statistics
 import unicodedata
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import pypdfium2
@@ -772,9 +774,17 @@ class _Run:
 
     def gutter(self) -> float | None:
         """The x of a gutter the run leaves free, with column-wide text on both sides; None if
-        there is free space but no such gutter; ``-1.0`` if no strip is free at all."""
+        there is free space but no such gutter; ``-1.0`` if no strip is free at all.
+
+        A side's wide segments (wider than half the side) all lie in one block: the blocks of a
+        side are disjoint and apart, so at most one is wider than half of it, and a segment is
+        no wider than its block. Each hole's test is one bisection in the widest block of each
+        side (kept as running maxima), not one per block: a call costs the run's blocks times
+        their logarithm, where counting block by block cost their square (a wide spreadsheet's
+        page of 96 narrow columns took seconds)."""
         starts, ends, widths = self.starts, self.ends, self.widths
-        if len(starts) < 2:
+        n = len(starts)
+        if n < 2:
             return -1.0
         lo, hi = starts[0], ends[-1]
         sizes = self.sizes
@@ -782,7 +792,16 @@ class _Run:
         size = sizes[half] if len(sizes) % 2 else (sizes[half - 1] + sizes[half]) / 2
         column = MIN_COLUMN_EMS * size
         counts = list(itertools.accumulate(len(b) for b in widths))  # segments up to block k
-        holes = sorted(range(len(starts) - 1), key=lambda k: ends[k] - starts[k + 1])
+        # The widest block among blocks 0..k (left of hole k) and among k+1..n-1 (right of it).
+        widest_left = [0] * n
+        for k in range(1, n):
+            w = widest_left[k - 1]
+            widest_left[k] = k if ends[k] - starts[k] > ends[w] - starts[w] else w
+        widest_right = [n - 1] * n
+        for k in range(n - 2, -1, -1):
+            w = widest_right[k + 1]
+            widest_right[k] = k if ends[k] - starts[k] >= ends[w] - starts[w] else w
+        holes = sorted(range(n - 1), key=lambda k: ends[k] - starts[k + 1])
         for k in holes:  # widest first
             g0, g1 = ends[k], starts[k + 1]
             lw, rw = g0 - lo, hi - g1
@@ -790,11 +809,13 @@ class _Run:
                 continue
             # Column text, not a table: each side's segments are mostly (half or more) wide.
             cut = 0.5 * lw
-            wide = sum(len(b) - bisect.bisect_right(b, cut) for b in widths[: k + 1])
+            block = widths[widest_left[k]]
+            wide = len(block) - bisect.bisect_right(block, cut)
             if 2 * wide < counts[k]:
                 continue
             cut = 0.5 * rw
-            wide = sum(len(b) - bisect.bisect_right(b, cut) for b in widths[k + 1 :])
+            block = widths[widest_right[k + 1]]
+            wide = len(block) - bisect.bisect_right(block, cut)
             if 2 * wide < counts[-1] - counts[k]:
                 continue
             return (g0 + g1) / 2
@@ -922,8 +943,15 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
     if len(edges) < 6:
         return []
     merged = plumb.merge_edges(edges, 3, 3, 3, 3)
-    cells = plumb.intersections_to_cells(plumb.edges_to_intersections(merged, 3, 3))
+    cells = _intersections_to_cells(_edges_to_intersections(merged, 3.0))
     found = []
+    # The upright characters by the height of their centres: each table takes those between
+    # its top and bottom by bisection (then in page order), not a pass over the whole page
+    # per table (a form of many ruled boxes cost boxes x characters).
+    by_height = sorted(
+        ((ch.box[1] + ch.box[3]) / 2, k) for k, ch in enumerate(chars) if ch.index >= 0
+    )
+    heights = [h for h, _ in by_height]
     for group in plumb.cells_to_tables(cells):
         tops = sorted({round(c[1], 1) for c in group})
         lefts = sorted({round(c[0], 1) for c in group})
@@ -936,9 +964,16 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
         cell_chars: dict[tuple[float, float, float, float], list[Char]] = {}
         inside: set[int] = set()
         cell_at = _CellIndex(group, (x0, top, x1, bottom))
-        for ch in chars:
-            if ch.index < 0:
-                continue
+        band = [
+            chars[k]
+            for k in sorted(
+                k
+                for _, k in by_height[
+                    bisect.bisect_left(heights, top) : bisect.bisect_right(heights, bottom)
+                ]
+            )
+        ]
+        for ch in band:
             cx, cy = (ch.box[0] + ch.box[2]) / 2, (ch.box[1] + ch.box[3]) / 2
             if not (x0 <= cx <= x1 and top <= cy <= bottom):
                 continue
@@ -988,9 +1023,103 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
             )
         if len(rows) < 2:
             continue
-        _widen(rows, boxes, bands, (x0, top, x1, bottom), chars, inside)
+        _widen(rows, boxes, bands, (x0, top, x1, bottom), band, inside)
         found.append((Table(rows, boxes, top), inside))
     return found
+
+
+_Point = tuple[float, float]
+
+
+def _edges_to_intersections(
+    edges: list[dict[str, Any]], tolerance: float
+) -> dict[_Point, dict[str, list[dict[str, Any]]]]:
+    """pdfplumber's ``table.edges_to_intersections`` (the same points, edges and order): each
+    vertical rule tested against the horizontal rules at its height, found by bisection, not
+    against every horizontal rule of the page."""
+    vertical = sorted((e for e in edges if e["orientation"] == "v"), key=itemgetter("x0", "top"))
+    horizontal = sorted((e for e in edges if e["orientation"] == "h"), key=itemgetter("top", "x0"))
+    tops = [h["top"] for h in horizontal]
+    intersections: dict[_Point, dict[str, list[dict[str, Any]]]] = {}
+    for v in vertical:
+        # A window a point wider than the test, which is then made as pdfplumber makes it.
+        lo = bisect.bisect_left(tops, v["top"] - tolerance - 1.0)
+        hi = bisect.bisect_right(tops, v["bottom"] + tolerance + 1.0)
+        for h in horizontal[lo:hi]:
+            if (
+                (v["top"] <= (h["top"] + tolerance))
+                and (v["bottom"] >= (h["top"] - tolerance))
+                and (v["x0"] >= (h["x0"] - tolerance))
+                and (v["x0"] <= (h["x1"] + tolerance))
+            ):
+                at = intersections.setdefault((v["x0"], h["top"]), {"v": [], "h": []})
+                at["v"].append(v)
+                at["h"].append(h)
+    return intersections
+
+
+def _intersections_to_cells(
+    intersections: dict[_Point, dict[str, list[dict[str, Any]]]],
+) -> list[tuple[float, float, float, float]]:
+    """pdfplumber's ``table.intersections_to_cells``: the same cells in the same order, from
+    each point the smallest cell whose four corners its edges join.
+
+    pdfplumber scans every later point for those below and to the right of each point and
+    builds the sets of edges at both ends of every link it tests, so a chart's grid of a few
+    hundred crossings cost a page a twentieth of a second on 137 characters. Here each point
+    knows its column and row (points below and to the right, in the same order), the edge
+    sets are built once per point, and each link is tested once."""
+    vertical = {
+        p: {(e["x0"], e["top"], e["x1"], e["bottom"]) for e in at["v"]}
+        for p, at in intersections.items()
+    }
+    horizontal = {
+        p: {(e["x0"], e["top"], e["x1"], e["bottom"]) for e in at["h"]}
+        for p, at in intersections.items()
+    }
+
+    def connects(p1: _Point, p2: _Point) -> bool:
+        if p1[0] == p2[0] and not vertical[p1].isdisjoint(vertical[p2]):
+            return True
+        return p1[1] == p2[1] and not horizontal[p1].isdisjoint(horizontal[p2])
+
+    points = sorted(intersections)
+    columns: dict[float, list[_Point]] = {}
+    rows: dict[float, list[_Point]] = {}
+    place: dict[_Point, tuple[int, int]] = {}
+    for p in points:  # by x then y: each column top to bottom, each row left to right
+        column, row = columns.setdefault(p[0], []), rows.setdefault(p[1], [])
+        place[p] = (len(column), len(row))
+        column.append(p)
+        row.append(p)
+    cells = []
+    for p in points:
+        in_column, in_row = place[p]
+        right = rows[p[1]][in_row + 1 :]
+        linked: dict[_Point, bool] = {}  # p's links to the points on its right, as tested
+        found = None
+        for below in columns[p[0]][in_column + 1 :]:
+            if not connects(p, below):
+                continue
+            for corner in right:
+                link = linked.get(corner)
+                if link is None:
+                    link = linked[corner] = connects(p, corner)
+                if not link:
+                    continue
+                bottom_right = (corner[0], below[1])
+                if (
+                    bottom_right in intersections
+                    and connects(bottom_right, corner)
+                    and connects(bottom_right, below)
+                ):
+                    found = (p[0], p[1], bottom_right[0], bottom_right[1])
+                    break
+            if found is not None:
+                break
+        if found is not None:
+            cells.append(found)
+    return cells
 
 
 class _CellIndex:
@@ -1036,7 +1165,9 @@ def _widen(
     inside: set[int],
 ) -> None:
     """Columns the rules do not enclose (a booktabs table ruled only between some columns):
-    short runs of text beside the grid, on most of its rows, become cells of those rows."""
+    short runs of text beside the grid, on most of its rows, become cells of those rows.
+    ``chars``: the page's characters in page order, those between the table's top and bottom
+    at least (the row bands lie within them)."""
     x0, _, x1, _ = bbox
     beside: list[tuple[list[list[Char]], list[list[Char]]]] = []
     # The characters outside the grid by the height of their centres, so that each band
@@ -1130,20 +1261,60 @@ def _line(segs: list[_Seg], column: int, rotated: bool) -> Line:
 def _code_line(segments: list[list[Char]]) -> list[list[Char]]:
     """A row's typewriter segments rejoined where the next starts on the previous one's
     character grid, a few characters after it ends: one line of code with its aligned
-    comment (``x = 1      # one``), never two columns whose halves are read apart."""
-    out = [segments[0]]
+    comment (``x = 1      # one``), never two columns whose halves are read apart.
+
+    The line so far keeps its right edge, its typewriter count and its typewriter advances
+    sorted, so each segment costs its own characters (and a bisection), not the line's: a row
+    of many aligned fields would otherwise cost its length squared."""
+    out = [list(segments[0])]
+    right = max(c.x1 for c in segments[0])
+    advances = sorted(c.x1 - c.x0 for c in segments[0] if c.mono)
     for seg in segments[1:]:
         previous = out[-1]
-        if _typewriter(previous) and _typewriter(seg):
-            advance = statistics.median(c.x1 - c.x0 for c in previous + seg if c.mono)
+        seg_advances = sorted(c.x1 - c.x0 for c in seg if c.mono)
+        seg_right = max(c.x1 for c in seg)
+        if len(advances) * 5 >= len(previous) * 4 and len(seg_advances) * 5 >= len(seg) * 4:
+            advance = _median_of_two(advances, seg_advances)
             if advance > 0.5:
-                gap = seg[0].x0 - max(c.x1 for c in previous)
+                gap = seg[0].x0 - right
                 steps = (seg[0].x0 - previous[0].x0) / advance
                 if gap <= CODE_GAP_CHARS * advance and abs(steps - round(steps)) < 0.15:
-                    out[-1] = previous + seg
+                    previous.extend(seg)
+                    right = max(right, seg_right)
+                    for a in seg_advances:
+                        bisect.insort(advances, a)
                     continue
-        out.append(seg)
+        out.append(list(seg))
+        right = seg_right
+        advances = seg_advances
     return out
+
+
+def _median_of_two(a: list[float], b: list[float]) -> float:
+    """``statistics.median`` of two sorted lists taken together, without joining them."""
+    n = len(a) + len(b)
+    if n % 2:
+        return _kth_of_two(a, b, n // 2)
+    return (_kth_of_two(a, b, n // 2 - 1) + _kth_of_two(a, b, n // 2)) / 2
+
+
+def _kth_of_two(a: list[float], b: list[float], k: int) -> float:
+    """The ``k``-th smallest (from 0) of two sorted lists taken together, by bisection on how
+    many of it come from ``a``."""
+    lo, hi = max(0, k + 1 - len(b)), min(k + 1, len(a))
+    while lo < hi:  # the least i with a[i] >= b[k - i] (i of the k + 1 smallest from a)
+        i = (lo + hi) // 2
+        if a[i] < b[k - i]:
+            lo = i + 1
+        else:
+            hi = i
+    i = lo
+    candidates = []
+    if i > 0:
+        candidates.append(a[i - 1])
+    if k - i >= 0:
+        candidates.append(b[k - i])
+    return max(candidates)
 
 
 #: A gap is a justified line's stretched space, not a segment break, when it is at most this
@@ -1166,12 +1337,16 @@ def _justified(segments: list[list[Char]]) -> list[list[Char]]:
     if len(spaces) < 4:
         return segments
     space = statistics.median(spaces)
-    out = [segments[0]]
+    out = [list(segments[0])]
+    right = max(c.x1 for c in segments[0])  # of the last segment so far
     for seg in segments[1:]:
-        if seg[0].x0 - max(c.x1 for c in out[-1]) <= JUSTIFIED_GAP * space:
-            out[-1] = out[-1] + seg
+        seg_right = max(c.x1 for c in seg)
+        if seg[0].x0 - right <= JUSTIFIED_GAP * space:
+            out[-1].extend(seg)
+            right = max(right, seg_right)
         else:
-            out.append(seg)
+            out.append(list(seg))
+            right = seg_right
     return out
 
 

@@ -9,6 +9,7 @@ the first with column-wide, mostly wide text on both sides.
 
 from __future__ import annotations
 
+import itertools
 import random
 import statistics
 from typing import Any
@@ -201,3 +202,253 @@ def test_a_table_cell_is_found_as_by_scanning_every_cell() -> None:
         for x, y in points:
             scanned = next((c for c in cells if c[0] <= x <= c[2] and c[1] <= y <= c[3]), None)
             assert index.find(x, y) == scanned
+
+
+class _CountingBisect:
+    """The ``bisect`` module as ``pdf_layout`` sees it, counting every search and insertion."""
+
+    def __init__(self) -> None:
+        import bisect
+
+        self.calls = 0
+        self._bisect = bisect
+
+    def __getattr__(self, name: str) -> Any:
+        function = getattr(self._bisect, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return function(*args, **kwargs)
+
+        return counted
+
+
+def _bisections_per_segment(monkeypatch: Any, rows: int, columns: int) -> float:
+    """A wide spreadsheet's page: ``columns`` narrow cells a row, free strips between them
+    everywhere and no text columns, so every run is tested to the search's bound."""
+    grid = [
+        [
+            _Seg([], 20.0 + 40 * c, 34.0 + 40 * c + (r * 7 + c * 3) % 9, 0.0, 0.0, 4.0)
+            for c in range(columns)
+        ]
+        for r in range(rows)
+    ]
+    counter = _CountingBisect()
+    monkeypatch.setattr(pdf_layout, "bisect", counter)
+    assert len(_order(grid)) == 1
+    monkeypatch.undo()
+    return counter.calls / (rows * columns)
+
+
+def test_the_gutter_search_costs_each_segment_the_same_however_many_columns_a_row_has(
+    monkeypatch: Any,
+) -> None:
+    # Each candidate gutter is tested in the widest block of each side, one bisection each;
+    # testing it in every block cost a row of n cells n bisections per hole (n^2 per run):
+    # 4x the work per cell for 4x the columns.
+    narrow = _bisections_per_segment(monkeypatch, 60, 24)
+    wide = _bisections_per_segment(monkeypatch, 60, 96)
+    assert narrow <= 4 * (pdf_layout._MAX_WEAK_RUN + 2)
+    assert wide <= 1.2 * narrow
+
+
+_BOX: Any = vars(pdf_layout.Char)["box"]
+
+
+class _CountingChar(pdf_layout.Char):
+    """A character that counts how often its box is read."""
+
+    __slots__ = ()
+    reads = 0
+
+    @property  # type: ignore[override]
+    def box(self) -> tuple[float, float, float, float]:
+        _CountingChar.reads += 1
+        return _BOX.__get__(self)  # type: ignore[no-any-return]
+
+    @box.setter
+    def box(self, value: tuple[float, float, float, float]) -> None:
+        _BOX.__set__(self, value)
+
+
+def _box_reads_per_char(tables: int) -> float:
+    """A form of ``tables`` separate ruled boxes (3 x 3 cells, one short entry in each),
+    stacked down the page."""
+    edges: list[dict[str, Any]] = []
+    chars: list[pdf_layout.Char] = []
+    xs = [50.0, 150.0, 250.0, 350.0]
+    for t in range(tables):
+        ys = [40.0 + 60 * t + 12 * r for r in range(4)]
+        edges += [pdf_layout._edge("h", xs[0], y, xs[-1], y) for y in ys]
+        edges += [pdf_layout._edge("v", x, ys[0], x, ys[-1]) for x in xs]
+        for r in range(3):
+            for c in range(3):
+                x, y = xs[c] + 10, ys[r] + 2
+                chars.append(
+                    _CountingChar(
+                        "7", x, y, x + 5, y + 8, (x, y, x + 5, y + 8), 8.0, False, False, len(chars)
+                    )
+                )
+    _CountingChar.reads = 0
+    found = pdf_layout._tables(edges, chars)
+    assert len(found) == tables  # every box is read as its own table
+    return _CountingChar.reads / len(chars)
+
+
+def test_each_ruled_table_reads_only_the_characters_at_its_height() -> None:
+    # One pass sorts the characters by height, then each table takes its own by bisection;
+    # a pass over the whole page per table read each character once per table (10x the
+    # work per character for 10x the boxes).
+    few = _box_reads_per_char(8)
+    many = _box_reads_per_char(80)
+    assert many <= 1.2 * few
+
+
+_CHAR_X1: Any = vars(pdf_layout.Char)["x1"]
+
+
+class _CountingRight(pdf_layout.Char):
+    """A character that counts how often its right edge is read."""
+
+    __slots__ = ()
+    reads = 0
+
+    @property  # type: ignore[override]
+    def x1(self) -> float:
+        _CountingRight.reads += 1
+        return float(_CHAR_X1.__get__(self))
+
+    @x1.setter
+    def x1(self, value: float) -> None:
+        _CHAR_X1.__set__(self, value)
+
+
+def _right_edge_reads_per_char(fields: int) -> float:
+    """One row of ``fields`` typewriter fields of four characters, two characters apart on
+    the character grid: one line of code (aligned values), read as one."""
+    segments = []
+    for f in range(fields):
+        x = 20.0 + 6.0 * 6 * f
+        segments.append(
+            [
+                _CountingRight(
+                    "a",
+                    x + 6 * k,
+                    0.0,
+                    x + 6 * k + 6,
+                    10.0,
+                    (0, 0, 0, 0),
+                    10.0,
+                    False,
+                    False,
+                    0,
+                    mono=True,
+                )
+                for k in range(4)
+            ]
+        )
+    _CountingRight.reads = 0
+    assert len(pdf_layout._code_line(pdf_layout._justified(segments))) == 1
+    return _CountingRight.reads / (4 * fields)
+
+
+def test_a_long_line_of_code_is_joined_in_work_linear_in_its_characters() -> None:
+    # The line so far keeps its right edge and its sorted advances; measuring them over the
+    # whole line at each field read every character once per field after it.
+    assert _right_edge_reads_per_char(160) <= 1.2 * _right_edge_reads_per_char(20)
+
+
+def _random_grid_edges(rnd: random.Random) -> list[dict[str, Any]]:
+    """Ruling lines of a grid with rules missing, cut short or doubled, and stray rules."""
+    xs = sorted({20.0 + 15 * rnd.randint(0, 30) for _ in range(rnd.randint(2, 9))})
+    ys = sorted({30.0 + 12 * rnd.randint(0, 40) for _ in range(rnd.randint(2, 12))})
+    edges = []
+    for y in ys:
+        for a, b in itertools.pairwise(xs):
+            if rnd.random() < 0.85:
+                edges.append(pdf_layout._edge("h", a, y, b, y))
+    for x in xs:
+        for a, b in itertools.pairwise(ys):
+            if rnd.random() < 0.85:
+                edges.append(pdf_layout._edge("v", x, a, x, b))
+    for _ in range(rnd.randint(0, 4)):
+        x, y = rnd.choice(xs), rnd.choice(ys)
+        edges.append(pdf_layout._edge("h", x, y, x + rnd.uniform(5, 90), y))
+    return edges
+
+
+def test_ruled_crossings_and_cells_are_those_pdfplumber_finds() -> None:
+    from pdfplumber import table as plumb
+
+    rnd = random.Random(11)
+    found = 0
+    for _ in range(300):
+        edges = plumb.merge_edges(_random_grid_edges(rnd), 3, 3, 3, 3)
+        intersections = plumb.edges_to_intersections(edges, 3, 3)
+        ours = pdf_layout._edges_to_intersections(edges, 3.0)
+        assert list(ours.items()) == list(intersections.items())  # in the same order too
+        expected = plumb.intersections_to_cells(intersections)
+        assert pdf_layout._intersections_to_cells(intersections) == expected
+        found += len(expected)
+    assert found > 3000  # the grids hold real cells
+
+
+class _CountedFloat(float):
+    """A coordinate that counts how often it is compared for equality."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        _CountedFloat.compared += 1
+        return float(self) == other
+
+    __hash__ = float.__hash__
+
+
+def _comparisons_per_crossing(n: int) -> float:
+    """A chart's full grid of ``n`` x ``n`` rules: every crossing a corner of its cells."""
+    xs = [_CountedFloat(20.0 + 10 * k) for k in range(n)]
+    ys = [_CountedFloat(30.0 + 8 * k) for k in range(n)]
+    v = {x: pdf_layout._edge("v", x, ys[0], x, ys[-1]) for x in xs}
+    h = {y: pdf_layout._edge("h", xs[0], y, xs[-1], y) for y in ys}
+    intersections = {(x, y): {"v": [v[x]], "h": [h[y]]} for x in xs for y in ys}
+    _CountedFloat.compared = 0
+    assert len(pdf_layout._intersections_to_cells(intersections)) == (n - 1) ** 2
+    return _CountedFloat.compared / n**2
+
+
+def test_a_charts_grid_is_cut_into_cells_in_work_linear_in_its_crossings() -> None:
+    # Each crossing finds the crossings below and to its right in its own column and row: a
+    # few comparisons each (12 and 14 here). pdfplumber scanned every later crossing for
+    # them: 138 a crossing on the 8 x 8 grid, 2,060 on the 32 x 32.
+    assert _comparisons_per_crossing(8) <= 20
+    assert _comparisons_per_crossing(32) <= 20
+
+
+class _CountedEdge(dict):  # type: ignore[type-arg]
+    """A ruling edge that counts how often its values are read."""
+
+    reads = 0
+
+    def __getitem__(self, key: str) -> Any:
+        _CountedEdge.reads += 1
+        return super().__getitem__(key)
+
+
+def _edge_reads_per_edge(boxes: int) -> float:
+    """A form of ``boxes`` separate ruled boxes (3 x 3 cells) stacked down the page."""
+    edges = []
+    for t in range(boxes):
+        ys = [40.0 + 60 * t + 12 * r for r in range(4)]
+        xs = [50.0, 150.0, 250.0, 350.0]
+        edges += [_CountedEdge(pdf_layout._edge("h", xs[0], y, xs[-1], y)) for y in ys]
+        edges += [_CountedEdge(pdf_layout._edge("v", x, ys[0], x, ys[-1])) for x in xs]
+    _CountedEdge.reads = 0
+    assert len(pdf_layout._edges_to_intersections(edges, 3.0)) == 16 * boxes
+    return _CountedEdge.reads / len(edges)
+
+
+def test_ruled_crossings_are_found_in_work_linear_in_the_rules() -> None:
+    # Each vertical rule meets only the horizontal rules at its height, found by bisection;
+    # pdfplumber tested it against every horizontal rule of the page.
+    assert _edge_reads_per_edge(80) <= 1.2 * _edge_reads_per_edge(8)
