@@ -302,6 +302,11 @@ def is_inside(path: str, root: str) -> bool:
 
 
 def file_kind(mode: int) -> str:
+    """What a directory entry is, in words ("a FIFO"), for messages that refuse it."""
+    if stat.S_ISREG(mode):
+        return "a file"
+    if stat.S_ISDIR(mode):
+        return "a folder"
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISSOCK(mode):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from agrag_pipeline.fingerprints import fingerprint, short
+from agrag_pipeline.raw_files import file_kind
 from agrag_pipeline.settings import PipelineSettings, load_settings
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline.versions import PARSE_VERSION, SNAPSHOT_VERSION
@@ -261,16 +262,7 @@ def _existing_ancestor(path: Path) -> tuple[Path, os.stat_result]:
 
 
 def _kind(info: os.stat_result) -> str:
-    mode = info.st_mode
-    if stat.S_ISREG(mode):
-        return "a file"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a folder"  # pragma: no cover - every other kind is named above
+    return file_kind(info.st_mode)
 
 
 def _why(exc: OSError) -> str:

@@ -524,7 +524,38 @@ def _stored_embeddings(warehouse_root: Path, keys: list[str]) -> int:
     return total
 
 
-class _CoreRun:
+class _KeysRun:
+    """A contender that runs documents by key: a full run, then the sensor's way without
+    Dagster (scan against the cursor, run the changed ones)."""
+
+    raw_root: Path
+    keys: list[str]
+    failed: int
+    cursor: str | None
+
+    def run_keys(self, keys: list[str]) -> int:
+        raise NotImplementedError
+
+    def warm(self) -> None:
+        """Whatever a real run has loaded before it starts (kept outside the timer)."""
+
+    def full(self, keys: list[str]) -> float:
+        self.keys = keys
+        self.warm()
+        start = time.perf_counter()
+        self.cursor = plan_changes(self.raw_root, None, keys).cursor()
+        self.failed = self.run_keys(keys)
+        return time.perf_counter() - start
+
+    def incremental(self) -> float:
+        start = time.perf_counter()
+        plan = plan_changes(self.raw_root, self.cursor, self.keys)
+        self.cursor = plan.cursor()
+        self.failed += self.run_keys(plan.to_run)
+        return time.perf_counter() - start
+
+
+class _CoreRun(_KeysRun):
     """The same steps as ``agrag core --no-embed``, in this process, without Dagster."""
 
     name = "core"
@@ -550,21 +581,8 @@ class _CoreRun:
         )
         return sum(1 for o in outcomes if not o.ok)
 
-    def full(self, keys: list[str]) -> float:
-        self.keys = keys
+    def warm(self) -> None:
         _ = self.runtime.chunker  # load the tokenizer outside the timer, as Dagster's runs do
-        start = time.perf_counter()
-        self.cursor = plan_changes(self.raw_root, None, keys).cursor()
-        self.failed = self.run_keys(keys)
-        return time.perf_counter() - start
-
-    def incremental(self) -> float:
-        """The sensor's way without Dagster: scan against the cursor, run the changed ones."""
-        start = time.perf_counter()
-        plan = plan_changes(self.raw_root, self.cursor, self.keys)
-        self.cursor = plan.cursor()
-        self.failed += self.run_keys(plan.to_run)
-        return time.perf_counter() - start
 
     def rerun_all(self) -> float:
         start = time.perf_counter()
@@ -572,7 +590,7 @@ class _CoreRun:
         return time.perf_counter() - start
 
 
-class _CoreWorkersRun:
+class _CoreWorkersRun(_KeysRun):
     """``agrag core --workers N``'s way: every document whole in one of ``workers`` worker
     processes, each running exactly what the CLI's workers run (``workers.init_worker`` and
     ``workers.run_one``); the workers are started and warmed outside the timer, as Dagster's
@@ -610,20 +628,6 @@ class _CoreWorkersRun:
         from agrag_pipeline.workers import run_one
 
         return sum(1 for outcome in self.pool.map(run_one, keys) if not outcome.ok)
-
-    def full(self, keys: list[str]) -> float:
-        self.keys = keys
-        start = time.perf_counter()
-        self.cursor = plan_changes(self.raw_root, None, keys).cursor()
-        self.failed = self.run_keys(keys)
-        return time.perf_counter() - start
-
-    def incremental(self) -> float:
-        start = time.perf_counter()
-        plan = plan_changes(self.raw_root, self.cursor, self.keys)
-        self.cursor = plan.cursor()
-        self.failed += self.run_keys(plan.to_run)
-        return time.perf_counter() - start
 
     def close(self) -> None:
         self.pool.shutdown()
