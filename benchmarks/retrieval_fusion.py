@@ -2,18 +2,22 @@
 it against score-based fusions, on both labelled sets, ours against fixed-1000.
 
     .venv/bin/python -m benchmarks.retrieval_fusion [--cache-dir DIR] [--hold-out grep,sed]
+        [--tokenisers]
 
 Each question's dense and BM25 rankings (``HYBRID_DEPTH`` deep, from the same LanceDB indexes
 as ``agrag search``) are taken once; every fusion is then applied to those very rankings, so the
 variants differ in nothing else. BM25 is also run over the plain chunk text (no heading path) to
-measure what the heading path adds. Sets: the PDF manuals (``retrieval_manuals``, both hit rules)
-and the whole Rust book (``retrieval_bench``). Intervals: paired bootstrap over the questions.
+measure what the heading path adds; ``--tokenisers`` instead rebuilds the BM25 index with other
+options of LanceDB's native FTS (no stemming, stop words kept, whitespace tokens). Sets: the PDF
+manuals (``retrieval_manuals``, both hit rules) and the whole Rust book (``retrieval_bench``).
+Intervals: paired bootstrap over the questions.
 """
 
 from __future__ import annotations
 
 import argparse
 import tempfile
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,9 +41,10 @@ from agrag_pipeline.retrieval.evaluate import (
     paired_bootstrap,
 )
 from agrag_pipeline.retrieval.search import HYBRID_DEPTH, RRF_K
+from agrag_pipeline.retrieval.search import rrf as rrf_hits
 from agrag_pipeline.runtime import PROJECT_ROOT, Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
-from agrag_pipeline.sinks.index import RawHit
+from agrag_pipeline.sinks.index import FTS_COLUMN, RawHit
 from benchmarks.retrieval_bench import BOOK, QUESTIONS, build_index, ours, parse_book
 from benchmarks.retrieval_manuals import SET, fixed
 
@@ -108,6 +113,80 @@ def collect(
                 rec.bm25_plain.append(ranked(plain.bm25(q.query, HYBRID_DEPTH)))
             out[run] = rec
     return out
+
+
+#: LanceDB native FTS options tried against the index's own (simple tokens, English stem, no
+#: stop words: ``SearchIndex.ensure_fts_index``).
+TOKENISERS: dict[str, dict[str, object]] = {
+    "current": {},
+    "no stemming": {"stem": False},
+    "stop words kept": {"remove_stop_words": False},
+    "whitespace tokens": {"base_tokenizer": "whitespace"},
+}
+
+
+def tokeniser_report(
+    name: str,
+    parsed: list[ParsedDocument],
+    questions: list[Question],
+    settings: ChunkerSettings,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    rules: Sequence[Rule],
+) -> None:
+    """BM25 and RRF hybrid MRR@10 with each BM25 tokeniser, against the current one."""
+    by_key = {p.document.source_key: p for p in parsed}
+    spans = {
+        rule: answer_spans(
+            questions, lambda k: by_key[k].sections, rule, lambda k: by_key[k].text_layer
+        )
+        for rule in RULES
+    }
+    query_vectors = embedder.embed([q.query for q in questions])
+    print(f"\n{name}: BM25 tokenisers ({len(questions)} questions)\n")
+    print("| run | tokeniser | mode | rule | MRR@10 | new - current |")
+    print("|---|---|---|---|---:|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for run, items in (("ours", ours(parsed, settings)), ("fixed-1000", fixed(parsed))):
+            vectors, _ = embed_with_cache(
+                embedder, [str(it["contextual_text"]) for it in items], cache
+            )
+            index = build_index(Path(tmp) / run, items, vectors)
+            dense = [index.dense(query_vectors[i], HYBRID_DEPTH) for i in range(len(questions))]
+            current: dict[tuple[str, Rule], Scores] = {}
+            for tokeniser, options in TOKENISERS.items():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    index._open().create_fts_index(  # the benchmark swaps the index's FTS options
+                        FTS_COLUMN,
+                        use_tantivy=False,
+                        replace=True,
+                        **{"stem": True, "remove_stop_words": True, **options},
+                    )
+                for mode in ("bm25", "hybrid"):
+                    found = []
+                    for i, q in enumerate(questions):
+                        bm25 = index.bm25(q.query, HYBRID_DEPTH)
+                        found.append((bm25 if mode == "bm25" else rrf_hits([dense[i], bm25]))[:10])
+                    for rule in rules:
+                        ranks = [
+                            next(
+                                (
+                                    r
+                                    for r, h in enumerate(hits, 1)
+                                    if is_hit(_Located(h.row), q, spans[rule][i])
+                                ),
+                                None,
+                            )
+                            for i, (q, hits) in enumerate(zip(questions, found, strict=True))
+                        ]
+                        s = _scores(tokeniser, rule, ranks)
+                        base = current.setdefault((mode, rule), s)
+                        c = paired_bootstrap(s, base, "mrr@10")
+                        print(
+                            f"| {run} | {tokeniser} | {mode} | {rule} | {s.mrr10:.3f} |"
+                            f" {c.difference:+.3f} [{c.low:+.3f}, {c.high:+.3f}] |"
+                        )
 
 
 def _order(scores: dict[str, float], hits: dict[str, dict[Rule, bool]]) -> Fused:
@@ -203,6 +282,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cache-dir", default=str(PROJECT_ROOT / "data" / "cache"))
     parser.add_argument("--hold-out", default="grep.pdf,sed.pdf")
+    parser.add_argument("--tokenisers", action="store_true", help="BM25 tokenisers instead")
     args = parser.parse_args()
     rt = Runtime.from_files(DEFAULT_SETTINGS_PATH)
     cache = EmbeddingCache.in_dir(Path(args.cache_dir))
@@ -211,6 +291,15 @@ def main() -> None:
 
     questions = load_questions(SET / "questions.tsv")
     pdfs = sorted(SET.glob("*.pdf"))
+    if args.tokenisers:
+        manual_docs = [parse_document(f.read_bytes(), f.name) for f in pdfs]
+        tokeniser_report("PDF manuals", manual_docs, questions, settings, rt.embedder, cache, RULES)
+        rust_docs = parse_book(BOOK)
+        rust_qs = load_questions(QUESTIONS)
+        tokeniser_report(
+            "Rust book", rust_docs, rust_qs, settings, rt.embedder, cache, ("section",)
+        )
+        return
     manuals = collect(
         [parse_document(f.read_bytes(), f.name) for f in pdfs],
         questions,
