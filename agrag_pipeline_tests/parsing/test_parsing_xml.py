@@ -109,7 +109,7 @@ def test_a_patent_grant_naming_its_images_as_unparsed_entities_is_read() -> None
     )
     parsed = parse_document(raw, "patents/pg06442728.xml")
     assert "06442728" in parsed.text_layer and "Run-length encoder" in parsed.text_layer
-    # An expandable entity beside them is still refused before parsing.
-    laugh = raw.replace(b"]>", b'<!ENTITY lol "lol">\n]>', 1)
+    # An entity that expands other entities beside them is still refused before parsing.
+    laugh = raw.replace(b"]>", b'<!ENTITY lol "lol">\n<!ENTITY lol2 "&lol;&lol;">\n]>', 1)
     with pytest.raises(CorruptDocumentError, match="declares entities"):
         parse_document(laugh, "patents/laugh.xml")
