@@ -35,16 +35,35 @@ class FileTooLargeError(OSError):
         self.limit = limit
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A file under the raw root and the cheap facts used to notice it changed."""
+    """A file under the raw root and the cheap facts used to notice it changed.
+
+    A scan holds one per document (100,000s on a large root), so it is kept small: slots, and
+    no path object of its own. The file's path is ``root`` joined with its key (``file_key``),
+    made when asked for; ``root`` is one string shared by every file of a scan.
+    """
 
     source_key: str
-    path: Path
+    #: The raw root as the scan was given it (a folder; a bucket's path for an object store).
+    root: str
     size: int
     mtime_ns: int
     #: Detected from the file's first bytes (None when the scan did not detect).
     media_type: str | None = None
+    #: The key of the file that holds this document when it is not ``source_key`` (a document
+    #: inside another: the outermost container's); None for a file of its own.
+    held_in: str | None = None
+
+    @property
+    def file_key(self) -> str:
+        """The key of the file on disk (or object) whose bytes hold this document."""
+        return self.source_key if self.held_in is None else self.held_in
+
+    @property
+    def path(self) -> Path:
+        """The file's path under the raw root, as the scan was given the root."""
+        return Path(self.root, self.file_key)
 
 
 @dataclass(frozen=True)
