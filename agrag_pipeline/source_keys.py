@@ -11,8 +11,9 @@ valid UTF-8) are refused with a message naming the file; nothing is silently ren
 
 from __future__ import annotations
 
+import bisect
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,10 +103,21 @@ class ScanResult:
             return True
         return any(source_key.startswith(prefix) for prefix in self.unreadable_folders)
 
-    def absent(self, known_keys: set[str] | list[str]) -> list[str]:
-        """Of ``known_keys``, those that are no longer documents (deleted, renamed, excluded)."""
-        present = set(self.keys)
-        return sorted(k for k in known_keys if k not in present and not self.is_unknown(k))
+    def has(self, source_key: str) -> bool:
+        """True when ``source_key`` is one of ``files`` (found by bisection: they are sorted by
+        key, so no set of 100,000 keys is built to ask)."""
+        at = bisect.bisect_left(self.files, source_key, key=_key_of)
+        return at < len(self.files) and self.files[at].source_key == source_key
+
+    def absent(self, known_keys: Iterable[str]) -> list[str]:
+        """Of ``known_keys``, those that are no longer documents (deleted, renamed, excluded),
+        sorted, each once. ``known_keys`` may be a stream (the warehouse's keys as they are
+        found): only the absent ones are kept."""
+        return sorted({k for k in known_keys if not self.has(k) and not self.is_unknown(k)})
+
+
+def _key_of(f: SourceFile) -> str:
+    return f.source_key
 
 
 def validate_source_key(source_key: str) -> str:

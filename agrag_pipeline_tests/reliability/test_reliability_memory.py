@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from agrag_pipeline import cli
-from agrag_pipeline.freshness import stored_source_keys
+from agrag_pipeline.freshness import gone_source_keys, stored_source_keys
 from agrag_pipeline.reporting import Progress
 from agrag_pipeline.sources import scan_raw_root
 from agrag_pipeline.storage import Warehouse, warehouse
@@ -183,4 +183,29 @@ def test_scanning_the_raw_root_holds_a_key_and_a_small_record_per_document(
     )
     assert peak <= ALLOWED_SCAN_PEAK_BYTES_PER_DOCUMENT, (
         f"the scan held {peak:.0f} bytes per document at its peak"
+    )
+
+
+def test_finding_the_deleted_documents_keeps_no_stored_key_per_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A re-run over a filled warehouse first asks which stored documents are gone: the
+    warehouse's keys are compared with the scan as they are found, never gathered into a map
+    of key to id (~250 bytes a document) or a set (nor the scan's keys into one)."""
+    _held_at_report(tmp_path, "rerun", MANY, monkeypatch)
+    stored = Warehouse(str(tmp_path / "warehouse-rerun"))
+    raw = tmp_path / "raw-rerun"
+    (raw / "note-0007.md").unlink()  # one document deleted since the run
+    scan = scan_raw_root(raw)
+    assert gone_source_keys(scan, stored) == ["note-0007.md"]  # what a first call loads
+    tracemalloc.start(1)
+    try:
+        gone = gone_source_keys(scan, stored, also=["note-0003.md", "gone-too.md"])
+        answer, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert gone == ["gone-too.md", "note-0007.md"]
+    beyond = (peak - answer) / MANY
+    assert beyond <= ALLOWED_SCAN_BYTES_PER_DOCUMENT, (
+        f"finding the deleted among {MANY} stored documents held {beyond:.0f} bytes per document"
     )
