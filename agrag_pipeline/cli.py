@@ -204,7 +204,7 @@ def _initialise_storage(instance: Any) -> None:
 
 def materialize(args: argparse.Namespace) -> int:
     """Register every document under the raw root and materialise the graph in one run."""
-    from agrag_pipeline.freshness import remove_deleted, stored_source_keys
+    from agrag_pipeline.freshness import gone_source_keys, remove_deleted
     from agrag_pipeline.reporting import RunSummary
     from agrag_pipeline.runtime import Runtime
 
@@ -230,7 +230,7 @@ def materialize(args: argparse.Namespace) -> int:
         instance = dg.DagsterInstance.get()
         _initialise_storage(instance)
         registered = instance.get_dynamic_partitions(name)
-        gone = scan.absent(set(registered) | set(stored_source_keys(runtime.warehouse)))
+        gone = gone_source_keys(scan, runtime.warehouse, also=registered)
         removals = remove_deleted(runtime.warehouse, gone, runtime.document_sinks())
         registered_set = set(registered)
         for removal in removals:
@@ -421,7 +421,7 @@ def run_documents(
 
 def core(args: argparse.Namespace) -> int:
     """The same steps without Dagster, for every document under the raw root."""
-    from agrag_pipeline.freshness import remove_deleted, stored_source_keys
+    from agrag_pipeline.freshness import gone_source_keys, remove_deleted
     from agrag_pipeline.reporting import Progress, RunSummary
     from agrag_pipeline.runtime import Runtime
 
@@ -440,7 +440,7 @@ def core(args: argparse.Namespace) -> int:
     _scan_into(summary, scan)
     removals = remove_deleted(
         runtime.warehouse,
-        scan.absent(set(stored_source_keys(runtime.warehouse))),
+        gone_source_keys(scan, runtime.warehouse),
         runtime.document_sinks(),
     )
     _removals_into(summary, removals)

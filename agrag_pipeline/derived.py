@@ -70,11 +70,12 @@ _MESSAGES = frozenset({"message/rfc822", "application/vnd.ms-outlook"})
 Detect = Callable[[str, bytes], tuple[str | None, str | None]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DerivedSourceFile(SourceFile):
     """A document inside another. ``path`` is the real file holding it (the outermost
-    container), ``mtime_ns`` that file's, ``size`` the child's own; ``content_hash`` is the
-    child's, known when the scan extracted it (None when carried over unchanged)."""
+    container, ``held_in``), ``mtime_ns`` that file's, ``size`` the child's own;
+    ``content_hash`` is the child's, known when the scan extracted it (None when carried
+    over unchanged)."""
 
     container: str = ""
     content_hash: str | None = None
@@ -159,7 +160,14 @@ def _carried(
     the container is read, as a container new to the cursor is)."""
     prefixes = (f"{container.source_key}/{ATTACHMENTS}/", f"{container.source_key}/{MEMBERS}/")
     children = [
-        DerivedSourceFile(key, container.path, size, mtime_ns, container=_parent(key))
+        DerivedSourceFile(
+            key,
+            container.root,
+            size,
+            mtime_ns,
+            held_in=container.file_key,
+            container=_parent(key),
+        )
         for key, (size, mtime_ns) in known.items()
         if key.startswith(prefixes) and mtime_ns == container.mtime_ns
     ]
@@ -298,10 +306,11 @@ def _child(
     out.files.append(
         DerivedSourceFile(
             child_key,
-            container.path,
+            container.root,
             len(child),
             container.mtime_ns,
             child_type,
+            held_in=container.file_key,
             container=parent,
             content_hash=content_hash(child),
         )

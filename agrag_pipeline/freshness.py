@@ -8,9 +8,10 @@ the warehouse with the current settings fingerprints instead.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -186,8 +187,9 @@ def hash_file(path: Path, raw_root: Path) -> str:
     return content_hash(data)
 
 
-def stored_source_keys(warehouse: Warehouse) -> dict[str, UUID]:
-    """source key -> document id, for every document the warehouse holds output of.
+def iter_stored_source_keys(warehouse: Warehouse) -> Iterator[tuple[str, UUID]]:
+    """(source key, document id) of every document the warehouse holds output of, one at a
+    time: a run that only asks which are gone keeps none of them (~250 bytes a document).
 
     Every place holding a document id counts (its record, its failure record, any of its
     tables), not only sound records: a document whose record is damaged or missing still has
@@ -197,7 +199,6 @@ def stored_source_keys(warehouse: Warehouse) -> dict[str, UUID]:
     set aside), and believed only if it gives back the id (``Document.node_id_for``). A document
     no readable place names is logged, naming its files, and left alone.
     """
-    keys: dict[str, UUID] = {}
     for document_id in warehouse.held_ids():
         key = source_key_of(warehouse, document_id)
         if key is None:
@@ -208,8 +209,21 @@ def stored_source_keys(warehouse: Warehouse) -> dict[str, UUID]:
                 ", ".join(warehouse.uri(p) for p in warehouse.held_paths(document_id)),
             )
             continue
-        keys[key] = document_id
-    return keys
+        yield key, document_id
+
+
+def stored_source_keys(warehouse: Warehouse) -> dict[str, UUID]:
+    """source key -> document id, for every document the warehouse holds output of
+    (``iter_stored_source_keys``)."""
+    return dict(iter_stored_source_keys(warehouse))
+
+
+def gone_source_keys(scan: ScanResult, warehouse: Warehouse, also: Iterable[str] = ()) -> list[str]:
+    """The documents the warehouse holds (and ``also``: e.g. the registered partitions) that
+    the scan no longer finds, streamed: the warehouse's keys are compared as they are found,
+    so a re-run over 100,000 stored documents builds no set or map of them."""
+    stored = (key for key, _document_id in iter_stored_source_keys(warehouse))
+    return scan.absent(itertools.chain(also, stored))
 
 
 def source_key_of(warehouse: Warehouse, document_id: UUID) -> str | None:

@@ -11,8 +11,9 @@ valid UTF-8) are refused with a message naming the file; nothing is silently ren
 
 from __future__ import annotations
 
+import bisect
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,16 +36,35 @@ class FileTooLargeError(OSError):
         self.limit = limit
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A file under the raw root and the cheap facts used to notice it changed."""
+    """A file under the raw root and the cheap facts used to notice it changed.
+
+    A scan holds one per document (100,000s on a large root), so it is kept small: slots, and
+    no path object of its own. The file's path is ``root`` joined with its key (``file_key``),
+    made when asked for; ``root`` is one string shared by every file of a scan.
+    """
 
     source_key: str
-    path: Path
+    #: The raw root as the scan was given it (a folder; a bucket's path for an object store).
+    root: str
     size: int
     mtime_ns: int
     #: Detected from the file's first bytes (None when the scan did not detect).
     media_type: str | None = None
+    #: The key of the file that holds this document when it is not ``source_key`` (a document
+    #: inside another: the outermost container's); None for a file of its own.
+    held_in: str | None = None
+
+    @property
+    def file_key(self) -> str:
+        """The key of the file on disk (or object) whose bytes hold this document."""
+        return self.source_key if self.held_in is None else self.held_in
+
+    @property
+    def path(self) -> Path:
+        """The file's path under the raw root, as the scan was given the root."""
+        return Path(self.root, self.file_key)
 
 
 @dataclass(frozen=True)
@@ -83,10 +103,21 @@ class ScanResult:
             return True
         return any(source_key.startswith(prefix) for prefix in self.unreadable_folders)
 
-    def absent(self, known_keys: set[str] | list[str]) -> list[str]:
-        """Of ``known_keys``, those that are no longer documents (deleted, renamed, excluded)."""
-        present = set(self.keys)
-        return sorted(k for k in known_keys if k not in present and not self.is_unknown(k))
+    def has(self, source_key: str) -> bool:
+        """True when ``source_key`` is one of ``files`` (found by bisection: they are sorted by
+        key, so no set of 100,000 keys is built to ask)."""
+        at = bisect.bisect_left(self.files, source_key, key=_key_of)
+        return at < len(self.files) and self.files[at].source_key == source_key
+
+    def absent(self, known_keys: Iterable[str]) -> list[str]:
+        """Of ``known_keys``, those that are no longer documents (deleted, renamed, excluded),
+        sorted, each once. ``known_keys`` may be a stream (the warehouse's keys as they are
+        found): only the absent ones are kept."""
+        return sorted({k for k in known_keys if not self.has(k) and not self.is_unknown(k)})
+
+
+def _key_of(f: SourceFile) -> str:
+    return f.source_key
 
 
 def validate_source_key(source_key: str) -> str:

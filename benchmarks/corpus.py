@@ -77,9 +77,22 @@ def base_documents(reference: Path = REFERENCE_CORPUS) -> list[Path]:
     return bases
 
 
-def source_key(index: int, base: Path) -> str:
-    """Zero-padded index first, so sorted keys are corpus order (Dagster ranges rely on it)."""
-    return f"{index:05d}-{base.stem}{base.suffix}"
+#: Digits of the index in a key: 5 for corpora up to 100,000 documents (their keys, and the
+#: chunk ids made from them, as recorded), more for larger ones (``key_width``).
+KEY_DIGITS = 5
+
+
+def key_width(n: int) -> int:
+    """Digits the keys of an ``n``-document corpus need to sort in corpus order."""
+    return max(KEY_DIGITS, len(str(max(n - 1, 0))))
+
+
+def source_key(index: int, base: Path, width: int = KEY_DIGITS) -> str:
+    """Zero-padded index first, so sorted keys are corpus order (Dagster ranges rely on it):
+    ``width`` digits, ``key_width(n)`` for a corpus of ``n``."""
+    if len(str(index)) > width:
+        raise ValueError(f"document {index} needs more than {width} digits: use key_width(n)")
+    return f"{index:0{width}d}-{base.stem}{base.suffix}"
 
 
 def vary(raw: bytes, suffix: str, seed: int, generation: int = 0) -> bytes:
@@ -100,12 +113,13 @@ def iter_documents(n: int, reference: Path = REFERENCE_CORPUS) -> Iterator[tuple
     """(source key, kind, bytes) of documents ``0 .. n-1``, one at a time."""
     bases = base_documents(reference)
     cache: dict[Path, bytes] = {}  # the reference corpus is ~3 MB: keep its bytes once
+    width = key_width(n)
     for i in range(n):
         base = bases[i % len(bases)]
         raw = cache.get(base)
         if raw is None:
             raw = cache[base] = base.read_bytes()
-        yield source_key(i, base), KINDS[base.suffix], vary(raw, base.suffix, i)
+        yield source_key(i, base, width), KINDS[base.suffix], vary(raw, base.suffix, i)
 
 
 def write_corpus(root: Path, n: int, reference: Path = REFERENCE_CORPUS) -> CorpusSummary:

@@ -1,7 +1,7 @@
 """Peak memory of parse and chunk against the number of documents (issue 25 item 6).
 
     .venv/bin/python -m benchmarks.memory_scale [--sizes 100,1000,10000,100000] [--workers 1,2]
-        [--realistic 0] [--scan-only 100000] [--code PATH ...]
+        [--realistic 0] [--scan-only 100000] [--gone 10000] [--code PATH ...]
 
 - core: ``agrag core --no-embed --workers W`` over N small documents (``corpus.small_document``:
   1-3 KB excerpts of the reference corpus's Markdown and HTML, real text, 100 folders of 1,000
@@ -10,7 +10,10 @@
   with more it is the supervisor) and its largest worker. ``--realistic N`` adds N documents of
   the reference mix (``corpus.write_corpus``, PDFs included).
 - scan: the raw-root scan alone (``sources.scan_raw_root``) and its list of keys, in a fresh
-  process, for sizes too large to parse on the machine at hand (``--scan-only``).
+  process, for sizes too large to parse on the machine at hand (``--scan-only``); peak RSS, and
+  bytes per document under tracemalloc (held by its answer; at its peak).
+- gone: finding which of N stored documents are gone (the start of every re-run), after one
+  ``agrag core`` run over N small documents (``--gone N``): peak RSS it adds, bytes per document.
 - ``--code PATH``: also run each measurement with another checkout's code (``PYTHONPATH``), side
   by side in the same run (e.g. the commit before a fix, from ``git worktree add``).
 
@@ -49,19 +52,70 @@ print("MEMORY_SCALE " + json.dumps({
 }))
 """
 _SCAN_RUNNER = """
-import json, resource, sys, time
+import gc, json, resource, sys, time, tracemalloc
 from pathlib import Path
 from agrag_pipeline.sources import scan_raw_root
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.process_time()
 scan = scan_raw_root(Path(sys.argv[1]))
 keys = scan.keys
+peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+cpu_s = time.process_time() - started
+documents = len(keys)
+del scan, keys
+gc.collect()
+# Once more under tracemalloc (after the RSS figure): what the scan's answer holds, and its peak.
+tracemalloc.start()
+scan = scan_raw_root(Path(sys.argv[1]))
+held, peak = tracemalloc.get_traced_memory()
+tracemalloc.stop()
 print("MEMORY_SCALE " + json.dumps({
     "status": 0,
-    "documents": len(keys),
+    "documents": documents,
     "before_kb": before,
-    "own_peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-    "cpu_s": time.process_time() - started,
+    "own_peak_kb": peak_kb,
+    "cpu_s": cpu_s,
+    "held_bytes_per_document": round(held / documents),
+    "peak_bytes_per_document": round(peak / documents),
+}))
+"""
+
+#: Finding the stored documents that are gone (the start of a re-run over a filled warehouse):
+#: peak RSS it adds to the scan's, then its bytes under tracemalloc. Code without
+#: ``gone_source_keys`` runs what ``agrag core`` did before it.
+_GONE_RUNNER = """
+import gc, json, resource, sys, time, tracemalloc
+from pathlib import Path
+from agrag_pipeline import freshness
+from agrag_pipeline.sources import scan_raw_root
+from agrag_pipeline.storage import Warehouse
+scan = scan_raw_root(Path(sys.argv[1]))
+stored = Warehouse(sys.argv[2])
+def gone():
+    if hasattr(freshness, "gone_source_keys"):
+        return freshness.gone_source_keys(scan, stored)
+    return scan.absent(set(freshness.stored_source_keys(stored)))
+gc.collect()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+started = time.process_time()
+found = gone()
+peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+cpu_s = time.process_time() - started
+del found
+gc.collect()
+tracemalloc.start()
+found = gone()
+held, peak = tracemalloc.get_traced_memory()
+tracemalloc.stop()
+print("MEMORY_SCALE " + json.dumps({
+    "status": 0,
+    "documents": len(scan.files),
+    "gone": len(found),
+    "before_kb": before,
+    "own_peak_kb": peak_kb,
+    "added_kb": peak_kb - before,
+    "cpu_s": cpu_s,
+    "peak_bytes_per_document": round(peak / len(scan.files)),
 }))
 """
 
@@ -149,6 +203,19 @@ def table(rows: list[dict[str, Any]]) -> str:
                 row["load_average"],
             )
         )
+    scans = [row for row in rows if "held_bytes_per_document" in row]
+    if scans:
+        lines += [
+            "",
+            "| scan of | code | documents | held by its answer, bytes/document "
+            "| its peak (tracemalloc), bytes/document |",
+            "|---|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {row['part']} | {row['code']} | {row['documents']:,} "
+            f"| {row['held_bytes_per_document']:,} | {row['peak_bytes_per_document']:,} |"
+            for row in scans
+        ]
     return "\n".join(lines)
 
 
@@ -158,6 +225,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--realistic", type=int, default=0, help="documents of the reference mix")
     parser.add_argument("--scan-only", default="", help="sizes measured by the scan alone")
+    parser.add_argument(
+        "--gone",
+        type=int,
+        default=0,
+        help="documents stored (by one core run) before finding the gone ones, per code",
+    )
     parser.add_argument("--code", action="append", default=[], help="another checkout to compare")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -171,6 +244,7 @@ def main(argv: list[str] | None = None) -> None:
         "rows": [],
     }
     rows: list[dict[str, Any]] = results["rows"]
+    gone_rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="agrag-memory-") as tmp:
         work = Path(tmp)
         corpora: list[tuple[str, int, Path, float]] = []
@@ -200,8 +274,31 @@ def main(argv: list[str] | None = None) -> None:
                     row["corpus_mb"] = mb
                     rows.append(row)
                     print(json.dumps(row), flush=True)
+        if args.gone:
+            raw = work / f"gone-{args.gone}"
+            write_small_corpus(raw, args.gone)
+            warehouse = work / "gone-warehouse"
+            args_ = ["core", "--no-embed", "--workers", "2", "--raw-root", str(raw)]
+            args_ += ["--warehouse", str(warehouse), "--cache-dir", str(work / "cache")]
+            _run(_CORE_RUNNER, args_, REPO_ROOT)
+            for name, code in codes.items():
+                row = _run(_GONE_RUNNER, [str(raw), str(warehouse)], code)
+                row.update(code=name)
+                gone_rows.append(row)
+                print(json.dumps(row), flush=True)
     results["load_average_at_end"] = load()
+    results["gone_rows"] = gone_rows
     print(table(rows))
+    if gone_rows:
+        print(
+            "\n| finding the gone among stored documents | code | peak RSS added "
+            "| peak (tracemalloc), bytes/document | CPU s |\n|---|---|---:|---:|---:|"
+        )
+        for row in gone_rows:
+            print(
+                f"| {row['documents']:,} | {row['code']} | {row['added_kb'] / 1024:.1f} MiB "
+                f"| {row['peak_bytes_per_document']:,} | {row['cpu_s']} |"
+            )
     sys.stdout.write(RESULT_PREFIX + json.dumps(results) + "\n")
 
 

@@ -66,9 +66,10 @@ def object_root_uri(raw_root: str | Path) -> str | None:
     return f"{match['protocol'].lower()}://{match['rest'].rstrip('/')}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ObjectSourceFile(SourceFile):
-    """A document in a bucket. ``path`` is the object's path in the store; ``mtime_ns`` is the
+    """A document in a bucket. ``path`` is the object's path in the store (``root``: the
+    prefix's); ``mtime_ns`` is the
     last-modified time (whole seconds on S3) with a digest of the ETag in its sub-second
     digits, so an object overwritten in the same second with the same size still differs."""
 
@@ -137,7 +138,7 @@ def scan_object_root(
         uri = fs.unstrip_protocol(path)
         mtime_ns = _mtime_ns(info, etag)
         result.files.append(
-            ObjectSourceFile(key, Path(path), size, mtime_ns, media_type, uri=uri, etag=etag)
+            ObjectSourceFile(key, base, size, mtime_ns, media_type, uri=uri, etag=etag)
         )
     return result
 

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from agrag_pipeline import cli
-from agrag_pipeline.freshness import stored_source_keys
+from agrag_pipeline.freshness import gone_source_keys, stored_source_keys
 from agrag_pipeline.reporting import Progress
+from agrag_pipeline.sources import scan_raw_root
 from agrag_pipeline.storage import Warehouse, warehouse
 
 #: Documents of the small and the large run (the large one ten times the small one).
@@ -137,4 +138,74 @@ def test_finding_the_stored_documents_holds_an_id_per_document_not_its_paths(
     beyond = (peak - answer) / MANY
     assert beyond <= ALLOWED_SCAN_BYTES_PER_DOCUMENT, (
         f"finding {MANY} stored documents held {beyond:.0f} bytes per document beyond its answer"
+    )
+
+
+#: Bytes the scan's answer may hold per document: its key (the string), its record (a
+#: ``SourceFile``: a slotted object of six pointers, ~80 bytes), its size and modification time
+#: (two ints) and a pointer in the list, with some room. A ``pathlib.Path`` per document is
+#: ~400 bytes more; a record with a ``__dict__`` ~100 more.
+ALLOWED_SCAN_RESULT_BYTES_PER_DOCUMENT = sys.getsizeof("note-0000.md") + 200
+#: Bytes the scan may hold per document at its peak, in one flat folder: its answer, and the
+#: folder's listing while it is read (a name and a ``_Stat`` per entry, ~200 bytes). An
+#: ``os.DirEntry`` with its cached ``os.stat_result`` per entry is ~650 bytes more.
+ALLOWED_SCAN_PEAK_BYTES_PER_DOCUMENT = ALLOWED_SCAN_RESULT_BYTES_PER_DOCUMENT + 200
+
+
+def _scan_bytes(raw: Path) -> tuple[int, int, int]:
+    """(documents found, bytes the scan's answer holds, bytes at the scan's peak)."""
+    tracemalloc.start(1)
+    try:
+        scan = scan_raw_root(raw)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return len(scan.files), held, peak
+
+
+def test_scanning_the_raw_root_holds_a_key_and_a_small_record_per_document(
+    tmp_path: Path,
+) -> None:
+    """A large raw root (100,000 documents) is scanned on every run and sensor tick: what the
+    scan keeps per document must be its key and the few facts that tell a change, not a path
+    object of its own (~660 bytes a document with a record that has a ``__dict__``), and a
+    folder's listing must not keep a stat object per entry while the folder is read."""
+    few = _raw_root(tmp_path / "few", 200)
+    many = _raw_root(tmp_path / "many", 2000)  # one flat folder: its listing at its largest
+    scan_raw_root(few)  # what a first scan loads (detectors, settings), loaded before counting
+    few_found, few_held, few_peak = _scan_bytes(few)
+    many_found, many_held, many_peak = _scan_bytes(many)
+    assert (few_found, many_found) == (200, 2000)
+    held = (many_held - few_held) / (many_found - few_found)
+    peak = (many_peak - few_peak) / (many_found - few_found)
+    assert held <= ALLOWED_SCAN_RESULT_BYTES_PER_DOCUMENT, (
+        f"the scan's answer held {held:.0f} bytes per document"
+    )
+    assert peak <= ALLOWED_SCAN_PEAK_BYTES_PER_DOCUMENT, (
+        f"the scan held {peak:.0f} bytes per document at its peak"
+    )
+
+
+def test_finding_the_deleted_documents_keeps_no_stored_key_per_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A re-run over a filled warehouse first asks which stored documents are gone: the
+    warehouse's keys are compared with the scan as they are found, never gathered into a map
+    of key to id (~250 bytes a document) or a set (nor the scan's keys into one)."""
+    _held_at_report(tmp_path, "rerun", MANY, monkeypatch)
+    stored = Warehouse(str(tmp_path / "warehouse-rerun"))
+    raw = tmp_path / "raw-rerun"
+    (raw / "note-0007.md").unlink()  # one document deleted since the run
+    scan = scan_raw_root(raw)
+    assert gone_source_keys(scan, stored) == ["note-0007.md"]  # what a first call loads
+    tracemalloc.start(1)
+    try:
+        gone = gone_source_keys(scan, stored, also=["note-0003.md", "gone-too.md"])
+        answer, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert gone == ["gone-too.md", "note-0007.md"]
+    beyond = (peak - answer) / MANY
+    assert beyond <= ALLOWED_SCAN_BYTES_PER_DOCUMENT, (
+        f"finding the deleted among {MANY} stored documents held {beyond:.0f} bytes per document"
     )
