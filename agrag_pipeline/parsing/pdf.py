@@ -175,7 +175,7 @@ def parse(
     furniture = _mark_furniture(pages)
     toc_pages = _mark_toc(pages)
     _mark_footnotes(pages)
-    builder = _LayerBuilder(_compounds(pages), lambda: _Dictionary.of(pages))
+    builder = _LayerBuilder(_compounds(pages), lambda: _Dictionary.of(pages, _vocabulary(pages)))
     for k, read in enumerate(pages):
         builder.add_page(read, pages[k + 1] if k + 1 < len(pages) else None)
     text = builder.text()
@@ -532,6 +532,18 @@ def _compounds(pages: list[PageRead]) -> frozenset[str]:
     return frozenset(c for c in hyphenated if c.replace("-", "") not in words)
 
 
+def _vocabulary(pages: list[PageRead]) -> frozenset[str]:
+    """The words the document writes whole (lower case): every word of a line but its first
+    and its last, which may be the halves of a word split at a line end. A technical word the
+    word list lacks (``autoprint`` in the sed manual) is a word of its document."""
+    words: set[str] = set()
+    for read in pages:
+        for item in read.items:
+            if isinstance(item, Line):
+                words.update(re.findall(r"\w+", item.text.lower())[1:-1])
+    return frozenset(words)
+
+
 class _LayerBuilder:
     def __init__(
         self,
@@ -767,11 +779,15 @@ class _Dictionary:
     """The document language's word frequencies (``wordfreq``), to tell hyphenation from a
     compound at a line end."""
 
-    def __init__(self, language: str) -> None:
+    def __init__(self, language: str, vocabulary: frozenset[str] = frozenset()) -> None:
         self.language = language
+        #: The document's own words (``_vocabulary``): known words though the list lacks them.
+        self.vocabulary = vocabulary
 
     @classmethod
-    def of(cls, pages: list[PageRead]) -> _Dictionary | None:
+    def of(
+        cls, pages: list[PageRead], vocabulary: frozenset[str] = frozenset()
+    ) -> _Dictionary | None:
         """For the language the document's text is recognised as; None when none is."""
         from agrag_pipeline.parsing import quality
 
@@ -790,7 +806,7 @@ class _Dictionary:
             language, _ = quality.identify_language("\n".join(sample))
         except Exception:  # a missing word list is no reason to refuse a document
             return None
-        return cls(language) if language else None
+        return cls(language, vocabulary) if language else None
 
     def zipf(self, text: str) -> float:
         import wordfreq
@@ -800,8 +816,15 @@ class _Dictionary:
     def compound(self, head: str, tail: str) -> bool:
         """Whether ``head-tail`` split at a line end is a compound rather than one word: both
         parts are words and joined they make none (``self-contained``, ``well-known``); a
-        joined word the list knows is hyphenation (``compu-tation``, ``counter-balancing``)."""
-        parts = min(self.zipf(head), self.zipf(tail))
+        joined word the list knows is hyphenation (``compu-tation``, ``counter-balancing``).
+        The document's own words count as known: a part it writes whole is a word
+        (``no-autoprint``), a joined word it writes whole is no compound."""
+        if (head + tail).lower() in self.vocabulary:
+            return False
+        parts = min(
+            _KNOWN_ZIPF if part.lower() in self.vocabulary else self.zipf(part)
+            for part in (head, tail)
+        )
         if parts < _KNOWN_ZIPF:
             return False
         joined = self.zipf(head + tail)
