@@ -26,4 +26,5 @@ SNAPSHOT_VERSION = "1"
 #: score and reasons may differ), and structured data and code no longer scored by word lists;
 #: PDF paragraphs parted by a small space or a first-line indent (texinfo, LaTeX), a sentence
 #: running on over a page break kept in its paragraph, an API's definition lines no headings.
+#: PDF: compounds' hyphens, lone page-number-like lines (figure labels) and drawn `_` kept.
 PARSE_VERSION = "7"

@@ -90,6 +90,10 @@ _PAGE_NUMBER = re.compile(
     r"(\s*(of|/)\s*\d{1,4})?$",
     re.I,
 )
+#: A page number spelled as one: a word (``Page 3``, ``3 of 9``) or dashes/brackets around it.
+_SPELLED_PAGE_NUMBER = re.compile(r"page|of|/|[-–—()]", re.I)
+#: A number with a decimal point: a value (``75.9``) on a page of its own, not a page number.
+_DECIMAL = re.compile(r"\d+\.\d+")
 _RUNNING_HEAD = re.compile(r"^(\d{1,4})\s.*\S|.*\S\s(\d{1,4})$")
 #: A number that is a year of a date, not a page number.
 _YEAR = re.compile(r"1[89]\d\d|2[01]\d\d")
@@ -175,7 +179,7 @@ def parse(
     furniture = _mark_furniture(pages)
     toc_pages = _mark_toc(pages)
     _mark_footnotes(pages)
-    builder = _LayerBuilder(_compounds(pages), lambda: _Dictionary.of(pages))
+    builder = _LayerBuilder(_compounds(pages), lambda: _Dictionary.of(pages, _vocabulary(pages)))
     for k, read in enumerate(pages):
         builder.add_page(read, pages[k + 1] if k + 1 < len(pages) else None)
     text = builder.text()
@@ -367,9 +371,19 @@ def _furniture_key(text: str) -> str:
     return re.sub(r"\d+", "#", " ".join(text.casefold().split()))
 
 
+def _number_shape(text: str) -> str:
+    """A page number's shape: ``12`` and ``xiv`` are ``#``, ``3.12`` is ``#.#``."""
+    return re.sub(r"\b[ivxlcdm]+\b", "#", _furniture_key(text))
+
+
 def _mark_furniture(pages: list[PageRead]) -> int:
-    """Mark running headers/footers and page numbers; return how many lines were marked."""
+    """Mark running headers/footers and page numbers; return how many lines were marked.
+
+    Furniture runs: a line repeats on other pages, a page number's shape too (``12``, ``xiv``
+    are ``#``). A page number without another is one at the foot, or one spelled as such
+    (``Page 3``, ``- 3 -``): a one-page figure's top label (``75.9`` above a bar) is text."""
     zone: list[list[Line]] = []
+    feet: set[int] = set()  # the lines in a page's bottom margin, by id
     for read in pages:
         lines = [i for i in read.items if isinstance(i, Line) and not i.rotated]
         margin = 0.15 * read.height
@@ -385,10 +399,15 @@ def _mark_furniture(pages: list[PageRead]) -> int:
             apart = above is None or line.top - above.bottom >= 0.8 * line.size
             if line.box[1] >= read.height - margin and apart:
                 candidates.append(line)
+                feet.add(id(line))
         zone.append(list({id(c): c for c in candidates}.values()))
     counts: Counter[str] = Counter()
+    numbers: Counter[str] = Counter()  # pages with a page-number-shaped line, by its shape
     for candidates in zone:
         counts.update({_furniture_key(c.text) for c in candidates})
+        numbers.update(
+            {_number_shape(c.text) for c in candidates if _PAGE_NUMBER.match(c.text.strip())}
+        )
     needed = max(2, (len(pages) + 1) // 2)
     sizes: Counter[float] = Counter()
     for read in pages:
@@ -404,9 +423,14 @@ def _mark_furniture(pages: list[PageRead]) -> int:
             numbered = _RUNNING_HEAD.match(text)
             if numbered and numbered.group(1) and line.size <= body * _FOOTNOTE_SIZE:
                 numbered = None  # a footnote ("1 See ..." in small type), not a running head
+            page_number = bool(_PAGE_NUMBER.match(text)) and (
+                numbers[_number_shape(text)] >= 2
+                or bool(_SPELLED_PAGE_NUMBER.search(text))
+                or (id(line) in feet and not _DECIMAL.fullmatch(text))
+            )
             if (
                 (len(pages) >= 2 and counts[key] >= needed)
-                or _PAGE_NUMBER.match(text)
+                or page_number
                 # A running head with its page number ("Study on X — Annex 209"), no larger
                 # than the body text (a title would be). It runs: it repeats on another page;
                 # a one-page excerpt has none, so there the number must not be a year
@@ -530,6 +554,18 @@ def _compounds(pages: list[PageRead]) -> frozenset[str]:
             hyphenated.update(f"{a}-{b}" for a, b in _COMPOUND.findall(lowered))
             words.update(lowered.split())
     return frozenset(c for c in hyphenated if c.replace("-", "") not in words)
+
+
+def _vocabulary(pages: list[PageRead]) -> frozenset[str]:
+    """The words the document writes whole (lower case): every word of a line but its first
+    and its last, which may be the halves of a word split at a line end. A technical word the
+    word list lacks (``autoprint`` in the sed manual) is a word of its document."""
+    words: set[str] = set()
+    for read in pages:
+        for item in read.items:
+            if isinstance(item, Line):
+                words.update(re.findall(r"\w+", item.text.lower())[1:-1])
+    return frozenset(words)
 
 
 class _LayerBuilder:
@@ -767,11 +803,15 @@ class _Dictionary:
     """The document language's word frequencies (``wordfreq``), to tell hyphenation from a
     compound at a line end."""
 
-    def __init__(self, language: str) -> None:
+    def __init__(self, language: str, vocabulary: frozenset[str] = frozenset()) -> None:
         self.language = language
+        #: The document's own words (``_vocabulary``): known words though the list lacks them.
+        self.vocabulary = vocabulary
 
     @classmethod
-    def of(cls, pages: list[PageRead]) -> _Dictionary | None:
+    def of(
+        cls, pages: list[PageRead], vocabulary: frozenset[str] = frozenset()
+    ) -> _Dictionary | None:
         """For the language the document's text is recognised as; None when none is."""
         from agrag_pipeline.parsing import quality
 
@@ -790,7 +830,7 @@ class _Dictionary:
             language, _ = quality.identify_language("\n".join(sample))
         except Exception:  # a missing word list is no reason to refuse a document
             return None
-        return cls(language) if language else None
+        return cls(language, vocabulary) if language else None
 
     def zipf(self, text: str) -> float:
         import wordfreq
@@ -800,8 +840,15 @@ class _Dictionary:
     def compound(self, head: str, tail: str) -> bool:
         """Whether ``head-tail`` split at a line end is a compound rather than one word: both
         parts are words and joined they make none (``self-contained``, ``well-known``); a
-        joined word the list knows is hyphenation (``compu-tation``, ``counter-balancing``)."""
-        parts = min(self.zipf(head), self.zipf(tail))
+        joined word the list knows is hyphenation (``compu-tation``, ``counter-balancing``).
+        The document's own words count as known: a part it writes whole is a word
+        (``no-autoprint``), a joined word it writes whole is no compound."""
+        if (head + tail).lower() in self.vocabulary:
+            return False
+        parts = min(
+            _KNOWN_ZIPF if part.lower() in self.vocabulary else self.zipf(part)
+            for part in (head, tail)
+        )
         if parts < _KNOWN_ZIPF:
             return False
         joined = self.zipf(head + tail)

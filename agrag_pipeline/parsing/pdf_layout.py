@@ -875,6 +875,97 @@ def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
     return blocks
 
 
+# -- underscores drawn as rules ---------------------------------------------------------------
+
+
+def _drawn_underscores(
+    page: pypdfium2.PdfPage, chars: list[Char], height: float, left: float, bottom: float
+) -> list[Char]:
+    """``chars`` with an ``_`` for each underscore drawn as a rule, not a glyph.
+
+    TeX (texinfo's ``@code`` in a font without an underscore: a definition line's
+    ``ffi_get_version``) draws ``_`` as a short thin rule at the baseline, so the identifier
+    would read ``ffi get version``. A rule is read as ``_`` when it is about a character wide,
+    lies on the baseline of the word characters just left and right of it, and no character
+    is drawn over it: an underline spans and lies under its glyphs, a table rule is long."""
+    raw = page.raw
+    count = pdfium_c.FPDFPage_CountObjects(raw)
+    if count > 5000 or not chars:
+        return chars
+    rules: list[tuple[float, float, float, float]] = []  # x0, top, x1, bottom (top-left origin)
+    l_, b_, r_, t_ = (ctypes.c_float() for _ in range(4))
+    for k in range(count):
+        obj = pdfium_c.FPDFPage_GetObject(raw, k)
+        if pdfium_c.FPDFPageObj_GetType(obj) != pdfium_c.FPDF_PAGEOBJ_PATH:
+            continue
+        segments = pdfium_c.FPDFPath_CountSegments(obj)
+        if not 2 <= segments <= 5 or not pdfium_c.FPDFPageObj_GetBounds(
+            obj, ctypes.byref(l_), ctypes.byref(b_), ctypes.byref(r_), ctypes.byref(t_)
+        ):
+            continue
+        x0, x1 = l_.value - left, r_.value - left
+        top, bot = height - (t_.value - bottom), height - (b_.value - bottom)
+        if (
+            0 < bot - top <= 2.0
+            and 1.0 <= x1 - x0 <= 12.0
+            and not any(
+                pdfium_c.FPDFPathSegment_GetType(pdfium_c.FPDFPath_GetPathSegment(obj, s))
+                == pdfium_c.FPDF_SEGMENT_BEZIERTO
+                for s in range(segments)
+            )
+        ):
+            rules.append((x0, top, x1, bot))
+        if len(rules) > 2000:
+            return chars
+    if not rules:
+        return chars
+    rows: dict[int, list[Char]] = {}  # upright characters by their baseline, 2 pt a bucket
+    for c in chars:
+        if c.index >= 0:
+            rows.setdefault(int(c.baseline // 2), []).append(c)
+    added: list[Char] = []
+    for x0, top, x1, bot in sorted(rules):
+        middle = (top + bot) / 2
+        near = [
+            c for b in range(int(middle // 2) - 2, int(middle // 2) + 3) for c in rows.get(b, [])
+        ]
+        on_line = [c for c in near if abs(c.baseline - middle) <= 0.2 * c.size]
+        if not on_line:
+            continue
+        size = max(c.size for c in on_line)
+        if bot - top > 0.2 * size or not 0.25 * size <= x1 - x0 <= 0.9 * size:
+            continue
+        slack = 0.15 * size
+        if any(c.x0 < x1 - slack and c.x1 > x0 + slack for c in on_line):
+            continue  # a glyph drawn over it: an underline, or a strike-through
+        before = [c for c in on_line if x0 - 0.3 * size <= c.x1 <= x0 + slack]
+        after = [c for c in on_line if x1 - slack <= c.x0 <= x1 + 0.3 * size]
+        if not (before and after):
+            continue
+        # The last of a ligature's letters (one box) is the one before the rule.
+        head = max(before, key=lambda c: (c.x1, c.index))
+        tail = min(after, key=lambda c: (c.x0, c.index))
+        if not (_word_char(head.text) and _word_char(tail.text)):
+            continue
+        if abs(head.baseline - tail.baseline) > 0.1 * size:
+            continue
+        underscore = Char(
+            "_", x0, head.top, x1, head.bottom, (x0, head.box[1], x1, head.box[3]),
+            head.size, head.bold, False, head.index, head.italic,
+        )  # fmt: skip
+        underscore.glyph = -2 - len(added)
+        underscore.baseline = head.baseline
+        underscore.mono = head.mono and tail.mono
+        head.space = False  # PDFium's space for the gap the rule filled
+        rows.setdefault(int(head.baseline // 2), []).append(underscore)
+        added.append(underscore)
+    return chars + added if added else chars
+
+
+def _word_char(text: str) -> bool:
+    return bool(text) and (text[-1].isalnum() or text[-1] == "_")
+
+
 # -- tables -----------------------------------------------------------------------------------
 
 
@@ -1377,6 +1468,8 @@ def read_page(
         chars = read_chars(page, textpage, out, glyph_names)
     finally:
         textpage.close()
+    if page.get_rotation() % 360 == 0:
+        chars = _drawn_underscores(page, chars, height, left, bottom)
     out.image_area = _image_share(page, width * height)
     upright = [c for c in chars if c.index >= 0]
     turned = [c for c in chars if c.index < 0]

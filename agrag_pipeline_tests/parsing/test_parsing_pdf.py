@@ -251,6 +251,16 @@ def test_a_line_end_hyphen_of_a_compound_the_document_hyphenates_elsewhere_is_ke
     )
 
 
+def test_a_compound_of_a_word_the_document_writes_whole_keeps_its_line_end_hyphen() -> None:
+    # Pages 14 and 81 of the GNU sed manual (fixtures/README.md): "(no-" ends a line of page
+    # 14 and "autoprint)" starts the next; "autoprint" is no word of the word list, but the
+    # index of page 81 writes it whole ("Disabling autoprint"), and "noautoprint" nowhere.
+    pdf = Path(__file__).resolve().parents[1] / "fixtures" / "sed_compound_pages.pdf"
+    text = parse_document(pdf.read_bytes(), "sed.pdf").text_layer
+    assert "then the -n (no-autoprint) option is forced." in text
+    assert "noautoprint" not in text
+
+
 def test_unmapped_glyphs_are_dropped_and_counted(corpus_dir: Path) -> None:
     key = "pdf/table_mislabeled_as_picture.pdf"
     parsed = parse_document((corpus_dir / key).read_bytes(), key)

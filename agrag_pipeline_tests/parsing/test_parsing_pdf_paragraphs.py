@@ -62,5 +62,5 @@ def test_pdf_definition_lines_of_an_api_reference_are_no_headings() -> None:
     assert not [h for h in headings if "[Function]" in h or "(void)" in h], headings
     # The definition lines stay in the text, each with what it defines.
     text = " ".join(parsed.text_layer.split())
-    for name in ("get version (void)", "get default abi (void)", "get closure size (void)"):
+    for name in ("get_version (void)", "get_default_abi (void)", "get_closure_size (void)"):
         assert re.search(re.escape(name) + r" \[Function\]", text), name

@@ -86,6 +86,51 @@ def test_a_footnote_of_a_one_page_document_is_no_running_footer() -> None:
     assert parsed.text_layer.endswith("1 The register is kept in the office of the foreman.")
 
 
+def test_the_top_label_of_a_one_page_figure_is_no_page_number() -> None:
+    # matplotlib's one-page bar chart (fixtures/make_pdf_text_fixtures.py): the tallest bar's
+    # value "75.9" is the page's top line, set apart, shaped like a page number ("3.12"); a
+    # one-page document has no other page for it to run on.
+    figure = MANUAL.parent / "matplotlib_bar_labels_figure.pdf"
+    parsed = _parse(figure.read_bytes(), "figure.pdf")
+    assert parsed.text_layer.splitlines()[0] == "75.9"
+    assert "59.1" in parsed.text_layer and "Accuracy (%)" in parsed.text_layer
+    assert not [w for w in parsed.warnings if "running header" in w]
+
+
+def test_a_page_number_of_a_one_page_excerpt_is_left_out() -> None:
+    body = ["The widgets of the north workshop are counted every morning.", "Then they ship."]
+    texts = [Text(72, 700 - 14 * i, line, 11) for i, line in enumerate(body)]
+    texts += [Text(300, 30, "17", 10), Text(72, 760, "- 4 -", 10)]
+    parsed = _parse(make_pdf([Page(texts)]), "excerpt.pdf")
+    assert parsed.text_layer.splitlines() == body
+    assert "2 running header/footer or page-number lines left out" in parsed.warnings
+
+
+def test_an_underscore_drawn_as_a_rule_is_read_as_an_underscore() -> None:
+    # Page 5 of the libffi manual (fixtures/README.md): texinfo sets a definition line's name
+    # in a font without "_" and draws each underscore as a short rule at the baseline.
+    page = MANUAL.parent / "libffi_function_page.pdf"
+    lines = _parse(page.read_bytes(), "libffi.pdf").text_layer.splitlines()
+    for definition in (
+        "const char * ffi_get_version (void) [Function]",
+        "unsigned long ffi_get_version_number (void) [Function]",
+        "unsigned int ffi_get_default_abi (void) [Function]",
+        "size_t ffi_get_closure_size (void) [Function]",
+    ):
+        assert definition in lines, definition
+    assert "Return sizeof(ffi_closure)." in lines  # a typewriter glyph "_" is read once
+
+
+def test_an_underline_or_a_short_rule_between_words_is_no_underscore() -> None:
+    texts = [Text(72, 700, "Go to the shop now.", 11), Text(72, 660, "left", 11)]
+    texts.append(Text(160, 660, "right", 11))
+    lines = [(89.7, 698.0, 98.9, 698.0)]  # under "to" (Helvetica: "Go " is 17.7 pt wide)
+    lines.append((120.0, 660.5, 125.0, 660.5))  # a short rule far from both words
+    parsed = _parse(make_pdf([Page(texts, lines)]), "underlined.pdf")
+    lines_read = [line for line in parsed.text_layer.splitlines() if line]
+    assert lines_read == ["Go to the shop now.", "left right"]
+
+
 def test_code_lines_keep_their_trailing_comments() -> None:
     lines = _manual().text_layer.splitlines()
     assert 'unit["millimetre" ] = 1 # the base unit' in lines
