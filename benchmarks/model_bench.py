@@ -39,12 +39,10 @@ from agrag_pipeline.embedding.settings import EmbeddingSettings
 from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.retrieval.evaluate import (
-    RULES,
     Comparison,
     Question,
     Rule,
     Scores,
-    answer_spans,
     comparison_table,
     load_questions,
     paired_bootstrap,
@@ -56,6 +54,7 @@ from agrag_pipeline.runtime import PROJECT_ROOT, Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
 from benchmarks.retrieval_bench import BOOK, QUESTIONS, build_index, ours, parse_book
 from benchmarks.retrieval_manuals import SET as MANUALS
+from benchmarks.retrieval_manuals import spans_by_rule
 
 MODES: tuple[Mode, ...] = ("dense", "hybrid")
 
@@ -85,13 +84,7 @@ def labelled_set(
             keep = sorted({q.source_key for q in questions})[:max_files]
             parsed = [p for p in parsed if p.document.source_key in keep]
             questions = [q for q in questions if q.source_key in keep]
-    by_key = {p.document.source_key: p for p in parsed}
-    spans = {
-        rule: answer_spans(
-            questions, lambda k: by_key[k].sections, rule, lambda k: by_key[k].text_layer
-        )
-        for rule in RULES
-    }
+    spans = spans_by_rule(questions, parsed)
     return parsed, questions, spans
 
 

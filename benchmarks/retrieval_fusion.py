@@ -35,7 +35,6 @@ from agrag_pipeline.retrieval.evaluate import (
     Rule,
     Scores,
     _scores,
-    answer_spans,
     is_hit,
     load_questions,
     paired_bootstrap,
@@ -46,7 +45,7 @@ from agrag_pipeline.runtime import PROJECT_ROOT, Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
 from agrag_pipeline.sinks.index import FTS_COLUMN, RawHit
 from benchmarks.retrieval_bench import BOOK, QUESTIONS, build_index, ours, parse_book
-from benchmarks.retrieval_manuals import SET, fixed
+from benchmarks.retrieval_manuals import SET, fixed, spans_by_rule
 
 #: One ranked hit: chunk id, the ranking's own score, and whether it is a hit under each rule.
 Ranked = tuple[str, float, dict[Rule, bool]]
@@ -75,13 +74,7 @@ def collect(
     embedder: Embedder,
     cache: EmbeddingCache,
 ) -> dict[str, Rankings]:
-    by_key = {p.document.source_key: p for p in parsed}
-    spans = {
-        rule: answer_spans(
-            questions, lambda k: by_key[k].sections, rule, lambda k: by_key[k].text_layer
-        )
-        for rule in RULES
-    }
+    spans = spans_by_rule(questions, parsed)
     query_vectors = embedder.embed([q.query for q in questions])
     out: dict[str, Rankings] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -135,13 +128,7 @@ def tokeniser_report(
     rules: Sequence[Rule],
 ) -> None:
     """BM25 and RRF hybrid MRR@10 with each BM25 tokeniser, against the current one."""
-    by_key = {p.document.source_key: p for p in parsed}
-    spans = {
-        rule: answer_spans(
-            questions, lambda k: by_key[k].sections, rule, lambda k: by_key[k].text_layer
-        )
-        for rule in RULES
-    }
+    spans = spans_by_rule(questions, parsed)
     query_vectors = embedder.embed([q.query for q in questions])
     print(f"\n{name}: BM25 tokenisers ({len(questions)} questions)\n")
     print("| run | tokeniser | mode | rule | MRR@10 | new - current |")

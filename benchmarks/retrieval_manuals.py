@@ -64,6 +64,19 @@ def fixed(parsed: list[ParsedDocument]) -> list[dict[str, object]]:
     return items
 
 
+def spans_by_rule(
+    questions: list[Question], parsed: list[ParsedDocument]
+) -> dict[Rule, dict[int, tuple[int, int]]]:
+    """Each question's answer span in the parsed documents, under every hit rule."""
+    by_key = {p.document.source_key: p for p in parsed}
+    return {
+        rule: answer_spans(
+            questions, lambda key: by_key[key].sections, rule, lambda key: by_key[key].text_layer
+        )
+        for rule in RULES
+    }
+
+
 def route(
     name: str,
     files: list[Path],
@@ -77,16 +90,7 @@ def route(
     started = time.perf_counter()
     parsed = [parse_document(f.read_bytes(), f.name) for f in files]
     print(f"{name}: parsed {len(files)} files in {time.perf_counter() - started:.1f}s")
-    by_key = {p.document.source_key: p for p in parsed}
-    spans: dict[Rule, dict[int, tuple[int, int]]] = {
-        rule: answer_spans(
-            questions,
-            lambda key: by_key[key].sections,
-            rule,
-            lambda key: by_key[key].text_layer,
-        )
-        for rule in RULES
-    }
+    spans = spans_by_rule(questions, parsed)
     out: dict[str, list[Scores]] = {}
     settings = ChunkerSettings.model_validate(rt.settings.chunker.model_dump())
     with tempfile.TemporaryDirectory() as tmp:
