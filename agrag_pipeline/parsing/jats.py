@@ -100,6 +100,8 @@ _UNPARSED_ENTITY = re.compile(
 _TEXT_ENTITY = re.compile(
     rb"<!ENTITY\s+([A-Za-z_][\w.-]*)\s+(?:\"([^\"&%<]{0,1024})\"|'([^'&%<]{0,1024})')\s*>"
 )
+#: A reference to a named entity (``&name;``) in the document's body.
+_ENTITY_REFERENCE = re.compile(rb"&([A-Za-z_][\w.-]*);")
 #: Text the declared entities of one document may add, beyond its own size.
 _ENTITY_EXPANSION_BUDGET = 1 << 20
 
@@ -128,9 +130,9 @@ def _declared_entities(raw: bytes, doctype_at: int, source_key: str) -> dict[str
             "(an entity-expansion or external-entity attack?): refused",
         )
     body = raw[end:] if end >= 0 else b""
+    # One pass over the body, however many entities are declared.
     added = sum(
-        body.count(b"&" + name.encode("ascii") + b";") * len(text)
-        for name, text in declared.items()
+        len(declared.get(m.group(1).decode("ascii"), b"")) for m in _ENTITY_REFERENCE.finditer(body)
     )
     if added > _ENTITY_EXPANSION_BUDGET + len(raw):
         raise CorruptDocumentError(
