@@ -126,8 +126,14 @@ def test_the_deploy_workspace_loads_the_pipeline_from_a_code_server(
         instance.dispose()
     finally:
         server.terminate()
-        server.wait(timeout=30)
-        log.close()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # never leave it running: kill it, then fail
+            server.kill()
+            server.wait()
+            raise
+        finally:
+            log.close()
 
 
 #: The chart's documented keys this profile sets (dagster-io/dagster helm/dagster/values.yaml,
