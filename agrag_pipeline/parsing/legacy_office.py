@@ -42,7 +42,7 @@ from agrag_pipeline.parsing.detect import (
     WORD_2003_XML,
     XLS,
 )
-from agrag_pipeline.parsing.errors import CorruptDocumentError
+from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
 MEDIA_TYPES = (DOC, XLS, PPT, ODT, ODS, ODP, RTF, WORD_2003_XML, EXCEL_2003_XML)
@@ -81,7 +81,7 @@ _READERS = {"docx": word.parse, "xlsx": spreadsheet.parse, "pptx": powerpoint.pa
 def parse(raw: bytes, document: Document) -> ParsedDocument:
     """The text layer and sections of a legacy Office, OpenDocument or RTF file."""
     media_type = document.media_type
-    suffix, target, _words = _FORMATS[media_type]
+    suffix, target, words = _FORMATS[media_type]
     key = document.source_key
     if media_type in OLE_TYPES:
         if raw.startswith(_RTF_MAGIC):
@@ -95,7 +95,16 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     elif not raw.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(_RTF_MAGIC):
         raise CorruptDocumentError(key, "not an RTF document (it does not start with {\\rtf)")
     converted = libreoffice.convert(raw, key, source_suffix=suffix, target=target)
-    parsed = _READERS[target](converted, document)
+    try:
+        parsed = _READERS[target](converted, document)
+    except EmptyDocumentError as empty:
+        # The reader speaks of its own format ("the Word document has no text"): say which
+        # file it was (an RTF, an Excel 97 workbook) and that the converter read it first.
+        raise EmptyDocumentError(
+            key,
+            f"{words[0].upper()}{words[1:]} without text: after LibreOffice's conversion to "
+            f".{target}, {empty.problem}",
+        ) from empty
     document.metadata["converted_by"] = f"LibreOffice ({suffix} to .{target})"
     return parsed
 

@@ -15,7 +15,7 @@ import pytest
 
 from agrag_pipeline.parsing import detect, parse_document
 from agrag_pipeline.parsing.detect import detect_media_type
-from agrag_pipeline.parsing.errors import CorruptDocumentError
+from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.libreoffice import _converter_output
 from agrag_pipeline.sources import scan_raw_root
 from agrag_pipeline_tests.parsing.parsed_support import parse_checked, table_cells, tables
@@ -147,3 +147,19 @@ def test_a_text_box_on_a_sheet_is_read(name: str) -> None:
     # The sheet holds no cell, only a text box: it read as a workbook without text.
     parsed = parse_checked(_raw(name), name)
     assert "this is some autoshape text" in parsed.text_layer
+
+
+def test_a_web_page_saved_as_doc_or_xls_is_read_as_html() -> None:
+    # Report exporters and "Save as Web Page" write HTML behind .doc and .xls; Word and Excel
+    # open them. It was refused: "not a Word 97-2003 document (no OLE compound file signature)".
+    page = (FIXTURES.parent / "html_docs" / "javadoc_pond.html").read_bytes()
+    assert detect_media_type("report.doc", page[:HEAD]) == detect.HTML
+    assert detect_media_type("report.xls", page[:HEAD]) == detect.HTML
+    parsed = parse_checked(page, "report.doc")
+    assert parsed.document.media_type == detect.HTML
+    assert "Pond" in parsed.text_layer
+
+
+def test_a_converted_file_without_text_is_named_as_what_it_is_not_as_a_word_document() -> None:
+    with pytest.raises(EmptyDocumentError, match=r"blank\.rtf: An RTF document without text: af"):
+        parse_document(b"{\\rtf1\\ansi }", "blank.rtf")
