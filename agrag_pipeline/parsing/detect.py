@@ -398,6 +398,10 @@ def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, s
         return None, "an OOXML package whose kind is unknown (not Word, PowerPoint or Excel)"
     if claimed in _OOXML:
         return claimed, None  # truncated or odd: the parser reports it per file
+    if claimed == EPUB:
+        # Zipped by a general tool: ``mimetype`` and ``META-INF/`` past the bytes we saw. The
+        # parser reads the whole package (and says so per file if it is no EPUB).
+        return EPUB, None
     if ext == ".zip":
         return ZIP, None  # an archive: its members are documents of their own (``derived``)
     return None, f"a zip archive with {_ext_words(ext)}, which no parser reads"

@@ -163,3 +163,22 @@ def test_a_web_page_saved_as_doc_or_xls_is_read_as_html() -> None:
 def test_a_converted_file_without_text_is_named_as_what_it_is_not_as_a_word_document() -> None:
     with pytest.raises(EmptyDocumentError, match=r"blank\.rtf: An RTF document without text: af"):
         parse_document(b"{\\rtf1\\ansi }", "blank.rtf")
+
+
+def test_an_epub_zipped_by_a_general_tool_is_still_an_epub() -> None:
+    # Zipped as a folder is ("zip -r"): chapters first, META-INF/ and mimetype last, past the
+    # bytes the scan reads (Tika's testEPUB_multi-metadata-vals.epub is so): it was skipped as
+    # "a zip archive with extension '.epub', which no parser reads".
+    import io
+    import zipfile
+
+    original = (FIXTURES.parent / "epub" / "winter-sports.epub").read_bytes()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(original)) as source, zipfile.ZipFile(buffer, "w") as out:
+        for info in reversed(source.infolist()):
+            out.writestr(info.filename, source.read(info), zipfile.ZIP_DEFLATED)
+    rezipped = buffer.getvalue()
+    assert b"META-INF/container.xml" not in rezipped[:HEAD]
+    assert detect_media_type("book.epub", rezipped[:HEAD]) == detect.EPUB
+    same = parse_document(original, "book.epub").text_layer
+    assert parse_checked(rezipped, "book.epub").text_layer == same
