@@ -30,5 +30,6 @@ SNAPSHOT_VERSION = "1"
 #: 8: ZIP member names in the code page their writer used (GBK, Shift_JIS; UTF-8 without the
 #: flag), an archive's encrypted or unsupported members listed as not read instead of refusing
 #: it; Word and Excel 2003 XML and flat OPC (Office's "XML Document") read as the documents
-#: they are, not as generic XML; text boxes and shapes with text on spreadsheet sheets.
+#: they are, not as generic XML; text boxes and shapes with text on spreadsheet sheets; PDF
+#: combining marks (Thai vowels and tone marks) kept in their word, never spaced off.
 PARSE_VERSION = "8"

@@ -182,3 +182,35 @@ def test_an_epub_zipped_by_a_general_tool_is_still_an_epub() -> None:
     assert detect_media_type("book.epub", rezipped[:HEAD]) == detect.EPUB
     same = parse_document(original, "book.epub").text_layer
     assert parse_checked(rezipped, "book.epub").text_layer == same
+
+
+# --- PDF ---------------------------------------------------------------------------------------
+
+
+def test_thai_vowel_and_tone_marks_stay_in_their_word() -> None:
+    # A Thai exam page (pdf.js's issue13211.pdf): marks drawn back over their letter had a
+    # space put before or after them ("ต ั้ ง", "ข ้อ"), splitting the words they belong to.
+    import re
+
+    text = parse_checked(_raw("thai_marks_pdfjs_issue13211.pdf"), "thai.pdf").text_layer
+    assert "ตั้งฉาก" in text and "ข้อใด" in text and "ที่มีค่า" in text
+    marks = "\u0e31\u0e34-\u0e3a\u0e47-\u0e4e"
+    assert not re.search(f" [{marks}]|[{marks}] (?=[\u0e00-\u0e7f])", text)
+
+
+def test_a_heading_deeper_than_six_levels_nests_as_level_six_not_a_crash() -> None:
+    # Word has nine heading levels: Tika's testWORD_2003ml.xml, read as Word since this sweep,
+    # parsed into a level-9 section, and the run failed it with a pydantic ValidationError
+    # (Section.level <= 6) when the sections were stored.
+    from agrag_pipeline.parsing.tree import HeadingMark, build_sections
+
+    document = parse_document(b"placeholder\n", "deep.txt").document
+    text = "Chapter\n\nDeep heading\n\nbody"
+    sections = build_sections(
+        text, document, [HeadingMark(0, 7, 1, "Chapter"), HeadingMark(9, 21, 9, "Deep heading")], []
+    )
+    assert [(s.level, s.heading) for s in sections if s.heading] == [
+        (1, "Chapter"),
+        (6, "Deep heading"),
+    ]
+    assert sections[-1].heading_path == ["Chapter", "Deep heading"]
