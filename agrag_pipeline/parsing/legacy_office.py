@@ -102,8 +102,8 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
         # file it was (an RTF, an Excel 97 workbook) and that the converter read it first.
         raise EmptyDocumentError(
             key,
-            f"{words[0].upper()}{words[1:]} without text: after LibreOffice's conversion to "
-            f".{target}, {empty.problem}",
+            f"{words[0].upper()}{words[1:]} in which no text was found (after LibreOffice's "
+            f"conversion to .{target}: {empty.problem})",
         ) from empty
     document.metadata["converted_by"] = f"LibreOffice ({suffix} to .{target})"
     return parsed
