@@ -19,6 +19,10 @@
   carrying ``dtd-version`` or JATS front matter; HTML by ``<!doctype html`` or an ``<html>``,
   ``<head>`` or ``<body>`` root. A ``.md`` or ``.html`` file is trusted (Markdown may embed HTML;
   an HTML fragment is still HTML).
+- Office's own XML, by its root element (in a ``.xml``, a sniffed file, or behind ``.doc``/
+  ``.xls``): Word 2003 XML (``w:wordDocument``), Excel 2003 XML (a ``Workbook`` in the
+  spreadsheet namespace), flat OPC (``pkg:package``, Word's "XML Document"). A web page behind
+  ``.doc``/``.xls`` is HTML.
 - Other XML (an ``.xml``, or a file without extension opening ``<?xml``, whose root is not a
   JATS article) is generic XML. JSON, YAML, notebooks and source code go by their extension
   (``file_kinds``); a ``.txt`` holding JSON stays plain text (``structured`` says why).
