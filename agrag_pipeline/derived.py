@@ -340,7 +340,7 @@ def _members(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | No
     from agrag_pipeline.parsing.errors import DocumentError
 
     seen: set[str] = set()
-    with open_zip(raw, key) as archive:
+    with open_zip(raw, key, members_may_fail=True) as archive:
         for info in archive.infolist():
             name = info.filename
             if info.is_dir():
@@ -431,7 +431,7 @@ def _extract(key: str, raw: bytes, media_type: str, step: Step, wanted: str) -> 
     problem = member_problem(step.name)
     if problem is not None or is_hidden_member(step.name):
         raise DocumentError(wanted, f"member {step.name!r}: {problem or 'hidden'}")
-    with open_zip(raw, key) as archive:
+    with open_zip(raw, key, members_may_fail=True) as archive:
         try:
             data = read_member(archive, step.name, key)
         except KeyError:

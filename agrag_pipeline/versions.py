@@ -27,4 +27,9 @@ SNAPSHOT_VERSION = "1"
 #: PDF paragraphs parted by a small space or a first-line indent (texinfo, LaTeX), a sentence
 #: running on over a page break kept in its paragraph, an API's definition lines no headings.
 #: PDF: compounds' hyphens, lone page-number-like lines (figure labels) and drawn `_` kept.
-PARSE_VERSION = "7"
+#: 8: ZIP member names in the code page their writer used (GBK, Shift_JIS; UTF-8 without the
+#: flag), an archive's encrypted or unsupported members listed as not read instead of refusing
+#: it; Word and Excel 2003 XML and flat OPC (Office's "XML Document") read as the documents
+#: they are, not as generic XML; text boxes and shapes with text on spreadsheet sheets; PDF
+#: combining marks (Thai vowels and tone marks) kept in their word, never spaced off.
+PARSE_VERSION = "8"

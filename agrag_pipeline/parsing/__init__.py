@@ -43,6 +43,7 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import (
     delimited,
     epub,
+    flat_opc,
     html,
     image,
     jats,
@@ -199,6 +200,7 @@ PARSERS: dict[str, Parser] = {
     **dict.fromkeys(legacy_office.MEDIA_TYPES, legacy_office.parse),
     **structured.PARSERS,
     xmldoc.MEDIA_TYPE: xmldoc.parse,
+    flat_opc.MEDIA_TYPE: flat_opc.parse,
     notebook.MEDIA_TYPE: notebook.parse,
     **dict.fromkeys(sourcecode.MEDIA_TYPES.values(), sourcecode.parse),
 }

@@ -11,8 +11,17 @@ OOXML parts never carry a DTD, so an XML part with a ``<!DOCTYPE`` (billion laug
 entities) is refused outright by ``parse_xml`` instead of being parsed; the lxml parser it uses
 also resolves no entities, loads no DTD and never touches the network.
 
+Member names are read as their writer meant them: the ZIP format says a name without the
+UTF-8 flag is in code page 437, but tools write the system's code page there (GBK in China,
+cp866 in Russia, Shift_JIS in Japan) or UTF-8 without setting the flag. Such names are decoded
+as UTF-8 when they are valid UTF-8, else in the code page the names read most plausibly in
+(``encoding``'s detector; a Western reading stays cp437, as the format says).
+
 Errors: ``CorruptDocumentError`` for what is not a readable ZIP (truncated, encrypted, a legacy
-binary Office file), ``DocumentTooLargeError`` for what is over a limit. Both name the file.
+binary Office file, one part of a split archive), ``DocumentTooLargeError`` for what is over a
+limit. Both name the file. A user's ``.zip`` archive (``members_may_fail``) is read though some
+of its members are encrypted or packed by a method we cannot unpack: those members fail alone
+when read, each with its reason.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import zipfile
 import olefile
 from lxml import etree
 
+from agrag_pipeline.parsing.encoding import detected_codec
 from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLargeError
 
 #: More members than this is refused (real OOXML packages hold tens to a few thousand).
@@ -50,6 +60,16 @@ _EOCD = b"PK\x05\x06"
 _SUPPORTED_COMPRESSION = frozenset(
     {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 )
+#: Names of the ZIP methods ``zipfile`` cannot unpack that real archives still use.
+_METHOD_NAMES = {
+    1: "Shrink (PKZIP 1)",
+    6: "Implode (PKZIP 1)",
+    9: "Deflate64",
+    93: "Zstandard",
+    95: "XZ",
+    98: "PPMd",
+    99: "AES encryption (WinZip)",
+}
 #: A DTD in an XML prolog, in UTF-8 or either UTF-16 byte order.
 _DOCTYPE = re.compile(
     rb"<!DOCTYPE|<\x00!\x00D\x00O\x00C\x00T\x00Y\x00P\x00E\x00|\x00<\x00!\x00D\x00O\x00C\x00T\x00Y\x00P\x00E",
@@ -64,8 +84,12 @@ def open_zip(
     max_members: int = MAX_MEMBERS,
     max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
     max_ratio: float = MAX_RATIO,
+    members_may_fail: bool = False,
 ) -> zipfile.ZipFile:
     """The ZIP archive in ``raw``, after its central directory passed the bomb checks.
+
+    ``members_may_fail``: an encrypted member or one packed by an unsupported method does not
+    refuse the archive (a user's ``.zip``); ``read_member`` then refuses that member alone.
 
     Raises:
         CorruptDocumentError: not a ZIP, truncated, encrypted, or an unsupported compression.
@@ -86,12 +110,14 @@ def open_zip(
             source_key, f"not a readable ZIP package (truncated or damaged?): {exc}"
         ) from exc
     try:
+        _decode_legacy_names(archive)
         check_archive(
             archive,
             source_key,
             max_members=max_members,
             max_uncompressed_bytes=max_uncompressed_bytes,
             max_ratio=max_ratio,
+            members_may_fail=members_may_fail,
         )
     except BaseException:
         archive.close()
@@ -124,22 +150,27 @@ def check_archive(
     max_members: int = MAX_MEMBERS,
     max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
     max_ratio: float = MAX_RATIO,
+    members_may_fail: bool = False,
 ) -> None:
-    """Refuse ``archive`` if its central directory describes a bomb or an unreadable member."""
+    """Refuse ``archive`` if its central directory describes a bomb or an unreadable member
+    (with ``members_may_fail``, an encrypted or unsupported member is left to ``read_member``)."""
     infos = archive.infolist()
     if len(infos) > max_members:
         raise DocumentTooLargeError(
             source_key, f"the ZIP holds {len(infos):,} members (limit {max_members:,})"
         )
+    if any(info.volume for info in infos):
+        # Member offsets count in other files (disks): only the whole set can be read.
+        raise CorruptDocumentError(
+            source_key,
+            "one part of a split (multi-volume) ZIP archive: its members lie in the other "
+            "parts (.z01, .z02, ...), which are needed to read it",
+        )
     total = 0
     for info in infos:
-        if info.flag_bits & 0x1:
-            raise CorruptDocumentError(source_key, f"ZIP member {info.filename!r} is encrypted")
-        if info.compress_type not in _SUPPORTED_COMPRESSION:
-            raise CorruptDocumentError(
-                source_key,
-                f"ZIP member {info.filename!r} uses unsupported compression {info.compress_type}",
-            )
+        problem = member_problem(info)
+        if problem is not None and not members_may_fail:
+            raise CorruptDocumentError(source_key, f"ZIP member {info.filename!r} {problem}")
         total += info.file_size
         if total > max_uncompressed_bytes:
             raise DocumentTooLargeError(
@@ -158,12 +189,51 @@ def check_archive(
     _check_no_overlap(infos, source_key)
 
 
+def member_problem(info: zipfile.ZipInfo) -> str | None:
+    """Why member ``info`` cannot be unpacked (encrypted, an unsupported method), or None."""
+    if info.flag_bits & 0x1:
+        return "is encrypted (password-protected)"
+    if info.compress_type not in _SUPPORTED_COMPRESSION:
+        method = _METHOD_NAMES.get(info.compress_type, f"method {info.compress_type}")
+        return f"is packed by {method}, a compression this reader does not unpack"
+    return None
+
+
+def _decode_legacy_names(archive: zipfile.ZipFile) -> None:
+    """Re-decode the names ``zipfile`` read as code page 437 (no UTF-8 flag): as UTF-8 where
+    they are valid UTF-8, else in the code page they read most plausibly in (module
+    docstring). ``orig_filename`` is kept: ``zipfile`` checks local headers against it."""
+    legacy = [i for i in archive.infolist() if not i.flag_bits & 0x800]
+    raw_names = [i.orig_filename.encode("cp437") for i in legacy]
+    if not any(max(name, default=0) > 0x7F for name in raw_names):
+        return
+    joined = b"\n".join(raw_names)
+    try:
+        joined.decode("utf-8")
+        codec = "utf-8"
+    except UnicodeDecodeError:
+        codec = detected_codec(joined) or "cp437"
+        if codec in ("windows-1252", "cp1252", "latin_1", "iso8859_1", "ascii"):
+            codec = "cp437"  # a Western reading: the code page the format names
+    if codec == "cp437":
+        return
+    for info, raw_name in zip(legacy, raw_names, strict=True):
+        try:
+            name = raw_name.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        info.filename = name.split("\x00", 1)[0]
+    archive.NameToInfo = {info.filename: info for info in archive.infolist()}
+
+
 def _check_no_overlap(infos: list[zipfile.ZipInfo], source_key: str) -> None:
     """Members whose local header + data run into the next member's header are a bomb."""
     ordered = sorted(infos, key=lambda i: i.header_offset)
     for this, following in itertools.pairwise(ordered):
-        # 30 bytes of fixed local header; its name and extra field come before the data.
-        data_end = this.header_offset + 30 + len(this.filename.encode()) + this.compress_size
+        # 30 bytes of fixed local header; its name (as stored: UTF-8 when flagged, else bytes
+        # ``zipfile`` read as cp437) and extra field come before the data.
+        stored = this.orig_filename.encode("utf-8" if this.flag_bits & 0x800 else "cp437")
+        data_end = this.header_offset + 30 + len(stored) + this.compress_size
         if this.header_offset == following.header_offset or data_end > following.header_offset:
             raise DocumentTooLargeError(
                 source_key,
@@ -190,6 +260,9 @@ def read_member(
         raise DocumentTooLargeError(
             source_key, f"ZIP member {name!r} is {info.file_size:,} bytes (limit {max_bytes:,})"
         )
+    problem = member_problem(info)
+    if problem is not None:
+        raise CorruptDocumentError(source_key, f"ZIP member {name!r} {problem}")
     try:
         return archive.read(info)
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError) as exc:

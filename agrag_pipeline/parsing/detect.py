@@ -19,6 +19,10 @@
   carrying ``dtd-version`` or JATS front matter; HTML by ``<!doctype html`` or an ``<html>``,
   ``<head>`` or ``<body>`` root. A ``.md`` or ``.html`` file is trusted (Markdown may embed HTML;
   an HTML fragment is still HTML).
+- Office's own XML, by its root element (in a ``.xml``, a sniffed file, or behind ``.doc``/
+  ``.xls``): Word 2003 XML (``w:wordDocument``), Excel 2003 XML (a ``Workbook`` in the
+  spreadsheet namespace), flat OPC (``pkg:package``, Word's "XML Document"). A web page behind
+  ``.doc``/``.xls`` is HTML.
 - Other XML (an ``.xml``, or a file without extension opening ``<?xml``, whose root is not a
   JATS article) is generic XML. JSON, YAML, notebooks and source code go by their extension
   (``file_kinds``); a ``.txt`` holding JSON stays plain text (``structured`` says why).
@@ -81,6 +85,12 @@ ODT = "application/vnd.oasis.opendocument.text"
 ODS = "application/vnd.oasis.opendocument.spreadsheet"
 ODP = "application/vnd.oasis.opendocument.presentation"
 RTF = "application/rtf"
+#: Office documents saved as one XML file: Word 2003's "XML Document" (``w:wordDocument``),
+#: Excel 2003's "XML Spreadsheet" (a ``Workbook`` in the spreadsheet namespace), and Office
+#: 2007+'s flat XML ("Word XML Document (*.xml)": an OOXML package as one ``pkg:package``).
+WORD_2003_XML = "application/vnd.ms-wordml"
+EXCEL_2003_XML = "application/vnd.ms-spreadsheetml"
+FLAT_OPC = "application/vnd.ms-office.flat-opc+xml"
 # Structured text and code (issue 23): ``parsing.structured``, ``xmldoc``, ``notebook``,
 # ``sourcecode``; a source file's media type is ``text/x-<language>``.
 JSON = "application/json"
@@ -246,6 +256,13 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
         return (DOC if claimed == DOC else RTF), None  # Word saves RTF as .doc too
     text = _head_text(head)
+    if text is not None and (ext in _SNIFFED or claimed in _OLE_OFFICE):
+        # Office's own XML (often behind .doc or .xls), or a web page saved as .doc/.xls.
+        office = _office_xml_type(text)
+        if office is not None:
+            return office, None
+        if claimed in _OLE_OFFICE and _markup_type(text) == HTML:
+            return HTML, None
     if text is None:
         if ext in CODE_LANGUAGES:  # a video's .ts, a binary .pl: not source code
             return None, f"binary data with {_ext_words(ext)}, which is not source code"
@@ -280,11 +297,13 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
 
 
 #: OLE2 stream name -> the legacy Office type whose content it holds (Excel 5/95: "Book").
+#: Keys upper-case: compound-file names compare case-insensitively ([MS-CFB] 2.6.4), and some
+#: writers store them upper- or lower-case ("WORDDOCUMENT").
 _OLE_MAIN_STREAMS = {
-    "WordDocument": DOC,
-    "Workbook": XLS,
-    "Book": XLS,
-    "PowerPoint Document": PPT,
+    "WORDDOCUMENT": DOC,
+    "WORKBOOK": XLS,
+    "BOOK": XLS,
+    "POWERPOINT DOCUMENT": PPT,
 }
 _OLE_OFFICE = frozenset({DOC, XLS, PPT})
 _ODF = frozenset({ODT, ODS, ODP})
@@ -298,7 +317,8 @@ def _ole_type(head: bytes, claimed: str | None) -> str | None:
     extension where the directory lies past ``head`` (parsing then checks the streams); else
     None."""
     streams = _ole_streams(head)
-    found = {_OLE_MAIN_STREAMS[name] for name in streams or () if name in _OLE_MAIN_STREAMS}
+    upper = {name.upper() for name in streams or ()}
+    found = {_OLE_MAIN_STREAMS[name] for name in upper if name in _OLE_MAIN_STREAMS}
     if claimed in found or (claimed in _OLE_OFFICE and not found):
         return claimed
     if len(found) == 1:
@@ -382,6 +402,10 @@ def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, s
         return None, "an OOXML package whose kind is unknown (not Word, PowerPoint or Excel)"
     if claimed in _OOXML:
         return claimed, None  # truncated or odd: the parser reports it per file
+    if claimed == EPUB:
+        # Zipped by a general tool: ``mimetype`` and ``META-INF/`` past the bytes we saw. The
+        # parser reads the whole package (and says so per file if it is no EPUB).
+        return EPUB, None
     if ext == ".zip":
         return ZIP, None  # an archive: its members are documents of their own (``derived``)
     return None, f"a zip archive with {_ext_words(ext)}, which no parser reads"
@@ -561,6 +585,33 @@ def _markup_type(text: str) -> str | None:
         return HTML
     if local == "article" and _is_jats_article(text):
         return JATS
+    return None
+
+
+_MSO_APPLICATION = re.compile(r"<\?mso-application\s[^>]*progid=[\"']([\w.]+)", re.I)
+_SPREADSHEET_2003_NS = "urn:schemas-microsoft-com:office:spreadsheet"
+_FLAT_OPC_NS = "http://schemas.microsoft.com/office/2006/xmlPackage"
+
+
+def _office_xml_type(text: str) -> str | None:
+    """Word 2003 XML, Excel 2003 XML or a flat OPC package, by the root element (and the
+    ``<?mso-application?>`` instruction Office writes before it), else None."""
+    if text.lstrip()[:1] != "<":
+        return None
+    root = _root_name(text)
+    if root is None:
+        return None
+    local = root.rsplit(":", 1)[-1]
+    head = text[:8192]
+    progid = _MSO_APPLICATION.search(head)
+    if local == "wordDocument":
+        return WORD_2003_XML
+    if local == "Workbook" and (
+        _SPREADSHEET_2003_NS in head or (progid and progid.group(1).lower() == "excel.sheet")
+    ):
+        return EXCEL_2003_XML
+    if local == "package" and _FLAT_OPC_NS in head:
+        return FLAT_OPC
     return None
 
 

@@ -181,6 +181,13 @@ def _detected(raw: bytes) -> Decoded | None:
     return None
 
 
+def detected_codec(raw: bytes) -> str | None:
+    """The code page legacy-encoded ``raw`` reads most plausibly in (``_detected``'s choice:
+    ``windows-1252`` for a Western reading), or None when no candidate decodes it."""
+    found = _detected(raw)
+    return found.encoding if found is not None else None
+
+
 def _implausible(text: str) -> float:
     """Share of characters a wrong code page typically leaves: a symbol or number sign glued to
     a letter, a letter-glued inverted mark, half-width katakana, C1 control characters."""

@@ -1,4 +1,5 @@
-"""Legacy binary Office (.doc, .xls, .ppt), OpenDocument (.odt, .ods, .odp) and RTF.
+"""Legacy binary Office (.doc, .xls, .ppt), OpenDocument (.odt, .ods, .odp), RTF, and Word and
+Excel 2003's XML formats (a ``.xml``, or behind ``.doc``/``.xls``: ``detect``).
 
 Each is checked here, then converted by LibreOffice (``libreoffice.convert``) to the OOXML
 equivalent and read by our own DOCX/XLSX/PPTX parser, so the text layer and sections follow
@@ -13,7 +14,10 @@ Checked before the converter starts (fast, clear per-file errors, no process for
 - an OpenDocument file is a ZIP opened through ``archive.open_zip`` (zip bombs and truncation
   refused from its directory), whose ``mimetype`` must name the format; an encrypted one
   (``encryption-data`` in its manifest) is "password-protected";
-- an RTF file must start with ``{\\rtf``.
+- an RTF file must start with ``{\\rtf``;
+- a Word or Excel 2003 XML file must be well-formed XML without entity declarations
+  (``jats.parse_xml``: billion laughs and external entities refused before LibreOffice sees
+  it).
 """
 
 from __future__ import annotations
@@ -25,15 +29,26 @@ import msoffcrypto
 import olefile
 
 from agrag_pipeline.models import Document
-from agrag_pipeline.parsing import libreoffice, powerpoint, spreadsheet, word
+from agrag_pipeline.parsing import jats, libreoffice, powerpoint, spreadsheet, word
 from agrag_pipeline.parsing.archive import open_zip, read_member
-from agrag_pipeline.parsing.detect import DOC, ODP, ODS, ODT, PPT, RTF, XLS
-from agrag_pipeline.parsing.errors import CorruptDocumentError
+from agrag_pipeline.parsing.detect import (
+    DOC,
+    EXCEL_2003_XML,
+    ODP,
+    ODS,
+    ODT,
+    PPT,
+    RTF,
+    WORD_2003_XML,
+    XLS,
+)
+from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
-MEDIA_TYPES = (DOC, XLS, PPT, ODT, ODS, ODP, RTF)
+MEDIA_TYPES = (DOC, XLS, PPT, ODT, ODS, ODP, RTF, WORD_2003_XML, EXCEL_2003_XML)
 OLE_TYPES = (DOC, XLS, PPT)
 ODF_TYPES = (ODT, ODS, ODP)
+OFFICE_2003_XML_TYPES = (WORD_2003_XML, EXCEL_2003_XML)
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _RTF_MAGIC = b"{\\rtf"
@@ -48,6 +63,8 @@ _FORMATS: dict[str, tuple[str, str, str]] = {
     ODS: (".ods", "xlsx", "an OpenDocument spreadsheet"),
     ODP: (".odp", "pptx", "an OpenDocument presentation"),
     RTF: (".rtf", "docx", "an RTF document"),
+    WORD_2003_XML: (".xml", "docx", "a Word 2003 XML document"),
+    EXCEL_2003_XML: (".xml", "xlsx", "an Excel 2003 XML spreadsheet"),
 }
 #: The OLE stream that holds each binary format's content (Excel 5/95 names it "Book").
 _MAIN_STREAMS: dict[str, tuple[str, ...]] = {
@@ -64,7 +81,7 @@ _READERS = {"docx": word.parse, "xlsx": spreadsheet.parse, "pptx": powerpoint.pa
 def parse(raw: bytes, document: Document) -> ParsedDocument:
     """The text layer and sections of a legacy Office, OpenDocument or RTF file."""
     media_type = document.media_type
-    suffix, target, _words = _FORMATS[media_type]
+    suffix, target, words = _FORMATS[media_type]
     key = document.source_key
     if media_type in OLE_TYPES:
         if raw.startswith(_RTF_MAGIC):
@@ -73,10 +90,21 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
             check_ole(raw, key, media_type)
     elif media_type in ODF_TYPES:
         check_odf(raw, key, media_type)
+    elif media_type in OFFICE_2003_XML_TYPES:
+        jats.parse_xml(raw, key)  # well-formed, no entity declarations (module docstring)
     elif not raw.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(_RTF_MAGIC):
         raise CorruptDocumentError(key, "not an RTF document (it does not start with {\\rtf)")
     converted = libreoffice.convert(raw, key, source_suffix=suffix, target=target)
-    parsed = _READERS[target](converted, document)
+    try:
+        parsed = _READERS[target](converted, document)
+    except EmptyDocumentError as empty:
+        # The reader speaks of its own format ("the Word document has no text"): say which
+        # file it was (an RTF, an Excel 97 workbook) and that the converter read it first.
+        raise EmptyDocumentError(
+            key,
+            f"{words[0].upper()}{words[1:]} in which no text was found (after LibreOffice's "
+            f"conversion to .{target}: {empty.problem})",
+        ) from empty
     document.metadata["converted_by"] = f"LibreOffice ({suffix} to .{target})"
     return parsed
 
@@ -90,18 +118,20 @@ def check_ole(raw: bytes, source_key: str, media_type: str) -> None:
         )
     try:
         with olefile.OleFileIO(io.BytesIO(raw)) as ole:
-            streams = {"/".join(path) for path in ole.listdir(streams=True, storages=False)}
+            # Compound-file names compare case-insensitively ([MS-CFB] 2.6.4): "WORDDOCUMENT"
+            # is a Word document's stream too (LibreOffice reads it).
+            streams = {"/".join(path).upper() for path in ole.listdir(streams=True, storages=False)}
     except Exception as exc:  # olefile raises OSError, struct.error, IndexError, ...
         raise CorruptDocumentError(
             source_key, f"not a readable OLE compound file (truncated or damaged?): {exc}"
         ) from exc
-    if any(name in streams for name in _ENCRYPTED_OOXML_STREAMS):
+    if any(name.upper() in streams for name in _ENCRYPTED_OOXML_STREAMS):
         raise CorruptDocumentError(
             source_key,
             "a password-protected (encrypted) Office file: it cannot be read without its password",
         )
     wanted = _MAIN_STREAMS[media_type]
-    if not any(name in streams for name in wanted):
+    if not any(name.upper() in streams for name in wanted):
         raise CorruptDocumentError(
             source_key, f"not {words}: the OLE file has no {' or '.join(wanted)} stream"
         )
@@ -158,6 +188,7 @@ __all__ = [
     "ODP",
     "ODS",
     "ODT",
+    "OFFICE_2003_XML_TYPES",
     "OLE_TYPES",
     "PPT",
     "RTF",

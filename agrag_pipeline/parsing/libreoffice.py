@@ -28,6 +28,7 @@ import contextlib
 import functools
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -48,6 +49,9 @@ CONVERT_TIMEOUT_S = 120.0
 CONVERT_MEMORY_BYTES = 2 * 1024**3
 #: How much of the converter's output an error quotes.
 _OUTPUT_TAIL = 600
+
+#: Lines of converter output that say nothing about the document.
+_NOISE = re.compile(r"failed to launch javaldx|java may not function correctly")
 
 _log = logging.getLogger(__name__)
 
@@ -155,13 +159,21 @@ def convert(
             _kill_group(process)  # stragglers of a finished conversion
         converted = out_dir / f"document.{target}"
         if not converted.is_file():
-            output = log_path.read_text("utf-8", "replace").strip()[-_OUTPUT_TAIL:]
+            output = _converter_output(log_path.read_text("utf-8", "replace"))
             raise CorruptDocumentError(
                 source_key,
                 f"LibreOffice could not read it as {source_suffix} (exit status "
                 f"{process.returncode}): {output or 'no output'}",
             )
         return converted.read_bytes()
+
+
+def _converter_output(log: str) -> str:
+    """The tail of the converter's output, without the start-up noise every run prints (no
+    Java here: "failed to launch javaldx"), so an error quotes LibreOffice's own reason
+    ("Error: source file could not be loaded")."""
+    lines = [line for line in log.splitlines() if line.strip() and not _NOISE.search(line)]
+    return "\n".join(lines).strip()[-_OUTPUT_TAIL:]
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

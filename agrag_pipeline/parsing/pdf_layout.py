@@ -674,6 +674,15 @@ def _text(chars: list[Char]) -> str:
                     )
                 continue
             c = dataclasses.replace(c, text=c.text.replace(TATWEEL, ""))
+        if previous is not None and _combining(c.text):
+            # A mark drawn over or under the letter before it (Thai vowels and tone marks,
+            # Devanagari signs): part of that letter, never a word of its own. The next
+            # letter's gap is measured from the letter, whose advance the mark does not have;
+            # the spaces PDFium generates around a mark placed back over its letter are not
+            # the page's (a real space still leaves its gap after the letter).
+            parts.append(c.text)
+            previous = dataclasses.replace(previous, space=False)
+            continue
         if previous is not None:
             gap = max(c.x0 - previous.x1, previous.x0 - c.x1)
             small, large = sorted((c.size, previous.size))
@@ -687,6 +696,11 @@ def _text(chars: list[Char]) -> str:
         previous = c
     text = "".join(parts)
     return text.replace("\u00ad ", "\u00ad").strip()
+
+
+def _combining(text: str) -> bool:
+    """Whether ``text`` is only combining marks (nonspacing or enclosing: ``Mn``, ``Me``)."""
+    return bool(text) and all(unicodedata.category(ch) in ("Mn", "Me") for ch in text)
 
 
 def _union(chars: list[Char]) -> tuple[float, float, float, float]:

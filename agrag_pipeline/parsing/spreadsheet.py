@@ -29,6 +29,8 @@ The text layer, per sheet in workbook order (empty sheets are left out):
 - values: dates as ISO dates (with the time where the number format shows one), numbers as
   Excel shows them by default (15 significant digits; ``%`` formats as percentages), booleans as
   TRUE/FALSE;
+- text boxes and shapes with text drawn on a sheet follow its cells, one block each (its
+  paragraphs as lines), top to bottom by the cell each is anchored at;
 - each chart (on a worksheet or a chart sheet) is a level-2 heading (its title, else "Chart N"),
   a line naming its kind ("Bar chart") and its data as a table (series by category), from the
   chart's cached values or, without a cache, from the cells its series refer to;
@@ -755,6 +757,49 @@ def _chart(root: etree._Element, sheets: dict[str, _Sheet]) -> tuple[str | None,
     return title, kind_text, rows
 
 
+_XDR = "http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"
+_DML = "http://schemas.openxmlformats.org/drawingml/2006/main"
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+
+
+def _shape_texts(archive: zipfile.ZipFile, sheet: _Sheet, key: str) -> list[list[str]]:
+    """The paragraphs of each text box or shape with text drawn on the sheet (notes, labels,
+    instructions), top to bottom then left to right by the cell each is anchored at; a
+    ``mc:Fallback`` copy of a shape is not read twice."""
+    found: list[tuple[int, int, int, list[str]]] = []
+    for kind, drawing in _rels(archive, sheet.path, key):
+        if kind != "drawing":
+            continue
+        root = _read_part(archive, drawing, key)
+        if root is None:
+            continue
+        for order, anchor in enumerate(root):
+            if not isinstance(anchor.tag, str):
+                continue
+            start = anchor.find(f"{{{_XDR}}}from")
+            row = _int_text(start, "row") if start is not None else 0
+            col = _int_text(start, "col") if start is not None else 0
+            for body in anchor.iter(f"{{{_XDR}}}txBody"):
+                if any(a.tag == _MC_FALLBACK for a in body.iterancestors()):
+                    continue
+                paragraphs = [
+                    "".join(t.text or "" for t in para.iter(f"{{{_DML}}}t"))
+                    for para in body.iter(f"{{{_DML}}}p")
+                ]
+                if any(p.strip() for p in paragraphs):
+                    found.append((row, col, order, paragraphs))
+    found.sort(key=lambda item: item[:3])
+    return [paragraphs for *_, paragraphs in found]
+
+
+def _int_text(parent: etree._Element, local: str) -> int:
+    child = parent.find(f"{{{_XDR}}}{local}")
+    try:
+        return int((child.text or "0") if child is not None else "0")
+    except ValueError:
+        return 0
+
+
 def _charts_of(archive: zipfile.ZipFile, sheet: _Sheet, key: str) -> list[etree._Element]:
     roots: list[etree._Element] = []
     for kind, drawing in _rels(archive, sheet.path, key):
@@ -840,10 +885,13 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
             deadline.check(f"sheet {sheet.name!r}")
             charts = _charts_of(archive, sheet, key) if sheet.path else []
             comments = _comments_of(archive, sheet, persons, key) if sheet.path else []
-            if not sheet.grid and not charts and not comments:
+            shapes = _shape_texts(archive, sheet, key) if sheet.path else []
+            if not sheet.grid and not charts and not comments and not shapes:
                 continue
             layer.heading(sheet.name, 1)
             _write_cells(layer, sheet.grid, deadline, sheet.name, key)
+            for paragraphs in shapes:
+                layer.lines(paragraphs)
             for root in charts:
                 chart_number += 1
                 title, kind, rows = _chart(root, by_name)

@@ -47,6 +47,10 @@ class HeadingMark:
     text: str
 
 
+#: The deepest section level (``Section.level``); deeper heading marks are read as this level.
+MAX_HEADING_LEVEL = 6
+
+
 @dataclass(frozen=True)
 class TableMark:
     start: int
@@ -189,6 +193,12 @@ def build_sections(
             continue
         flush_text(mark.start)
         if isinstance(mark, HeadingMark):
+            if not 1 <= mark.level <= MAX_HEADING_LEVEL:
+                # Word has nine heading levels (and a title above them): the deepest nest as
+                # level 6, the model's deepest, instead of failing the document.
+                mark = HeadingMark(
+                    mark.start, mark.end, min(max(mark.level, 1), MAX_HEADING_LEVEL), mark.text
+                )
             while len(stack) > 1 and stack[-1].level >= mark.level:
                 stack.pop()
             parent = stack[-1]

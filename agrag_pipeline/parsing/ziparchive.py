@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 
 from agrag_pipeline.derived_keys import is_hidden_member, member_problem
 from agrag_pipeline.models import Document
+from agrag_pipeline.parsing.archive import member_problem as unpack_problem
 from agrag_pipeline.parsing.archive import open_zip
 from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.parsed import ParsedDocument
@@ -29,7 +30,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     pos = len(title) + 2
     rows: list[tuple[int, int]] = []
     members = 0
-    with open_zip(raw, document.source_key) as archive:
+    with open_zip(raw, document.source_key, members_may_fail=True) as archive:
         for info in archive.infolist():
             deadline.tick(f"ZIP member {len(rows):,}")
             problem = member_problem(info.filename)
@@ -37,6 +38,8 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
                 continue
             members += 1
             line = f"{info.filename} ({info.file_size:,} bytes)"
+            if problem is None and unpack_problem(info) is not None:
+                problem = f"it {unpack_problem(info)}"
             if problem is not None:
                 line += f": not read, {problem}"
             rows.append((pos, pos + len(line)))
