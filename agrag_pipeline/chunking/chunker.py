@@ -10,7 +10,9 @@ Packing rules (in reading order):
   ``section_ids`` lists them all in reading order.
 - A longer section is cut (``text_split``) at paragraph, then sentence, then word boundaries,
   fenced code blocks kept whole where they fit, and the pieces packed up to ``target_tokens``
-  with ``overlap_tokens`` of whole words carried over (``packing``).
+  with ``overlap_tokens`` of whole words carried over (``packing``); a short lead-in (a
+  definition term, a line ending in ``:``) never ends a chunk apart from the prose it
+  introduces where they fit together within ``max_tokens`` (``packing.lead_in``).
 - A table is never merged with text: ``content_kind="table"``, split between rows with the
   header repeated (``tables``).
 
@@ -77,7 +79,7 @@ from agrag_pipeline.parsing.trusted import Uuid5Series, unvalidated
 
 CHUNKER_NAME = "agrag-structure"
 #: Bump whenever the same settings would give different chunks: it changes ``chunker_hash``.
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"
 
 #: The retries allowed to cut an over-limit chunk finer before giving up (never hit with an
 #: additive tokenizer such as WordPiece; a safety net for others).
@@ -490,7 +492,7 @@ class StructureChunker:
                 units = [units[i] for i in keep]
                 unit_tokens = None if unit_tokens is None else [unit_tokens[i] for i in keep]
         pieces = fit_pieces(text, units, piece_budget, self.counter, unit_tokens)
-        packed = pack(text, pieces, target, st.overlap_tokens, self.counter)
+        packed = pack(text, pieces, target, st.overlap_tokens, self.counter, budget)
         additive = self.counter.additive
         return [
             _Draft(

@@ -23,8 +23,11 @@ Text layer: lines joined by ``"\\n"``, paragraphs and column breaks by ``"\\n\\n
 ``PAGE_SEPARATOR`` (a line, where a sentence runs on from one page's body to the next); a
 paragraph starts where a line is set apart by more than the page's usual line gap, or, after a
 line that ends a sentence, by a third of a line or a first-line indent (texinfo's and many LaTeX
-classes' paragraphs); a table as pipe rows (``| a | b |``, header row then ``| - |``), a header
-longer than ``MAX_HEADER_CHARS`` is no header (it would be repeated in every chunk of the table).
+classes' paragraphs); a line going on with a sentence the line above left open (lower case
+after no sentence end) stays in its paragraph though it measures a little smaller (a short last
+line mostly in the typewriter face); a table as pipe rows (``| a | b |``, header row then
+``| - |``), a header longer than ``MAX_HEADER_CHARS`` is no header (it would be repeated in
+every chunk of the table).
 ``ParsedDocument.layout`` has one ``LayoutSpan`` per line and table row, boxes in PDF points on
 the unrotated page from its top-left corner.
 
@@ -112,6 +115,9 @@ _PARAGRAPH_GAP = 0.45
 #: … or, after a line that ends a sentence, a smaller space (texinfo's and many LaTeX classes'
 #: ``\parskip``: about a third of a line) or a first-line indent of one to four font sizes.
 _PARSKIP = 0.25
+#: Lines of one paragraph differ in measured size by at most 5% (more is a change of type),
+#: or by at most this much where the sentence runs on from one to the next (``_runs_on``).
+_RUN_ON_SIZE = 0.15
 _INDENT = (0.8, 4.0)
 
 
@@ -869,6 +875,19 @@ def _leading(items: list[Line | Table]) -> float:
     return sorted(gaps)[len(gaps) // 4] if gaps else 0.2
 
 
+def _runs_on(previous: Line, line: Line) -> bool:
+    """Whether ``line`` goes on with the sentence ``previous`` left open: neither is code, the
+    previous line ends with no sentence end and this one opens in lower case. Such a line is
+    the same paragraph though it measures a little smaller: a short last line set mostly in
+    the typewriter face (``instead of ffi_prep_cif.``, ``not ‘furry rat’.``) does."""
+    return (
+        not previous.mono
+        and not line.mono
+        and not _SENTENCE_END.search(previous.text.rstrip())
+        and line.text[:1].islower()
+    )
+
+
 def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool:
     if isinstance(previous, Table):
         return True
@@ -878,10 +897,10 @@ def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool
     size = max(min(previous.size, line.size), 1.0)
     if gap > (max(leading, 0.0) + _PARAGRAPH_GAP) * size or gap < -2 * size:
         return True
-    if (
-        abs(previous.size - line.size) > 0.05 * size
-        or previous.bold != line.bold
-        or previous.italic != line.italic
+    if previous.bold != line.bold or previous.italic != line.italic:
+        return True
+    if abs(previous.size - line.size) > 0.05 * size and not (
+        abs(previous.size - line.size) <= _RUN_ON_SIZE * size and _runs_on(previous, line)
     ):
         return True
     # Typeset manuals part paragraphs by less: a small extra space or a first-line indent,

@@ -64,3 +64,16 @@ def test_pdf_definition_lines_of_an_api_reference_are_no_headings() -> None:
     text = " ".join(parsed.text_layer.split())
     for name in ("get_version (void)", "get_default_abi (void)", "get_closure_size (void)"):
         assert re.search(re.escape(name) + r" \[Function\]", text), name
+
+
+def test_pdf_short_last_line_in_typewriter_face_stays_in_its_paragraph() -> None:
+    # The libffi page's "as the macro FFI_VERSION_STRING." measures smaller than the lines
+    # above it (mostly typewriter face); the sentence runs on, so the paragraph does too.
+    paragraphs = _paragraphs(_parse("libffi_function_page.pdf").text_layer)
+    for sentence in (
+        "This string is also available at build time as the macro FFI_VERSION_STRING.",
+        "This number is also available at build time as the macro FFI_VERSION_NUMBER.",
+    ):
+        assert any(sentence in p for p in paragraphs), sentence
+    for a, b in itertools.pairwise(paragraphs):
+        assert not (re.search(r"[a-z,]$", a) and b[:1].islower()), (a[-60:], b[:60])
