@@ -321,6 +321,8 @@ def script_shares(text: str) -> list[tuple[str, float]]:
     """The scripts of ``text``'s letters with their shares, largest first. Chinese, Japanese and
     Korean are named by what sets them apart: kana make Han text Japanese ("Kana"), hangul
     Korean ("Hangul")."""
+    if text.isascii():  # ASCII letters are Latin: the one script, if any letter
+        return [("Latin", 1.0)] if _ASCII_LETTER.search(text) else []
     # Per distinct character (in order of first appearance, so ties order as per letter).
     counts: Counter[str] = Counter()
     for c, n in Counter(text).items():
