@@ -10,11 +10,14 @@ Run by hand (peers come from the ``bench`` extra)::
 interleaved passes, so "ours against the previous release" is measured side by side.
 
 Regressions: each run compares ours/peer (chonkie's RecursiveChunker, LangChain's header +
-recursive splitters) with the ratios recorded in ``benchmarks/results/chunking.json`` (written
-by ``--record``) and prints a ``REGRESSION`` line for a ratio more than
-``REGRESSION_THRESHOLD`` below its record (``--strict``: exit status 1). Ratios measured side
-by side hold on a shared, noisy machine where absolute rates do not; the threshold is above
-the spread of repeated runs (see BENCHMARKS.md).
+recursive splitters) with the bar kept in ``benchmarks/results/chunking.json`` and prints a
+``REGRESSION`` line for a ratio more than ``REGRESSION_THRESHOLD`` below it (``--strict``: exit
+status 1). Ratios measured side by side hold on a shared, noisy machine where absolute rates do
+not; the threshold is above the spread of repeated runs (see BENCHMARKS.md). The bar is the
+best ratio ever recorded (``--record`` raises it, never lowers it): a record made after a
+slowdown does not become the new normal. ``--record`` refuses a run that is a regression
+against the bar unless ``--lower-bar REASON`` says why the bar goes down; the reason is kept in
+the record (``bar_lowered``).
 
 Every contender reads the same files (the Rust book, 1.2 MB of Markdown) in one process; each
 figure is the median of ``passes`` passes, in MB/s of source bytes. The passes are interleaved
@@ -180,10 +183,85 @@ def say_loudly(lines: list[str]) -> None:
 
 
 def recorded_ratios(path: Path = RECORDED) -> dict[str, float]:
-    """``guarded_ratios`` of the recorded run (empty when none is recorded)."""
+    """The bar a run is compared with: ``bar_ratios`` of the record (empty when none)."""
     if not path.exists():
         return {}
-    return guarded_ratios(json.loads(path.read_text())["figures"])
+    return bar_ratios(json.loads(path.read_text()))
+
+
+def bar_ratios(record: Mapping[str, Any]) -> dict[str, float]:
+    """Each guarded peer's bar in a record: the best ours/peer ratio recorded so far (its
+    ``bar``), or the recorded run's own ratio where that is higher (a record written before the
+    bar was kept has only its run)."""
+    bar = {name: float(entry["ratio"]) for name, entry in record.get("bar", {}).items()}
+    for name, ratio in guarded_ratios(record.get("figures", {})).items():
+        if name in GUARDED and ratio > bar.get(name, 0.0):
+            bar[name] = ratio
+    return bar
+
+
+class BarLoweredError(Exception):
+    """``--record`` of a run that is a regression against the bar, without ``--lower-bar``."""
+
+
+def updated_record(
+    previous: Mapping[str, Any] | None,
+    results: Mapping[str, Any],
+    lower_bar: str | None = None,
+) -> dict[str, Any]:
+    """The record to write for ``results``: the run itself and the bar, raised where this run
+    did better and kept where it did worse.
+
+    A run that is a regression against the bar (``regressions``) is refused
+    (``BarLoweredError``), unless ``lower_bar`` says why the bar goes down: then each regressed
+    peer's bar becomes this run's ratio, and the reason, the old and new ratios and the date
+    are appended to ``bar_lowered``, so the record says when and why it was lowered.
+    """
+    previous = previous or {}
+    old = {name: dict(entry) for name, entry in previous.get("bar", {}).items()}
+    # A record from before the bar was kept: its run is the bar.
+    for name, ratio in bar_ratios(previous).items():
+        if name not in old or ratio > float(old[name]["ratio"]):
+            old[name] = {
+                "ratio": ratio,
+                "date": previous.get("date"),
+                "command": previous.get("command"),
+            }
+    now = guarded_ratios(results["figures"])
+    bar_now = {name: float(e["ratio"]) for name, e in old.items()}
+    lines = regressions(now, bar_now)
+    regressed = {name for name, ratio in now.items() if regressions({name: ratio}, bar_now)}
+    if lines and not lower_bar:
+        raise BarLoweredError(
+            "not recorded: this run is a regression against the bar (the best ratio "
+            "recorded), and a record must not lower it silently:\n"
+            + "\n".join(lines)
+            + "\nIf the slowdown is intended, say why: --record --lower-bar 'REASON'."
+        )
+    bar = dict(old)
+    lowered = list(previous.get("bar_lowered", []))
+    for name, ratio in now.items():
+        if name not in GUARDED:
+            continue
+        entry = {"ratio": ratio, "date": results.get("date"), "command": results.get("command")}
+        if name not in bar or ratio > float(bar[name]["ratio"]):
+            bar[name] = entry
+        elif name in regressed:
+            lowered.append(
+                {
+                    "peer": name,
+                    "from": bar[name]["ratio"],
+                    "to": ratio,
+                    "date": results.get("date"),
+                    "reason": lower_bar,
+                }
+            )
+            bar[name] = entry
+    record = dict(results)
+    record["bar"] = bar
+    if lowered:
+        record["bar_lowered"] = lowered
+    return record
 
 
 def _median_seconds(fn: Callable[[], int], passes: int) -> tuple[float, float, int]:
@@ -408,6 +486,12 @@ def main(argv: list[str] | None = None) -> None:
         help=f"the recorded run to compare with (default {RECORDED.name}, --html: "
         f"{RECORDED_HTML.name})",
     )
+    parser.add_argument(
+        "--lower-bar",
+        metavar="REASON",
+        help="with --record: record a run that is a regression against the bar, lowering the "
+        "bar to it (REASON is kept in the record)",
+    )
     parser.add_argument("--strict", action="store_true", help="exit 1 on a regression")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
@@ -432,7 +516,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(
             f"{'contender':<66} {'MB/s':>7} {'CPU MB/s':>8} {'chunks':>6} "
-            f"{'ours/this':>9} {'CPU':>5} {'recorded CPU':>12}"
+            f"{'ours/this':>9} {'CPU':>5} {'bar (CPU)':>12}"
         )
         for name, entry in results["figures"].items():
             was = f"{recorded[name]:.2f}" if name in recorded else "-"
@@ -447,10 +531,20 @@ def main(argv: list[str] | None = None) -> None:
             print(f"left out: {results['left_out']}")
     say_loudly(results["regressions"])
     if not results["regressions"] and recorded:
-        print(f"no regression against {args.recorded} (threshold {REGRESSION_THRESHOLD:.0%})")
+        print(
+            f"no regression against the bar of {args.recorded} (the best ratios recorded; "
+            f"threshold {REGRESSION_THRESHOLD:.0%})"
+        )
     if args.record:
+        previous = json.loads(args.recorded.read_text()) if args.recorded.exists() else None
+        try:
+            record = updated_record(previous, results, args.lower_bar)
+        except BarLoweredError as refused:
+            for stream in (sys.stdout, sys.stderr):
+                print(refused, file=stream)
+            sys.exit(2)
         args.recorded.parent.mkdir(parents=True, exist_ok=True)
-        args.recorded.write_text(json.dumps(results, indent=2) + "\n")
+        args.recorded.write_text(json.dumps(record, indent=2) + "\n")
         print(f"recorded in {args.recorded}")
     if args.strict and results["regressions"]:
         sys.exit(1)

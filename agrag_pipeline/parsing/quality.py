@@ -146,7 +146,9 @@ _SPACED_RUN = re.compile(r"(?<!\S)(?:[^\W\d_] ){3,}[^\W\d_](?!\S)")
 _STRIP = ".,;:!?()[]{}\"'“”‘’«»„‚<>*#|`~^="
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
 _ASCII_DIGIT = re.compile(r"[0-9]")
-_ASCII_VOWEL = re.compile(r"[aeiouyAEIOUY]")
+#: Lines (words) that hold a non-ASCII character, or else no ASCII vowel.
+_NOT_ASCII_LINE = re.compile(r"^.*[^\x00-\x7f].*$", re.MULTILINE)
+_MAYBE_GARBLED = re.compile(r"^(?:.*[^\x00-\x7f].*|[^aeiouyAEIOUY\n]*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -319,6 +321,8 @@ def script_shares(text: str) -> list[tuple[str, float]]:
     """The scripts of ``text``'s letters with their shares, largest first. Chinese, Japanese and
     Korean are named by what sets them apart: kana make Han text Japanese ("Kana"), hangul
     Korean ("Hangul")."""
+    if text.isascii():  # ASCII letters are Latin: the one script, if any letter
+        return [("Latin", 1.0)] if _ASCII_LETTER.search(text) else []
     # Per distinct character (in order of first appearance, so ties order as per letter).
     counts: Counter[str] = Counter()
     for c, n in Counter(text).items():
@@ -426,10 +430,43 @@ def _is_word(token: str, script: str | None) -> bool:
 @functools.lru_cache(maxsize=4)
 def _word_tokens(text: str, language: str, script: str | None = None) -> tuple[str, ...]:
     """wordfreq's words of ``text`` (lower case, as its lists have them) with two letters or
-    more and no digit ("ch12" or a hexadecimal id is no word, and no misreading)."""
+    more and no digit ("ch12" or a hexadecimal id is no word, and no misreading).
+
+    Where wordfreq's tokens of the text are those of its whitespace-separated runs one after
+    the other (``_runs_tokenize_alone``), each distinct run's words are kept across texts
+    (``_RUN_WORDS``: runs recur, as words do) and the runs not seen yet are tokenised in one
+    call; else the text is tokenised whole.
+    """
     import wordfreq
 
-    tokens = wordfreq.tokenize(text, language)
+    if not _runs_tokenize_alone(text, language):
+        return _words_of(wordfreq.tokenize(text, language), script)
+    runs = text.split()
+    cache = _RUN_WORDS.setdefault((language, script), {})
+    known: dict[str, tuple[str, ...]] = {}
+    missing: list[str] = []
+    for run in dict.fromkeys(runs):
+        found = cache.get(run)
+        if found is None:
+            missing.append(run)
+        else:
+            known[run] = found
+    if missing:
+        split = _tokenize_runs(missing, language)
+        if split is None:  # a run holds every separator there is: the text whole, as ever
+            return _words_of(wordfreq.tokenize(text, language), script)
+        words = set(_words_of([t for tokens in split for t in tokens], script))
+        if len(cache) + len(missing) > _CACHED_RUNS:
+            cache.clear()
+        for run, tokens in zip(missing, split, strict=True):
+            kept = known[run] = tuple([t for t in tokens if t in words])
+            if len(run) <= _CACHED_WORD_CHARS:
+                cache[run] = kept
+    return tuple([t for run in runs for t in known[run]])
+
+
+def _words_of(tokens: Sequence[str], script: str | None) -> tuple[str, ...]:
+    """The tokens that are words (``_word_tokens``), in order."""
     latin = script is None or script == "Latin"
     words = {  # each distinct token looked at once; ASCII words of letters at a glance
         t
@@ -437,6 +474,83 @@ def _word_tokens(text: str, language: str, script: str | None = None) -> tuple[s
         if (latin and len(t) >= 2 and t.isascii() and t.isalpha()) or _is_word(t, script)
     }
     return tuple([t for t in tokens if t in words])
+
+
+#: Words of whitespace-separated runs, by (language, script) and run (``_word_tokens``): at
+#: most this many runs of up to ``_CACHED_WORD_CHARS`` characters each (measured: ~13 MB at
+#: the limit for English, per language and script scored; then the cache starts again).
+_CACHED_RUNS = 65536
+_RUN_WORDS: dict[tuple[str, str | None], dict[str, tuple[str, ...]]] = {}
+#: Symbols that part runs tokenised in one call (``_tokenize_runs``): each is a token of its
+#: own, the same after wordfreq's preprocessing, and the first one no run holds is used.
+_RUN_SEPARATORS = ("\u2603", "\u2602", "\u2604", "\u260e")
+
+
+def _tokenize_runs(runs: list[str], language: str) -> list[list[str]] | None:
+    """wordfreq's tokens of each run, from one call over the runs joined by a separator
+    symbol on a line of its own; None where every separator occurs in a run (or the tokens
+    do not part as expected)."""
+    import wordfreq
+
+    joined = "\n".join(runs)
+    separator = next((s for s in _RUN_SEPARATORS if s not in joined), None)
+    if separator is None:
+        return None
+    tokens = wordfreq.tokenize(f"\n{separator}\n".join(runs), language)
+    split: list[list[str]] = [[]]
+    for token in tokens:
+        if token == separator:
+            split.append([])
+        else:
+            split[-1].append(token)
+    return split if len(split) == len(runs) else None
+
+
+#: Characters around which a run's tokens may depend on what stands beside the run (a mark
+#: or format character that follows whitespace joins it in a grapheme or a word-break
+#: sequence; a prepended character joins the space after it; U+202F, whitespace to Python,
+#: joins words to Unicode's word breaks, as "_" does): a text holding one is tokenised whole.
+_CONTEXT_CHARACTERS = (
+    r"[\p{M}\p{Cf}\p{GCB=Prepend}\p{GCB=Extend}\p{GCB=SpacingMark}\p{GCB=ZWJ}"
+    r"\p{WB=Extend}\p{WB=Format}\p{WB=ZWJ}\p{WB=ExtendNumLet}]"
+)
+
+
+def _runs_tokenize_alone(text: str, language: str) -> bool:
+    """wordfreq's tokens of ``text`` are those of its whitespace-separated runs, one run after
+    the other: its regex tokenizer never makes a token across whitespace (a token starts at a
+    word character and ends at a word boundary, which whitespace is), its preprocessing
+    works character by character (case folding, NFC or NFKC, marks, transliteration), and
+    around a run only whitespace or the text's edge stands, the same to it unless the run
+    starts with a mark or format character or ends with a prepended one, or the text holds
+    U+202F (``_CONTEXT_CHARACTERS``; every other whitespace character parts words). Checked
+    against wordfreq over every Python whitespace character between runs of many scripts.
+    Not for languages tokenised otherwise (MeCab, jieba)."""
+    if not _regex_tokenized(language):
+        return False
+    if text.isascii():
+        return True
+    rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
+    return not any(map(_context_character, set(rest.decode("utf-8", "surrogatepass"))))
+
+
+@functools.lru_cache(maxsize=64)
+def _regex_tokenized(language: str) -> bool:
+    from wordfreq.language_info import get_language_info
+
+    return bool(get_language_info(language)["tokenizer"] == "regex")
+
+
+@functools.lru_cache(maxsize=8192)
+def _context_character(ch: str) -> bool:
+    return _context_pattern().match(ch) is not None
+
+
+@functools.cache
+def _context_pattern() -> Any:
+    import regex
+
+    return regex.compile(_CONTEXT_CHARACTERS, regex.V1)
 
 
 @functools.lru_cache(maxsize=4)
@@ -456,7 +570,11 @@ def _raw_tokens(text: str, script: str | None = None) -> tuple[str, ...]:
     kept: dict[str, str | None] = {}
     for raw in set(raws):
         stripped = raw.strip(_STRIP)
-        kept[raw] = stripped if _in_script(stripped, script) else None
+        if stripped.isascii():  # ``_in_script(stripped, None)`` for ASCII, without its call
+            keep = stripped.isalpha() or _ASCII_LETTER.search(stripped) is not None
+        else:
+            keep = _in_script(stripped, None)
+        kept[raw] = stripped if keep else None
     return tuple([token for raw in raws if (token := kept[raw]) is not None])
 
 
@@ -483,14 +601,21 @@ def _profiled_by(candidates: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     return {word: tuple(cs) for word, cs in by_word.items()}
 
 
-def _shortlist(tokens: Sequence[str], script: str | None) -> list[str]:
-    """The script's ``_SHORTLIST`` candidates whose most frequent words ``tokens`` use most."""
+def _shortlist(
+    tokens: Sequence[str], script: str | None, counts: Counter[str] | None = None
+) -> list[str]:
+    """The script's ``_SHORTLIST`` candidates whose most frequent words ``tokens`` use most
+    (``counts``: ``Counter(tokens)``, if known)."""
     candidates = _candidates(script)
-    # Every candidate's count in one walk over the distinct tokens.
+    # Every candidate's count in one walk over the distinct tokens in some profile (found by
+    # a set intersection in C).
     used = dict.fromkeys(candidates, 0)
     by_word = _profiled_by(tuple(candidates))
-    for token, n in Counter(tokens).items():
-        for c in by_word.get(token, ()):
+    if counts is None:
+        counts = Counter(tokens)
+    for token in by_word.keys() & counts.keys():
+        n = counts[token]
+        for c in by_word[token]:
             used[c] += n
     return sorted(candidates, key=lambda c: -used[c])[:_SHORTLIST]
 
@@ -514,10 +639,10 @@ def identify_language(text: str, script: str | None = None) -> tuple[str | None,
     # Shortlisted by their most frequent words (the head of each list: fast), decided by the
     # share of words each one's list knows: placeholder Latin is "Italian" by a hair, and is
     # no language at all.
-    shortlist = _shortlist(tokens, script)
+    counts = Counter(tokens)
+    shortlist = _shortlist(tokens, script, counts)
     if "en" in candidates and "en" not in shortlist:
         shortlist.append("en")
-    counts = Counter(tokens)
     distinct = set(counts)
     shares = sorted(
         ((_known_count(counts, distinct, _small(c)) / len(tokens), c) for c in shortlist),
@@ -689,22 +814,19 @@ def _word_penalties(
     unknown = [t for t in tokens if t in unknown_words]
     distinct_raw = set(raw)
     vocabulary = {
-        t for t in distinct_raw if t.isalpha() and t.islower() and len(t) >= MIN_MISREAD_LETTERS
+        t for t in distinct_raw if len(t) >= MIN_MISREAD_LETTERS and t.islower() and t.isalpha()
     }
     misread = (
         [w for w in sorted(vocabulary) if not known(w) and _one_letter_off(w, language)]
         if prose
         else []
     )
-    garbled_words = {
-        t
-        for t in distinct_raw
-        # An ASCII word with a vowel is never garbled (``_garbled``): most words, at a glance;
-        # outside prose an ASCII word is never (a vowel-less identifier is no defect).
-        if not (t.isascii() and (not prose or _ASCII_VOWEL.search(t)))
-        and _garbled(t, known(t.lower()))
-    }
-    garbled = [t for t in raw if t in garbled_words]
+    # An ASCII word with a vowel is never garbled (``_garbled``): most words, left out by one
+    # regex over the distinct words a line each (no word holds a line break); outside prose
+    # an ASCII word is never (a vowel-less identifier is no defect).
+    maybe_garbled = (_MAYBE_GARBLED if prose else _NOT_ASCII_LINE).findall("\n".join(distinct_raw))
+    garbled_words = {t for t in maybe_garbled if _garbled(t, known(t.lower()))}
+    garbled = [t for t in raw if t in garbled_words] if garbled_words else []
     unknown_share = len(unknown) / total
     misread_share = len(misread) / max(len(vocabulary), MIN_MISREAD_VOCABULARY)
     garbled_share = len(garbled) / max(len(raw), 1)
@@ -799,8 +921,16 @@ def _sequence_penalties(
         return []
     odd_grams = all_grams = 0
     odd_words: set[str] = set()
+    cache = _ODD_TRIGRAMS.setdefault(known, {})
+    if len(cache) > _CACHED_WORDS:
+        cache.clear()
     for word, n in Counter(words).items():  # each distinct word looked at once
-        odd_here, grams_here = _odd_trigrams(word, known)
+        found = cache.get(word)
+        if found is None:
+            found = _odd_trigrams(word, known)
+            if len(word) <= _CACHED_WORD_CHARS:
+                cache[word] = found
+        odd_here, grams_here = found
         if odd_here:
             odd_words.add(word)
         odd_grams += odd_here * n
@@ -818,8 +948,12 @@ def _sequence_penalties(
     )
 
 
-#: Words recur from document to document: each one's trigrams are looked up once.
-@_per_word_cache
+#: Words recur from document to document: each one's trigrams are looked up once, kept by
+#: the trigram set (one per languages compared) and word (at most ``_CACHED_WORDS`` of up to
+#: ``_CACHED_WORD_CHARS`` each per set).
+_ODD_TRIGRAMS: dict[frozenset[str], dict[str, tuple[int, int]]] = {}
+
+
 def _odd_trigrams(word: str, known: frozenset[str]) -> tuple[int, int]:
     """How many of ``word``'s letter trigrams are not in ``known``, and how many it has."""
     grams = _letter_trigrams(word)
@@ -849,6 +983,9 @@ _CHEAP_SIGNALS = re.compile(
     f"|(?<=[{_C1}{_UNDECODED}]))"
 )
 _UNDECODED_CHARACTER = re.compile(f"[{_UNDECODED}]")
+#: The first character of every sign ``_CHEAP_SIGNALS`` finds.
+_SIGNAL_START = re.compile(f"[{_C1}\xc2-\xef{_UNDECODED}]")
+_ASCII_BYTES = bytes(range(0x80))
 
 
 @dataclass(frozen=True)
@@ -862,6 +999,13 @@ def _whole_text_counts(text: str) -> _WholeTextCounts:
     bad stretch): in ASCII text only ``(cid:N)``."""
     replaced = len(_CID.findall(text)) if "(cid:" in text else 0
     if text.isascii():
+        return _WholeTextCounts([], replaced)
+    # Every sign starts with a character of ``_SIGNAL_START``: looked for among the text's
+    # non-ASCII characters only (the ASCII bytes of its UTF-8 deleted in C), the regex run
+    # only where one is there (6x faster on the Rust book, whose files have a few curly
+    # quotes and dashes, none of them such a character).
+    rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
+    if _SIGNAL_START.search(rest.decode("utf-8", "surrogatepass")) is None:
         return _WholeTextCounts([], replaced)
     mojibake: list[int] = []
     for match in _CHEAP_SIGNALS.finditer(text):
@@ -885,7 +1029,7 @@ def _character_penalties(
     scale = len(text) / max(len(sample), 1) if text is not None else 1.0
     whole_words = max(words * scale, 1.0)
     out = []
-    bad = ftfy.badness.badness(sample)
+    bad = _badness(sample)
     found = (
         [_around(sample, m.start()) for m in ftfy.badness.BADNESS_RE.finditer(sample)]
         if bad
@@ -929,6 +1073,57 @@ def _character_penalties(
             )
         )
     return out
+
+
+def _badness(text: str) -> int:
+    """``ftfy.badness.badness(text)``, its regex run only near the non-ASCII characters.
+
+    Every alternative of ftfy's ``BADNESS_RE`` needs a non-ASCII character (ASCII text has no
+    mojibake), and no match is longer than ``_BADNESS_WIDTH``: a match lies within that many
+    characters of a non-ASCII one. So the regex is run on the windows that reach that far
+    either side of each run of non-ASCII characters (windows that touch are one), from the
+    same string with ``pos``/``endpos`` (``^`` still means the text's start): the same
+    matches, at C speed over most of an English text instead of the whole regex at every
+    character (it was ~12% of the score).
+    """
+    import ftfy.badness
+
+    if text.isascii():
+        return 0
+    reach = _badness_width()
+    if reach is None:
+        return ftfy.badness.badness(text)
+    find = ftfy.badness.BADNESS_RE.findall
+    total = 0
+    start = end = -1
+    for m in _NON_ASCII_RUN.finditer(text):
+        a, b = m.start() - reach, m.end() + reach
+        if a > end:
+            if end >= 0:
+                total += len(find(text, max(start, 0), end))
+            start = a
+        end = b
+    total += len(find(text, max(start, 0), end))
+    return total
+
+
+@functools.cache
+def _badness_width() -> int | None:
+    """The longest match ftfy's ``BADNESS_RE`` can make (7 characters in ftfy 6.3), so a
+    window around a non-ASCII character reaches every match that holds it; None where that
+    cannot be told (then the regex reads the whole text, as ``ftfy.badness.badness``)."""
+    import ftfy.badness
+
+    try:
+        _, longest = re._parser.parse(  # type: ignore[attr-defined]
+            ftfy.badness.BADNESS_RE.pattern, ftfy.badness.BADNESS_RE.flags
+        ).getwidth()
+    except Exception:  # a private parser: gone or changed in another Python
+        return None
+    return int(longest) if longest < 100 else None  # not an unbounded repeat
+
+
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
 
 
 def _around(text: str, at: int) -> str:

@@ -51,3 +51,83 @@ def test_chunking_benchmark_prints_regression_against_a_faster_record(
     for stream in (out, err):
         assert f"REGRESSION: ours (parse + chunk) / {CHONKIE_NAME}" in stream
         assert f"REGRESSION: ours (parse + chunk) / {LANGCHAIN_NAME}" in stream
+
+
+# -- the bar: a record never lowers it silently ------------------------------------------------
+
+
+def _run(chonkie: float, langchain: float, date: str = "today") -> dict[str, object]:
+    figures = {
+        name: {"ours_parse_chunk_over_this": ratio, "cpu_ours_parse_chunk_over_this": ratio}
+        for name, ratio in ((CHONKIE_NAME, chonkie), (LANGCHAIN_NAME, langchain))
+    }
+    return {"figures": figures, "date": date, "command": "chunking_bench --record"}
+
+
+def test_a_record_raises_the_bar_and_never_lowers_it() -> None:
+    # Issue 25: re-recording after a slowdown made the slower ratio the new normal. The bar is
+    # the best ratio recorded: a later run within the noise below it leaves it where it was.
+    first = chunking_bench.updated_record(None, _run(0.50, 0.80, "day 1"))
+    assert chunking_bench.bar_ratios(first) == {CHONKIE_NAME: 0.50, LANGCHAIN_NAME: 0.80}
+    slightly_slower = _run(0.50 * (1 - REGRESSION_THRESHOLD) + 0.01, 0.90, "day 2")
+    second = chunking_bench.updated_record(first, slightly_slower)
+    assert chunking_bench.bar_ratios(second) == {CHONKIE_NAME: 0.50, LANGCHAIN_NAME: 0.90}
+    assert second["bar"][CHONKIE_NAME]["date"] == "day 1"
+    # The next run is compared with the best, not with the last record.
+    assert chunking_bench.regressions({CHONKIE_NAME: 0.41}, chunking_bench.bar_ratios(second))
+
+
+def test_a_record_that_would_lower_the_bar_is_refused_unless_told_why() -> None:
+    record = chunking_bench.updated_record(None, _run(0.50, 0.80, "day 1"))
+    slower = _run(0.30, 0.80, "day 2")
+    with pytest.raises(chunking_bench.BarLoweredError, match="--lower-bar"):
+        chunking_bench.updated_record(record, slower)
+    lowered = chunking_bench.updated_record(record, slower, lower_bar="the score is computed now")
+    assert chunking_bench.bar_ratios(lowered) == {CHONKIE_NAME: 0.30, LANGCHAIN_NAME: 0.80}
+    (said,) = lowered["bar_lowered"]
+    assert said == {
+        "peer": CHONKIE_NAME,
+        "from": 0.50,
+        "to": 0.30,
+        "date": "day 2",
+        "reason": "the score is computed now",
+    }
+
+
+def test_a_record_written_before_the_bar_was_kept_is_its_own_bar() -> None:
+    old_style = _run(0.36, 0.58)
+    assert chunking_bench.bar_ratios(old_style) == {CHONKIE_NAME: 0.36, LANGCHAIN_NAME: 0.58}
+    with pytest.raises(chunking_bench.BarLoweredError):
+        chunking_bench.updated_record(old_style, _run(0.14, 0.19))
+
+
+def test_chunking_benchmark_record_refuses_to_lower_the_bar_without_lower_bar(
+    tmp_path: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("chonkie")
+    pytest.importorskip("langchain_text_splitters")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(corpus_dir / "markdown" / "rust-book" / "ch01-01-installation.md", corpus)
+    record = tmp_path / "chunking.json"
+    args = ["--corpus", str(corpus), "--passes", "1", "--docling-files", "0"]
+    chunking_bench.main([*args, "--recorded", str(record), "--record"])
+    # A bar 10x above what ours does now: recording this run would lower it.
+    recorded = json.loads(record.read_text())
+    for entry in recorded["bar"].values():
+        entry["ratio"] *= 10
+    record.write_text(json.dumps(recorded))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        chunking_bench.main([*args, "--recorded", str(record), "--record"])
+    assert exit_info.value.code == 2
+    assert "not recorded" in capsys.readouterr().err
+    assert json.loads(record.read_text()) == recorded  # the record is as it was
+    chunking_bench.main(
+        [*args, "--recorded", str(record), "--record", "--lower-bar", "a slower design, on purpose"]
+    )
+    lowered = json.loads(record.read_text())
+    assert {e["reason"] for e in lowered["bar_lowered"]} == {"a slower design, on purpose"}
+    assert chunking_bench.bar_ratios(lowered) == chunking_bench.guarded_ratios(
+        {n: e for n, e in lowered["figures"].items() if n in chunking_bench.GUARDED}
+    )
