@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -24,6 +25,7 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.storage import Warehouse
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,53 @@ def run_isolated(
             )
         outcomes.append(Outcome(key, result=result, record_error=record_error))
     return outcomes
+
+
+def run_batched(
+    step: str,
+    source_keys: Iterable[str],
+    prepare: Callable[[str], P],
+    commit: Callable[[dict[str, P]], Mapping[str, T | Exception]],
+    warehouse: Warehouse | None = None,
+    on_error: Callable[[str, str], None] | None = None,
+    failure_context: Callable[[str], Mapping[str, Any]] | None = None,
+    around: Callable[[], AbstractContextManager[object]] | None = None,
+) -> list[Outcome[T]]:
+    """``run_isolated`` for a step that writes many documents at once: ``prepare(key)`` for
+    each document (a failure is that document's), then ``commit`` of every prepared one
+    together, which returns each document's result or its own error (an exception it raises
+    is every prepared document's). Failures are recorded and reported exactly as
+    ``run_isolated`` does, in key order. ``around()``, if given, is held from the first
+    ``prepare`` to the end of ``commit`` (a sink's lock: what was read is what is written).
+    """
+    keys = list(source_keys)
+    done: dict[str, T | Exception] = {}
+    with around() if around is not None else nullcontext():
+        prepared: dict[str, P] = {}
+        for key in keys:
+            try:
+                prepared[key] = prepare(key)
+            except Exception as exc:  # one document's failure must not fail the batch
+                done[key] = exc
+        if prepared:
+            try:
+                committed = commit(prepared)
+            except Exception as exc:
+                committed = dict.fromkeys(prepared, exc)
+            for key in prepared:
+                done[key] = committed.get(key, _NotCommitted(f"{key}: not written by {step}"))
+
+    def replay(key: str) -> T:
+        found = done[key]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    return run_isolated(step, keys, replay, warehouse, on_error, failure_context)
+
+
+class _NotCommitted(RuntimeError):
+    """A batch's commit returned nothing for a document it was given."""
 
 
 def _best_effort(source_key: str, what: str, action: Callable[[], object]) -> str | None:

@@ -52,6 +52,11 @@ from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY
 # partition"; this is Dagster's own marker for observation functions that do so.
 from dagster._core.definitions.source_asset import SYSTEM_METADATA_KEY_SOURCE_ASSET_OBSERVATION
 
+# instance_storage.py (a batch of events stored with one transaction per file, as
+# ``store_event`` would store each): the event types Dagster's storages mirror in the index shard
+# and the ones it sends in batches are not exported.
+from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, BATCH_WRITABLE_EVENTS
+
 # launch.py: see ``ReconstructableRepository``.
 from dagster._core.execution.api import execute_run
 
@@ -70,6 +75,11 @@ from dagster._core.remote_origin import (
 # postgres_storage.py: dagster-postgres declares its storages' config with this function (it
 # lives in Dagster itself); a subclass that adds fields has no public schema to extend.
 from dagster._core.storage.config import pg_config
+
+# assets.py (the partitions a run materialised, from the event log's columns instead of every
+# event of the run deserialised) and instance_storage.py: the SQL event log's class and table
+# are not exported.
+from dagster._core.storage.event_log import SqlEventLogStorage, SqlEventLogStorageTable
 
 # instance_storage.py (SQLite storages that keep their engines): storages are chosen publicly
 # only by name (``storage: sqlite:``); the classes, the folder layout of a SQLite instance
@@ -119,7 +129,10 @@ def event_log_alembic_config() -> Any:
 
 
 __all__ = [
+    "ASSET_CHECK_EVENTS",
+    "ASSET_EVENTS",
     "BACKFILL_ID_TAG",
+    "BATCH_WRITABLE_EVENTS",
     "CODE_VERSION_TAG",
     "DATA_VERSION_IS_USER_PROVIDED_TAG",
     "DATA_VERSION_TAG",
@@ -142,6 +155,8 @@ __all__ = [
     "ReconstructableRepository",
     "RemoteJobOrigin",
     "RemoteRepositoryOrigin",
+    "SqlEventLogStorage",
+    "SqlEventLogStorageTable",
     "SqlRunStorage",
     "SqliteEventLogStorage",
     "SqliteRunStorage",

@@ -1,10 +1,11 @@
 """The ``search_index`` asset (LanceDB, per document) and the ``retrieval_score`` asset.
 
-``search_index`` is downstream of ``embeddings``, partitioned and batched like the others: each
-document's rows are replaced in the index (delete by document id, then add, under the index's
-lock), never a rebuild; a document without embeddings fails (it is not a deletion); the index
-is checked against the tables before and after, what disagrees is repaired and logged as a
-warning, and each indexed document is checked (``index_matches_embeddings``).
+``search_index`` is downstream of ``embeddings``, partitioned and batched like the others: the
+run's documents' rows are replaced in the index together (one delete of them all, then one add,
+under the index's lock), never a rebuild; a document without embeddings fails (it is not a
+deletion); the index is checked against the tables before and after, what disagrees is
+repaired and logged as a warning, and each indexed document is checked
+(``index_matches_embeddings``).
 ``retrieval_score`` scores the index on a labelled questions file and reports recall@1/5/10 and
 MRR@10 per mode as numeric metadata, which the UI plots over materialisations: a settings
 change shows up as a step in those plots. The logic is in ``sinks.index`` and ``retrieval``.
@@ -17,13 +18,23 @@ from typing import Any
 import dagster as dg
 
 from agrag_pipeline.defs import metadata as md
-from agrag_pipeline.defs.assets import OWNERS, StepConfig, _materialize, per_document_asset
+from agrag_pipeline.defs.assets import (
+    OWNERS,
+    Batch,
+    StepConfig,
+    _materialize,
+    per_document_asset,
+)
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.retrieval.commands import evaluate_index
 from agrag_pipeline.retrieval.evaluate import table
 from agrag_pipeline.runtime import PROJECT_ROOT
 from agrag_pipeline.sinks.index import IndexCheck, IndexUpdate, check_index
-from agrag_pipeline.sinks.index_step import check_index_document, index_document
+from agrag_pipeline.sinks.index_step import (
+    check_index_documents,
+    index_documents,
+    prepare_index_document,
+)
 from agrag_pipeline.storage import Warehouse
 
 #: The search_index asset's own code version (``code_versions.py`` adds what is upstream).
@@ -74,14 +85,19 @@ def build_index_assets(code_version: str) -> list[dg.AssetsDefinition]:
         # after: this run's documents compared with their tables (``sinks.index.check_index``).
         _log_check(context, check_index(rt.warehouse, index))
         try:
+            # The run's documents written together (two commits) and checked together.
             yield from _materialize(
                 context,
                 rt,
                 "search_index",
-                lambda key: index_document(rt.warehouse, index, key),
+                lambda key: prepare_index_document(rt.warehouse, key),
                 index_metadata,
                 upstream="embeddings",
-                evaluate=lambda key: check_index_document(rt.warehouse, index, key),
+                batch=Batch(
+                    commit=lambda prepared: index_documents(index, prepared),
+                    around=index.writing,
+                    evaluate=lambda keys: check_index_documents(rt.warehouse, index, keys),
+                ),
             )
         finally:  # also when the step ends by naming the documents it could not index
             _log_check(context, check_index(rt.warehouse, index, context.partition_keys))

@@ -42,7 +42,7 @@ import re
 import threading
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -246,6 +246,34 @@ class SearchIndex:
                         raise
             table.add(rows)
 
+    def replace_documents(self, rows: Mapping[str, pa.Table | None]) -> dict[str, Exception]:
+        """Replace the rows of many documents (document id -> its rows; None: it has none now)
+        with two commits for them all, under the lock: one delete of every one of them, one
+        add of their rows together (a commit per document made a data file and a manifest per
+        document, and each delete scanned the whole table). If the add of them together fails,
+        each document's rows are added on their own, so an odd table fails only its document;
+        what is returned is the documents whose rows could not be added, with the error."""
+        if not rows:
+            return {}
+        failed: dict[str, Exception] = {}
+        with self.writing():
+            table = self._open()
+            if table is not None:
+                table.delete(_in_filter(rows))
+            tables = [t for t in rows.values() if t is not None and t.num_rows]
+            try:
+                if tables:
+                    self.append(pa.concat_tables(tables, promote_options="default"))
+            except (pa.ArrowException, OSError, RuntimeError, ValueError):
+                for document_id, one in rows.items():
+                    if one is None:
+                        continue
+                    try:
+                        self.append(one)
+                    except (pa.ArrowException, OSError, RuntimeError, ValueError) as exc:
+                        failed[document_id] = exc
+        return failed
+
     def delete_document(self, document_id: str) -> int:
         """Remove every row of a document (a file deleted from the raw root); how many."""
         with self.writing():
@@ -351,6 +379,29 @@ class SearchIndex:
         )
         return [str(c) for c in found.column("chunk_id").to_pylist()]
 
+    def documents_rows(self, document_ids: Iterable[str]) -> dict[str, list[str]]:
+        """``document_rows`` of many documents in one query: document id -> the chunk id of
+        each of its rows (a document without rows is left out)."""
+        wanted = sorted(set(document_ids))
+        table = self._open()
+        if table is None or not wanted:
+            return {}
+        found = (
+            table.search()
+            .where(_in_filter(wanted))
+            .select(["document_id", "chunk_id"])
+            .limit(None)
+            .to_arrow()
+        )
+        rows: dict[str, list[str]] = defaultdict(list)
+        for document_id, chunk_id in zip(
+            found.column("document_id").to_pylist(),
+            found.column("chunk_id").to_pylist(),
+            strict=True,
+        ):
+            rows[str(document_id)].append(str(chunk_id))
+        return dict(rows)
+
     def document_source_key(self, document_id: str) -> str | None:
         """The source key the document's rows name (None without rows)."""
         table = self._open()
@@ -442,6 +493,12 @@ def _quoted(value: str) -> str:
     return value.replace("'", "''")
 
 
+def _in_filter(document_ids: Iterable[str]) -> str:
+    """A filter on ``document_id`` matching exactly ``document_ids``."""
+    listed = ", ".join(f"'{_quoted(d)}'" for d in sorted(document_ids))
+    return f"document_id IN ({listed})"
+
+
 def _first_line(exc: BaseException) -> str:
     """The error's first line, without the Rust source location LanceDB appends to it."""
     text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
@@ -486,6 +543,53 @@ def _update(warehouse: Warehouse, index: SearchIndex, document_id: UUID, label: 
         rows = _current_rows(warehouse, document_id, document.content_hash, label)
         index.upsert_document(str(document_id), rows)
     return IndexUpdate(label, str(document_id), rows.num_rows)
+
+
+@dataclass(frozen=True)
+class PreparedUpdate:
+    """One document's update as ``write_updates`` writes it: what it will be, and its rows
+    (None: the document leaves the index)."""
+
+    update: IndexUpdate
+    rows: pa.Table | None
+
+
+def prepare_update(warehouse: Warehouse, source_key: str) -> PreparedUpdate:
+    """What ``update_document`` would write for one document, read from its stored tables but
+    not written yet (``write_updates`` writes many at once). Read under the index's lock, as
+    ``update_document`` reads: of two writers of one document, the one that writes last is
+    the one that read last.
+
+    Raises:
+        IndexSinkError: its chunks, embeddings and snapshot are of different versions.
+    """
+    from agrag_pipeline.models import Document
+
+    document_id = Document.node_id_for(source_key)
+    document = warehouse.get_document(document_id)
+    if document is None or not warehouse.has_table("chunks", document_id):
+        return PreparedUpdate(IndexUpdate(source_key, str(document_id), 0, removed=True), None)
+    rows = _current_rows(warehouse, document_id, document.content_hash, source_key)
+    return PreparedUpdate(IndexUpdate(source_key, str(document_id), rows.num_rows), rows)
+
+
+def write_updates(
+    index: SearchIndex, prepared: Mapping[str, PreparedUpdate]
+) -> dict[str, IndexUpdate | Exception]:
+    """Write the prepared updates of many documents (source key -> update) with two commits
+    (``SearchIndex.replace_documents``); source key -> its update, or why its rows could not
+    be added (the others are written)."""
+    failed = index.replace_documents({p.update.document_id: p.rows for p in prepared.values()})
+    written: dict[str, IndexUpdate | Exception] = {}
+    for key, one in prepared.items():
+        problem = failed.get(one.update.document_id)
+        if problem is None:
+            written[key] = one.update
+            continue
+        error = IndexSinkError(f"{key}: its rows could not be added to the index: {problem}")
+        error.__cause__ = problem
+        written[key] = error
+    return written
 
 
 def _current_rows(

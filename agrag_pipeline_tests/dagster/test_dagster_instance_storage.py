@@ -13,7 +13,17 @@ import time
 import uuid
 from pathlib import Path
 
+import dagster as dg
 import pytest
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationPlanned,
+)
+from dagster._core.events import (
+    AssetMaterializationPlannedData,
+    DagsterEvent,
+    DagsterEventType,
+    StepMaterializationData,
+)
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 from sqlalchemy import event
@@ -124,3 +134,174 @@ def test_two_processes_starting_one_run_event_file_at_once_lose_nothing(tmp_path
     for run_id in run_ids:
         messages = {e.user_message for e in reader.get_logs_for_run(run_id)}
         assert messages == {f"{n} {i}" for n in ("a", "b") for i in range(EVENTS_PER_WRITER)}
+
+
+# -- batches: a run's planned events (and a partitioned output's materialisations) ----------------
+
+DOCUMENTS = [f"doc-{i:03d}.md" for i in range(40)]
+ASSETS = ("raw_documents", "sections", "chunks")
+
+
+def _dagster_entry(run_id: str, event: DagsterEvent, at: float) -> EventLogEntry:
+    return EventLogEntry(
+        error_info=None,
+        level=logging.DEBUG,
+        user_message="",
+        run_id=run_id,
+        timestamp=at,
+        step_key=event.step_key,
+        job_name=event.job_name,
+        dagster_event=event,
+    )
+
+
+def _planned_batch(run_id: str) -> list[EventLogEntry]:
+    """What a run's launch sends as one batch: a planned event per document and asset, and one
+    per check (Dagster sorts them by asset key)."""
+    events = []
+    at = time.time()
+    for asset in ASSETS:
+        for key in DOCUMENTS:
+            planned = DagsterEvent(
+                event_type_value=DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value,
+                job_name="ingest_documents",
+                event_specific_data=AssetMaterializationPlannedData(dg.AssetKey(asset), key),
+                step_key=asset,
+            )
+            events.append(_dagster_entry(run_id, planned, at))
+            at += 0.001
+        check = DagsterEvent(
+            event_type_value=DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED.value,
+            job_name="ingest_documents",
+            event_specific_data=AssetCheckEvaluationPlanned(
+                asset_key=dg.AssetKey(asset), check_name=f"{asset}_ok"
+            ),
+            step_key=asset,
+        )
+        events.append(_dagster_entry(run_id, check, at))
+        at += 0.001
+    return events
+
+
+def _materialization_batch(run_id: str) -> list[EventLogEntry]:
+    """A partitioned output's materialisations (the other batch Dagster sends), with tags."""
+    events = []
+    at = time.time()
+    for key in DOCUMENTS[:10]:
+        made = DagsterEvent(
+            event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value,
+            job_name="ingest_documents",
+            event_specific_data=StepMaterializationData(
+                dg.AssetMaterialization("chunks", partition=key, tags={"agrag/chunker": "abc"})
+            ),
+            step_key="chunks",
+        )
+        events.append(_dagster_entry(run_id, made, at))
+        at += 0.001
+    return events
+
+
+def _rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every table of a SQLite file, but the times the database stamps itself."""
+    stamped = {"create_timestamp", "update_timestamp", "updated_timestamp", "migration_completed"}
+    found = {}
+    with sqlite3.connect(path) as db:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in sorted(tables):
+            columns = [r[1] for r in db.execute(f"PRAGMA table_info({table})")]
+            kept = ", ".join(f'"{c}"' for c in columns if c not in stamped)
+            found[table] = db.execute(f'SELECT {kept} FROM "{table}" ORDER BY rowid').fetchall()
+    return found
+
+
+def test_a_batch_is_stored_with_one_transaction_per_file_as_store_event_stores_each(
+    tmp_path: Path,
+) -> None:
+    """A run's planned events (120 here, one per document and asset, and 3 checks) and a
+    batch of materialisations leave exactly the rows ``store_event`` leaves, one event at a
+    time, in the run's file and the index shard: with a transaction per file (and one per
+    check, as Dagster writes a check's rows), not two per event."""
+    run_id = str(uuid.uuid4())
+    planned, made = _planned_batch(run_id), _materialization_batch(run_id)
+    one_by_one = KeptEngineSqliteEventLogStorage(str(tmp_path / "one_by_one"))
+    batched = KeptEngineSqliteEventLogStorage(str(tmp_path / "batched"))
+    commits: list[object] = []
+
+    def count(conn) -> None:  # type: ignore[no-untyped-def]
+        commits.append(conn)
+
+    try:
+        exists = _entry(run_id, "the run's file and the index exist")
+        one_by_one.store_event(exists)
+        for entry in [*planned, *made]:
+            one_by_one.store_event(entry)
+        batched.store_event(exists)
+        event.listen(Engine, "commit", count)
+        try:
+            batched.store_event_batch(planned)
+            batched.store_event_batch(made)
+        finally:
+            event.remove(Engine, "commit", count)
+    finally:
+        one_by_one.dispose()
+        batched.dispose()
+    checks = len(ASSETS)
+    assert len(commits) <= 2 + checks + 2, len(commits)  # the old code: 269 here
+    for name in ("index.db", f"{run_id}.db"):
+        ours = _rows(tmp_path / "batched" / name)
+        theirs = _rows(tmp_path / "one_by_one" / name)
+        assert ours.keys() == theirs.keys()
+        for table in ours:
+            assert ours[table] == theirs[table], (name, table)
+
+
+def _store_batches(base_dir: str, run_ids: list[str], start: object) -> None:
+    storage = KeptEngineSqliteEventLogStorage(base_dir)
+    start.wait()  # type: ignore[attr-defined]
+    for run_id in run_ids:
+        storage.store_event_batch(_planned_batch(run_id))
+        storage.store_event(_entry(run_id, "between the batches"))
+        storage.store_event_batch(_materialization_batch(run_id))
+    storage.dispose()
+
+
+@pytest.mark.slow  # two fresh interpreters import Dagster: 15-30 s on the shared machine
+def test_two_processes_storing_batches_at_once_lose_nothing(tmp_path: Path) -> None:
+    """Two real processes (the daemon launching runs, run workers) store batches of their runs
+    into the same index shard at the same moment: every event is there once, in its run's
+    file and (asset and check events) in the index, and every asset's entry names a run."""
+    base_dir = str(tmp_path / "history")
+    first = KeptEngineSqliteEventLogStorage(base_dir)
+    first.store_event(_entry(str(uuid.uuid4()), "an earlier run"))
+    first.dispose()
+    context = multiprocessing.get_context("spawn")
+    runs = {name: [str(uuid.uuid4()) for _ in range(3)] for name in ("a", "b")}
+    start = context.Barrier(2)
+    writers = [
+        context.Process(target=_store_batches, args=(base_dir, run_ids, start))
+        for run_ids in runs.values()
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(timeout=180)
+    assert [w.exitcode for w in writers] == [0, 0]
+    planned, made = len(_planned_batch("x")), len(_materialization_batch("x"))
+    all_runs = [run_id for run_ids in runs.values() for run_id in run_ids]
+    reader = SqliteEventLogStorage(base_dir)
+    for run_id in all_runs:
+        assert len(reader.get_logs_for_run(run_id)) == planned + 1 + made
+    with sqlite3.connect(Path(base_dir) / "index.db") as db:
+        mirrored = dict(
+            db.execute("SELECT run_id, count(*) FROM event_logs GROUP BY run_id").fetchall()
+        )
+        assert {run_id: mirrored.get(run_id) for run_id in all_runs} == dict.fromkeys(
+            all_runs, planned + made
+        )
+        last_runs = dict(db.execute("SELECT asset_key, last_run_id FROM asset_keys").fetchall())
+        planned_checks = db.execute(
+            "SELECT count(*) FROM asset_check_executions WHERE execution_status = 'PLANNED'"
+        ).fetchone()[0]
+    assert set(last_runs) == {dg.AssetKey(a).to_string() for a in ASSETS}
+    assert set(last_runs.values()) <= set(all_runs)
+    assert planned_checks == len(ASSETS) * len(all_runs)

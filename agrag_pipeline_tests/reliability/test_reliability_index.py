@@ -22,7 +22,12 @@ import pytest
 from agrag_pipeline.cli import main
 from agrag_pipeline.models import Document
 from agrag_pipeline.retrieval.search import search
-from agrag_pipeline.sinks.index import SearchIndex, index_uri
+from agrag_pipeline.sinks.index import PreparedUpdate, SearchIndex, index_uri
+from agrag_pipeline.sinks.index_step import (
+    check_index_documents,
+    index_documents,
+    prepare_index_document,
+)
 from agrag_pipeline.storage import Warehouse
 from agrag_pipeline_tests.reliability.indexed import (
     assert_index_matches_tables,
@@ -269,3 +274,58 @@ def test_a_damaged_index_is_set_aside_and_rebuilt_by_the_next_agrag_index(
     assert search(index, "subject 75", k=3, mode="bm25")
     assert main([*_roots(copy), "index"]) == 0
     assert "REPAIRED" not in capsys.readouterr().out
+
+
+def _table_version(root: Path) -> int:
+    import lancedb
+
+    return int(lancedb.connect(index_uri(_warehouse(root))).open_table("chunks").version)
+
+
+def test_a_runs_documents_are_indexed_with_two_commits_and_checked_together(copy: Path) -> None:
+    """The ``search_index`` step's way: every document of the run prepared under the index's
+    lock, then written with one delete and one add (a commit per document before: two LanceDB
+    versions, data files and manifests each), then each document checked."""
+    warehouse = Warehouse(_warehouse(copy))
+    index = SearchIndex(index_uri(_warehouse(copy)))
+    keys = _keys(copy)
+    first, rest = keys[:4], keys[4:]
+    with index.writing():
+        index_documents(index, {k: prepare_index_document(warehouse, k) for k in first})
+    before = _table_version(copy)
+    with index.writing():
+        prepared = {k: prepare_index_document(warehouse, k) for k in [*first, *rest]}
+        written = index_documents(index, prepared)
+    assert _table_version(copy) - before == 2
+    assert all(not isinstance(w, Exception) and w.rows > 0 for w in written.values())
+    assert_index_matches_tables(_warehouse(copy), keys)
+    checked = check_index_documents(warehouse, index, keys)
+    assert [o.passed for k in keys for o in checked[k]] == [True] * len(keys)
+
+
+def test_a_document_whose_rows_cannot_join_the_batch_fails_alone(copy: Path) -> None:
+    """One document's rows that the table cannot take (vectors of another dimension) fail that
+    document, named; the other documents of the batch are written."""
+    import pyarrow as pa
+
+    warehouse = Warehouse(_warehouse(copy))
+    index = SearchIndex(index_uri(_warehouse(copy)))
+    keys = _keys(copy)
+    with index.writing():
+        prepared = {k: prepare_index_document(warehouse, k) for k in keys}
+    odd = keys[3]
+    rows = prepared[odd].rows
+    assert rows is not None
+    short = pa.array([[0.5, 0.5, 0.5]] * rows.num_rows, pa.list_(pa.float32(), 3))
+    odd_rows = rows.set_column(rows.schema.get_field_index("vector"), "vector", short)
+    prepared[odd] = PreparedUpdate(prepared[odd].update, odd_rows)
+    with index.writing():
+        index_documents(index, {k: prepared[k] for k in keys[:2]})  # the table, 384 dims
+        written = index_documents(index, prepared)
+    assert isinstance(written[odd], Exception) and odd in str(written[odd])
+    good = [k for k in keys if k != odd]
+    assert all(not isinstance(written[k], Exception) for k in good)
+    assert_index_matches_tables(_warehouse(copy), good)
+    assert {d for d, _ in indexed_rows(_warehouse(copy))} == {
+        str(Document.node_id_for(k)) for k in good
+    }
