@@ -28,15 +28,9 @@ def test_a_ratio_further_below_its_record_than_the_threshold_is_a_regression() -
 def test_chunking_benchmark_prints_regression_against_a_faster_record(
     tmp_path: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("chonkie")
-    pytest.importorskip("langchain_text_splitters")
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for name in ("ch01-01-installation.md", "ch03-02-data-types.md"):
-        shutil.copy(corpus_dir / "markdown" / "rust-book" / name, corpus / name)
-    record = tmp_path / "chunking.json"
-    args = ["--corpus", str(corpus), "--passes", "1", "--docling-files", "0"]
-    chunking_bench.main([*args, "--recorded", str(record), "--record"])
+    args, record = _recorded_first_run(
+        tmp_path, corpus_dir, ("ch01-01-installation.md", "ch03-02-data-types.md")
+    )
     assert "REGRESSION" not in capsys.readouterr().out  # nothing recorded to compare with yet
 
     # A record where ours was 10x faster against every peer than it is now.
@@ -104,14 +98,7 @@ def test_a_record_written_before_the_bar_was_kept_is_its_own_bar() -> None:
 def test_chunking_benchmark_record_refuses_to_lower_the_bar_without_lower_bar(
     tmp_path: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("chonkie")
-    pytest.importorskip("langchain_text_splitters")
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    shutil.copy(corpus_dir / "markdown" / "rust-book" / "ch01-01-installation.md", corpus)
-    record = tmp_path / "chunking.json"
-    args = ["--corpus", str(corpus), "--passes", "1", "--docling-files", "0"]
-    chunking_bench.main([*args, "--recorded", str(record), "--record"])
+    args, record = _recorded_first_run(tmp_path, corpus_dir, ("ch01-01-installation.md",))
     # A bar 10x above what ours does now: recording this run would lower it.
     recorded = json.loads(record.read_text())
     for entry in recorded["bar"].values():
@@ -131,3 +118,19 @@ def test_chunking_benchmark_record_refuses_to_lower_the_bar_without_lower_bar(
     assert chunking_bench.bar_ratios(lowered) == chunking_bench.guarded_ratios(
         {n: e for n, e in lowered["figures"].items() if n in chunking_bench.GUARDED}
     )
+
+
+def _recorded_first_run(
+    tmp_path: Path, corpus_dir: Path, chapters: tuple[str, ...]
+) -> tuple[list[str], Path]:
+    """The benchmark's arguments over a few Rust-book chapters, and its first run recorded."""
+    pytest.importorskip("chonkie")
+    pytest.importorskip("langchain_text_splitters")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in chapters:
+        shutil.copy(corpus_dir / "markdown" / "rust-book" / name, corpus / name)
+    record = tmp_path / "chunking.json"
+    args = ["--corpus", str(corpus), "--passes", "1", "--docling-files", "0"]
+    chunking_bench.main([*args, "--recorded", str(record), "--record"])
+    return args, record
