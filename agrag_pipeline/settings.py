@@ -115,7 +115,9 @@ class ExtractionSettings(_Frozen):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_gleanings: int = Field(default=1, ge=0)
     prompt_version: str = "1"
-    #: Completion tokens one answer may use (an answer cut there is retried, then failed).
+    #: Completion tokens one answer may use (an answer cut there is retried, then failed). It
+    #: also bounds the answer's lists: at most ``max_completion_tokens // 128`` entities and as
+    #: many relations (25 at most), so even a looping model's answer ends within it.
     max_completion_tokens: int = Field(default=1024, ge=16)
     #: Sampling seed sent with every request (servers that honour it answer reproducibly).
     seed: int = 0

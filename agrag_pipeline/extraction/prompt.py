@@ -16,10 +16,15 @@ from agrag_pipeline.models import Chunk
 from agrag_pipeline.settings import ExtractionSettings, GraphSchema, PropertySpec
 
 #: This template's version: bump when the wording or the answer schema changes.
-PROMPT_VERSION = "1"
+#: 2: the answer's item lists are bounded by the token budget (``max_items``).
+PROMPT_VERSION = "2"
 
-#: At most this many entities and relations per answer: bounds the tokens a looping model spends.
+#: At most this many entities, and this many relations, per answer.
 MAX_ITEMS = 25
+
+#: What one listed item may cost in completion tokens, for ``max_items``: Gemma-3's answers spend
+#: 42-55 tokens per entity or relation with a one-sentence description (BENCHMARKS.md).
+TOKENS_PER_ITEM = 64
 
 GLEANING_PROMPT = (
     "Some entities or relations of the types above may have been missed in the last answer. "
@@ -73,7 +78,21 @@ def text_block(chunk: Chunk) -> str:
     return f"{head}Passage:\n{chunk.text}"
 
 
-def response_schema(schema: GraphSchema) -> dict[str, Any]:
+def max_items(extraction: ExtractionSettings) -> int:
+    """How many entities, and how many relations, one answer may list: ``MAX_ITEMS``, or fewer
+    where the two full lists would not fit ``max_completion_tokens``.
+
+    A small model at temperature 0 can loop, listing the same entity until the grammar's
+    ``maxItems`` closes the list. Were the lists allowed to outgrow the token budget, such an
+    answer would be cut at the limit (``finish_reason: length``) and fail on every retry, since
+    the same request gets the same answer; bounded here, the grammar closes both lists within the
+    budget and the answer arrives whole, its repeats merged by name.
+    """
+    fits = extraction.max_completion_tokens // (2 * TOKENS_PER_ITEM)
+    return max(1, min(MAX_ITEMS, fits))
+
+
+def response_schema(schema: GraphSchema, extraction: ExtractionSettings) -> dict[str, Any]:
     """The JSON Schema of one answer (strict: every key required, nothing else allowed)."""
     entity_variants = []
     for entity in schema.entity_types:
@@ -103,10 +122,11 @@ def response_schema(schema: GraphSchema) -> dict[str, Any]:
     entity_item: dict[str, Any] = (
         entity_variants[0] if len(entity_variants) == 1 else {"anyOf": entity_variants}
     )
+    limit = max_items(extraction)
     return _object(
         {
-            "entities": {"type": "array", "items": entity_item, "maxItems": MAX_ITEMS},
-            "relations": {"type": "array", "items": relation_item, "maxItems": MAX_ITEMS},
+            "entities": {"type": "array", "items": entity_item, "maxItems": limit},
+            "relations": {"type": "array", "items": relation_item, "maxItems": limit},
         }
     )
 
@@ -120,9 +140,11 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def response_format(schema: GraphSchema, style: str) -> dict[str, Any]:
+def response_format(
+    schema: GraphSchema, extraction: ExtractionSettings, style: str
+) -> dict[str, Any]:
     """The ``response_format`` field for the endpoint's dialect (see ``LlmSettings``)."""
-    json_schema = response_schema(schema)
+    json_schema = response_schema(schema, extraction)
     if style == "json_object":
         return {"type": "json_object", "schema": json_schema}
     return {
@@ -141,7 +163,7 @@ def request_body(
     return {
         "model": extraction.model,
         "messages": messages,
-        "response_format": response_format(schema, style),
+        "response_format": response_format(schema, extraction, style),
         "temperature": extraction.temperature,
         "seed": extraction.seed,
         "max_tokens": extraction.max_completion_tokens,

@@ -180,3 +180,31 @@ def test_a_cached_answer_that_fails_its_checksum_is_asked_again(tmp_path: Path):
         assert again.calls == 1 and again.cache_hits == 0 and cache.corrupt_rows == 1
         names = rt.warehouse.read_table("entity_mentions", document.id).column("name")
         assert "Dagster" in names.to_pylist() and "Dagstar" not in names.to_pylist()
+
+
+def test_the_answer_schema_lists_no_more_items_than_the_token_budget_holds(tmp_path: Path):
+    """A looping model fills a list up to its ``maxItems``: the lists a request allows must fit
+    its ``max_tokens``, or such an answer is cut at the limit on every retry (seen with
+    Gemma-3-270M listing "John" again and again)."""
+    documents = {"a.md": "# A\n\nDagster uses assets.\n"}
+    with ScriptedChatServer(_script([])) as server:
+        settings = settings_for(server.base_url, max_retries=0)
+        rt = chunked_runtime(tmp_path, settings, documents)
+        document = current_document(rt.warehouse, "a.md")
+        sent: dict[int, list[int]] = {}
+        for budget in (1024, 300, 16, 8000):
+            extraction = settings.extraction.model_copy(
+                update={"max_completion_tokens": budget, "max_gleanings": 0}
+            )
+            at_budget = settings.model_copy(update={"extraction": extraction})
+            cache = ResponseCache.in_dir(tmp_path / f"cache-{budget}")
+            assert at_budget.llm is not None
+            client = ChatClient(at_budget.llm)
+            done = build_extractions(rt.warehouse, document, at_budget, client, cache)
+            assert done.failed_chunks == {} and done.entities == 2
+            request = server.requests[-1]
+            assert request["max_tokens"] == budget
+            schema = request["response_format"]["json_schema"]["schema"]
+            sent[budget] = [schema["properties"][k]["maxItems"] for k in ("entities", "relations")]
+    # 128 tokens per entity-and-relation pair; never none, never more than 25.
+    assert sent == {1024: [8, 8], 300: [2, 2], 16: [1, 1], 8000: [25, 25]}
