@@ -162,6 +162,7 @@ def build_baseline_index(runtime: Runtime, folder: Path) -> tuple[SearchIndex, i
                 "char_end": [b for _, b in spans],
                 "text": texts,
                 "contextual_text": texts,
+                "bm25_context_text": texts,  # the baseline's BM25 reads its own text only
             }
         ).append_column(
             "vector",
