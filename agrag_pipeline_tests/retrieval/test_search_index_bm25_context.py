@@ -14,7 +14,7 @@ from agrag_pipeline.pipeline import run_document
 from agrag_pipeline.retrieval.search import search, to_hit
 from agrag_pipeline.runtime import Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH, load_settings
-from agrag_pipeline.sinks.bm25_context import IndexSettings
+from agrag_pipeline.sinks.bm25_context import IndexSettings, context_texts
 from agrag_pipeline.sinks.index import SearchIndex, check_index, index_uri, sync_index
 
 BUDGET = 160
@@ -166,3 +166,14 @@ def test_a_changed_context_budget_rebuilds_the_index_and_its_code_version(manual
 def test_the_default_index_settings_are_in_the_settings_file() -> None:
     assert load_settings(DEFAULT_SETTINGS_PATH).index == IndexSettings()
     assert index_uri("/w") == "/w/index"
+
+
+def test_the_context_is_cut_at_whitespace_and_never_crosses_a_document() -> None:
+    rows = [
+        {"document_id": "a", "index": 1, "heading_path": ["H"], "contextual_text": "H\n\nbeta"},
+        {"document_id": "a", "index": 0, "heading_path": ["H"], "contextual_text": "H\n\none two"},
+        {"document_id": "b", "index": 0, "heading_path": ["H"], "contextual_text": "H\n\ngamma"},
+    ]
+    # Rows in any order; the neighbour's heading path is not repeated, a word is not cut.
+    assert context_texts(rows, 5) == ["two\n\nH\n\nbeta", "H\n\none two\n\nbeta", "H\n\ngamma"]
+    assert context_texts(rows, 0) == [r["contextual_text"] for r in rows]
