@@ -445,7 +445,7 @@ class Runtime:
         """The LanceDB search index under the warehouse root (``sinks.index``)."""
         from agrag_pipeline.sinks.index import SearchIndex, index_uri
 
-        return SearchIndex(index_uri(self.warehouse_root))
+        return SearchIndex(index_uri(self.warehouse_root), settings=self.settings.index)
 
     @cached_property
     def embedding_cache(self) -> EmbeddingCache:

@@ -26,6 +26,7 @@ from agrag_pipeline.embedding.settings import EmbeddingSettings
 from agrag_pipeline.extraction.settings import LlmSettings
 from agrag_pipeline.file_kinds import STRUCTURED_KINDS, StructuredKind, kind_of, kind_words
 from agrag_pipeline.fingerprints import fingerprint, settings_dict
+from agrag_pipeline.sinks.bm25_context import IndexSettings
 from agrag_pipeline.sinks.graph.settings import GraphSettings
 
 #: The settings file the project ships and the Dagster definitions load by default.
@@ -384,6 +385,8 @@ class PipelineSettings(_Frozen):
     extraction: ExtractionSettings
     documents: DocumentsSettings = Field(default_factory=DocumentsSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
+    #: The search index (what BM25 reads); recorded by the index, which a change rebuilds.
+    index: IndexSettings = Field(default_factory=IndexSettings)
     #: The chat endpoint extraction calls; none (the default): extraction is not configured.
     llm: LlmSettings | None = None
 

@@ -36,6 +36,7 @@ from agrag_pipeline.retrieval.evaluate import Scores, answer_spans, load_questio
 from agrag_pipeline.retrieval.search import MODES, Hit, retriever, to_hit
 from agrag_pipeline.runtime import PROJECT_ROOT, Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+from agrag_pipeline.sinks.bm25_context import IndexSettings, context_texts
 from agrag_pipeline.sinks.index import SearchIndex
 
 BOOK = PROJECT_ROOT.parent / "shared" / "corpus" / "markdown" / "rust-book"
@@ -54,6 +55,7 @@ def _rows(items: list[dict[str, object]], vectors: np.ndarray) -> pa.Table:
     dim = vectors.shape[1]
     flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1), pa.float32())
     columns = {name: [it[name] for it in items] for name in items[0]}
+    columns.setdefault("bm25_context_text", columns["contextual_text"])  # BM25 without context
     table = pa.table(columns)
     return table.append_column("vector", pa.FixedSizeListArray.from_arrays(flat, dim))
 
@@ -73,6 +75,7 @@ def ours(parsed: list[ParsedDocument], settings: ChunkerSettings) -> list[dict[s
                     c.text,
                     c.contextual_text,
                     str(c.id),
+                    [str(s) for s in c.section_ids],
                 )
             )
     return items
@@ -107,6 +110,7 @@ def _item(
     text: str,
     contextual: str,
     chunk_id: str,
+    section_ids: list[str] | None = None,
 ) -> dict[str, object]:
     return {
         "chunk_id": chunk_id,
@@ -119,12 +123,20 @@ def _item(
         "char_end": end,
         "text": text,
         "contextual_text": contextual,
+        "section_ids": list(section_ids or []),
     }
 
 
-def build_index(folder: Path, items: list[dict[str, object]], vectors: np.ndarray) -> SearchIndex:
-    index = SearchIndex(str(folder))
-    rows = _rows(items, vectors)
+def build_index(
+    folder: Path, items: list[dict[str, object]], vectors: np.ndarray, context_chars: int = 0
+) -> SearchIndex:
+    """A LanceDB index of ``items``, its context BM25 with ``context_chars`` of each one's
+    section's neighbours (``sinks.bm25_context``; ours is measured at the index's default)."""
+    index = SearchIndex(str(folder), settings=IndexSettings(bm25_context_chars=context_chars))
+    texts = context_texts(items, context_chars)
+    rows = _rows(
+        [dict(it, bm25_context_text=t) for it, t in zip(items, texts, strict=True)], vectors
+    )
     by_doc: dict[str, list[int]] = {}
     for i, it in enumerate(items):
         by_doc.setdefault(str(it["document_id"]), []).append(i)

@@ -2,7 +2,7 @@
 it against score-based fusions, on both labelled sets, ours against fixed-1000.
 
     .venv/bin/python -m benchmarks.retrieval_fusion [--cache-dir DIR] [--hold-out grep,sed]
-        [--tokenisers]
+        [--tokenisers] [--bm25-context 0,200,400] [--query-cost]
 
 Each question's dense and BM25 rankings (``HYBRID_DEPTH`` deep, from the same LanceDB indexes
 as ``agrag search``) are taken once; every fusion is then applied to those very rankings, so the
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,10 +40,11 @@ from agrag_pipeline.retrieval.evaluate import (
     load_questions,
     paired_bootstrap,
 )
-from agrag_pipeline.retrieval.search import HYBRID_DEPTH, RRF_K
+from agrag_pipeline.retrieval.search import HYBRID_DEPTH, RRF_K, search
 from agrag_pipeline.retrieval.search import rrf as rrf_hits
 from agrag_pipeline.runtime import PROJECT_ROOT, Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+from agrag_pipeline.sinks.bm25_context import IndexSettings
 from agrag_pipeline.sinks.index import FTS_COLUMN, RawHit
 from benchmarks.retrieval_bench import BOOK, QUESTIONS, build_index, ours, parse_book
 from benchmarks.retrieval_manuals import SET, fixed, spans_by_rule
@@ -58,6 +60,8 @@ class Rankings:
     dense: list[list[Ranked]] = field(default_factory=list)
     bm25: list[list[Ranked]] = field(default_factory=list)
     bm25_plain: list[list[Ranked]] = field(default_factory=list)
+    #: BM25 with N characters of each same-section neighbour (``--bm25-context``): N -> rankings.
+    bm25_context: dict[int, list[list[Ranked]]] = field(default_factory=dict)
 
 
 class _Located:
@@ -73,6 +77,7 @@ def collect(
     settings: ChunkerSettings,
     embedder: Embedder,
     cache: EmbeddingCache,
+    contexts: Sequence[int] = (),
 ) -> dict[str, Rankings]:
     spans = spans_by_rule(questions, parsed)
     query_vectors = embedder.embed([q.query for q in questions])
@@ -82,12 +87,18 @@ def collect(
             vectors, _ = embed_with_cache(
                 embedder, [str(it["contextual_text"]) for it in items], cache
             )
-            index = build_index(Path(tmp) / run, items, vectors)
+            # Ours at the index's default BM25 context; fixed-1000 as a plain splitter, none.
+            default = IndexSettings().bm25_context_chars if run == "ours" else 0
+            index = build_index(Path(tmp) / run, items, vectors, default)
             plain = build_index(
                 Path(tmp) / f"{run}-plain",
                 [dict(it, contextual_text=it["text"]) for it in items],
                 vectors,
             )
+            with_context = {
+                chars: build_index(Path(tmp) / f"{run}-context{chars}", items, vectors, chars)
+                for chars in (contexts if run == "ours" else ())
+            }
             rec = Rankings(questions)
             for i, q in enumerate(questions):
 
@@ -104,6 +115,10 @@ def collect(
                 rec.dense.append(ranked(index.dense(query_vectors[i], HYBRID_DEPTH)))
                 rec.bm25.append(ranked(index.bm25(q.query, HYBRID_DEPTH)))
                 rec.bm25_plain.append(ranked(plain.bm25(q.query, HYBRID_DEPTH)))
+                for chars, one in with_context.items():
+                    rec.bm25_context.setdefault(chars, []).append(
+                        ranked(one.bm25(q.query, HYBRID_DEPTH, context=True))
+                    )
             out[run] = rec
     return out
 
@@ -265,11 +280,111 @@ def report(
             )
 
 
+def context_report(
+    name: str,
+    runs: dict[str, Rankings],
+    keep: Sequence[int],
+    rules: Sequence[Rule],
+    contexts: Sequence[int],
+) -> None:
+    """Ours with each BM25 context budget: the context BM25 alone, as the only BM25 of RRF
+    (2-way), and as a third ranking beside BM25 over the chunk alone (3-way, what ``agrag
+    search`` does when the budget is above 0); against ours without context ("current": RRF of
+    dense and own-text BM25), against 3-way at 0 (own-text BM25 counted twice: how much is
+    the weight and how much the context), and against fixed-1000's RRF hybrid."""
+    print(f"\n{name}: BM25 context of same-section neighbours ({len(keep)} questions)\n")
+    print(
+        "| context chars | rule | context bm25 alone: MRR@10, minus own-text bm25 |"
+        " 2-way (context bm25 only) MRR@10, minus current | 3-way MRR@10 |"
+        " 3-way minus current | 3-way minus 3-way at 0 | fixed-1000 hybrid MRR@10 |"
+        " 3-way minus fixed-1000 | R@5: 3-way minus fixed-1000 |"
+    )
+    print("|---:|---|---|---|---:|---|---|---:|---|---|")
+    ours, base = runs["ours"], runs["fixed-1000"]
+
+    def ranked(fuse: Callable[[int], Fused], rule: Rule, label: str) -> Scores:
+        ranks: list[int | None] = []
+        for i in keep:
+            order, hits = fuse(i)
+            ranks.append(next((r for r, c in enumerate(order[:10], 1) if hits[c][rule]), None))
+        return _scores(label, rule, ranks)
+
+    def cell(a: Scores, b: Scores, metric: str = "mrr@10") -> str:
+        c = paired_bootstrap(a, b, metric)
+        return f"{c.difference:+.3f} [{c.low:+.3f}, {c.high:+.3f}]"
+
+    def three_way(lists: list[list[Ranked]], rule: Rule) -> Scores:
+        # RRF of dense, BM25 over the chunk alone and BM25 with its context (agrag search).
+        own = ours.bm25_context[0]
+        return ranked(
+            lambda i: rrf([ours.dense[i], own[i], lists[i]], weights=(1, 1, 1)), rule, "3"
+        )
+
+    for rule in rules:
+        base_hybrid = ranked(lambda i: rrf([base.dense[i], base.bm25[i]]), rule, "fixed hybrid")
+        plain = ranked(lambda i: rrf([ours.dense[i], ours.bm25_context[0][i]]), rule, "ours 0")
+        own_bm25 = ranked(lambda i: single(ours.bm25_context[0][i]), rule, "own bm25")
+        doubled = three_way(ours.bm25_context[0], rule)
+        for chars in contexts:
+            lists = ours.bm25_context[chars]
+            bm25 = ranked(lambda i, lists=lists: single(lists[i]), rule, "ours bm25")
+            hybrid = ranked(
+                lambda i, lists=lists: rrf([ours.dense[i], lists[i]]), rule, "ours hybrid"
+            )
+            three = three_way(lists, rule)
+            print(
+                f"| {chars} | {rule} | {bm25.mrr10:.3f}, {cell(bm25, own_bm25)} |"
+                f" {hybrid.mrr10:.3f}, {cell(hybrid, plain)} | {three.mrr10:.3f} |"
+                f" {cell(three, plain)} | {cell(three, doubled)} | {base_hybrid.mrr10:.3f} |"
+                f" {cell(three, base_hybrid)} | {cell(three, base_hybrid, 'recall@5')} |"
+            )
+
+
+def query_cost(
+    parsed: list[ParsedDocument],
+    questions: list[Question],
+    settings: ChunkerSettings,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    rounds: int = 5,
+) -> None:
+    """CPU and wall time of one ``agrag search`` hybrid query (query embedding included) with
+    and without the context ranking, on the same index, interleaved question by question."""
+    items = ours(parsed, settings)
+    vectors, _ = embed_with_cache(embedder, [str(it["contextual_text"]) for it in items], cache)
+    chars = IndexSettings().bm25_context_chars
+    with tempfile.TemporaryDirectory() as tmp:
+        index = build_index(Path(tmp) / "ours", items, vectors, chars)
+        spent: dict[str, list[float]] = {"2 rankings": [], "3 rankings": []}
+        walls: dict[str, list[float]] = {"2 rankings": [], "3 rankings": []}
+        for _ in range(rounds):
+            for q in questions:
+                for label, context in (("2 rankings", 0), ("3 rankings", chars)):
+                    index._context_chars = context  # the benchmark picks the ranking count
+                    cpu, wall = time.process_time(), time.perf_counter()
+                    search(index, q.query, k=10, mode="hybrid", embedder=embedder)
+                    spent[label].append(time.process_time() - cpu)
+                    walls[label].append(time.perf_counter() - wall)
+    print(f"\nhybrid query cost, {len(questions)} questions x {rounds} rounds, interleaved\n")
+    print("| hybrid | CPU ms per query (median) | wall ms per query (median) |")
+    print("|---|---:|---:|")
+    for label in spent:
+        cpu_ms = 1000 * float(np.median(spent[label]))
+        wall_ms = 1000 * float(np.median(walls[label]))
+        print(f"| {label} | {cpu_ms:.1f} | {wall_ms:.1f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cache-dir", default=str(PROJECT_ROOT / "data" / "cache"))
     parser.add_argument("--hold-out", default="grep.pdf,sed.pdf")
     parser.add_argument("--tokenisers", action="store_true", help="BM25 tokenisers instead")
+    parser.add_argument(
+        "--bm25-context",
+        help="instead: BM25 with these characters of each same-section neighbour, e.g. 0,200,400"
+        " (index.bm25_context_chars; 0 is always measured too)",
+    )
+    parser.add_argument("--query-cost", action="store_true", help="instead: hybrid query time")
     args = parser.parse_args()
     rt = Runtime.from_files(DEFAULT_SETTINGS_PATH)
     cache = EmbeddingCache.in_dir(Path(args.cache_dir))
@@ -286,6 +401,35 @@ def main() -> None:
         tokeniser_report(
             "Rust book", rust_docs, rust_qs, settings, rt.embedder, cache, ("section",)
         )
+        return
+    if args.query_cost:
+        docs = [parse_document(f.read_bytes(), f.name) for f in pdfs]
+        query_cost(docs, questions, settings, rt.embedder, cache)
+        return
+    if args.bm25_context is not None:
+        contexts = sorted({0, *(int(c) for c in args.bm25_context.split(","))})
+        manual_runs = collect(
+            [parse_document(f.read_bytes(), f.name) for f in pdfs],
+            questions,
+            settings,
+            rt.embedder,
+            cache,
+            contexts,
+        )
+        every = list(range(len(questions)))
+        dev = [i for i in every if questions[i].source_key not in held]
+        for label, keep in (
+            ("PDF manuals, all", every),
+            ("PDF manuals, without the held-out manuals", dev),
+            (
+                f"PDF manuals, held out ({', '.join(sorted(held))})",
+                [i for i in every if i not in dev],
+            ),
+        ):
+            context_report(label, manual_runs, keep, RULES, contexts)
+        rust_qs = load_questions(QUESTIONS)
+        rust_runs = collect(parse_book(BOOK), rust_qs, settings, rt.embedder, cache, contexts)
+        context_report("Rust book", rust_runs, list(range(len(rust_qs))), ("section",), contexts)
         return
     manuals = collect(
         [parse_document(f.read_bytes(), f.name) for f in pdfs],

@@ -2,14 +2,15 @@
 its HTML twin, with paired bootstrap intervals.
 
     .venv/bin/python -m benchmarks.retrieval_manuals [--set data/eval/pdf-manuals]
-        [--cache-dir DIR] [--modes dense,bm25,hybrid]
+        [--cache-dir DIR] [--modes dense,bm25,hybrid] [--bm25-context N]
 
 The set folder holds the documents and ``questions.tsv`` (query, source_key, quote: the
 answer's own words, labelled before any run). For each route (``pdf``: the PDFs; ``html-twin``:
 the same set with each PDF that has an HTML twin ``<name>.html`` beside it read from the twin
 instead) the documents are parsed, chunked two ways and embedded with the pipeline's model
 (all-MiniLM-L6-v2) through its content-addressed cache: "ours" is the structure chunker at the
-defaults of ``data/pipeline.yaml`` (embedded text = heading path + text); "fixed-1000" is
+defaults of ``data/pipeline.yaml`` (embedded text = heading path + text; hybrid search with
+its BM25 context, ``index.bm25_context_chars``, or ``--bm25-context``); "fixed-1000" is
 ``fixed_size_spans`` (what ``agrag eval`` compares against), the same text, no headings. Each
 goes into its own LanceDB index and is scored under both hit rules (``retrieval.evaluate``);
 the comparisons are paired by question (10,000 bootstrap resamples, seeded).
@@ -85,6 +86,7 @@ def route(
     cache: EmbeddingCache,
     modes: tuple[Mode, ...],
     embedder: Embedder,
+    context_chars: int,
 ) -> dict[str, list[Scores]]:
     """Scores of ours and fixed-1000 over ``files`` (``run mode`` -> one Scores per rule)."""
     started = time.perf_counter()
@@ -103,7 +105,9 @@ def route(
                 f"{name} {run}: {len(items)} chunks, embedded in "
                 f"{time.perf_counter() - started:.1f}s ({stats.misses} new)"
             )
-            index = build_index(Path(tmp) / run, items, vectors)
+            index = build_index(
+                Path(tmp) / run, items, vectors, context_chars if run == "ours" else 0
+            )
             for mode in modes:
                 out[f"{run} {mode}"] = score_rules(
                     f"{name} {run} {mode}", questions, spans, retriever(index, mode, embedder)
@@ -116,6 +120,11 @@ def main() -> None:
     parser.add_argument("--set", default=str(SET))
     parser.add_argument("--cache-dir", default=str(PROJECT_ROOT / "data" / "cache"))
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument(
+        "--bm25-context",
+        type=int,
+        help="ours: BM25 context characters (default: index.bm25_context_chars of the settings)",
+    )
     add_model_arguments(parser)
     args = parser.parse_args()
     folder = Path(args.set)
@@ -124,10 +133,13 @@ def main() -> None:
     rt = Runtime.from_files(DEFAULT_SETTINGS_PATH)
     cache = EmbeddingCache.in_dir(Path(args.cache_dir))
     embedder = model_embedder(rt, args)
-    print(f"model: {args.model or rt.settings.embedding.model}")
+    context = (
+        rt.settings.index.bm25_context_chars if args.bm25_context is None else args.bm25_context
+    )
+    print(f"model: {args.model or rt.settings.embedding.model}; ours' BM25 context: {context}")
     pdfs = sorted(folder.glob("*.pdf"))
     twins = {p.name: p.with_suffix(".html") for p in pdfs if p.with_suffix(".html").exists()}
-    pdf_scores = route("pdf", pdfs, questions, rt, cache, modes, embedder)
+    pdf_scores = route("pdf", pdfs, questions, rt, cache, modes, embedder, context)
     twin_questions = [
         q.__class__(q.query, twins[q.source_key].name, q.heading, q.span, q.line, q.quote)
         if q.source_key in twins
@@ -135,7 +147,9 @@ def main() -> None:
         for q in questions
     ]
     twin_files = [twins.get(p.name, p) for p in pdfs]
-    twin_scores = route("html-twin", twin_files, twin_questions, rt, cache, modes, embedder)
+    twin_scores = route(
+        "html-twin", twin_files, twin_questions, rt, cache, modes, embedder, context
+    )
 
     print(f"\n{len(questions)} questions over {', '.join(p.name for p in pdfs)}\n")
     print(table([s for scores in (pdf_scores, twin_scores) for v in scores.values() for s in v]))

@@ -21,7 +21,7 @@ from __future__ import annotations
 from agrag_pipeline.defs.extraction import extraction_code_versions
 from agrag_pipeline.defs.graph import GRAPH_CODE_VERSION
 from agrag_pipeline.defs.index import INDEX_CODE_VERSION
-from agrag_pipeline.fingerprints import fingerprint
+from agrag_pipeline.fingerprints import fingerprint, settings_dict, short
 from agrag_pipeline.runtime import Runtime
 
 #: Each per-document asset's upstream assets (the ``deps`` of its definition; a test compares).
@@ -42,10 +42,12 @@ UPSTREAM_CHARS = 8
 
 def own_code_versions(runtime: Runtime) -> dict[str, str]:
     """What each asset's own code and settings are, without anything upstream."""
+    index_fingerprint = fingerprint(settings_dict(runtime.settings.index))
     return {
         **runtime.code_versions(),
         "graph": GRAPH_CODE_VERSION,
-        "search_index": INDEX_CODE_VERSION,
+        # The index's settings change what its rows hold (BM25's text): a new version.
+        "search_index": f"{INDEX_CODE_VERSION}-{short(index_fingerprint)}",
         **extraction_code_versions(runtime),
     }
 

@@ -90,7 +90,7 @@ def build_index_assets(code_version: str) -> list[dg.AssetsDefinition]:
                 context,
                 rt,
                 "search_index",
-                lambda key: prepare_index_document(rt.warehouse, key),
+                lambda key: prepare_index_document(rt.warehouse, key, index.settings),
                 index_metadata,
                 upstream="embeddings",
                 batch=Batch(

@@ -68,11 +68,17 @@ def definition_metadata(asset: str) -> dict[str, Any]:
             "graph_edges columns": table_schema(EDGES_SCHEMA),
         }
     if asset == "search_index":
-        # The LanceDB table's rows: the chunk's columns, its id and its vector.
+        # The LanceDB table's rows: the chunk's columns, its id, what BM25 reads, its vector.
         chunk_columns = {c.name: c for c in table_schema(CHUNK_SCHEMA).columns}
         columns = [
             embedding_columns["chunk_id"],
-            *(chunk_columns[name] for name in INDEX_COLUMNS[1:-1]),
+            *(chunk_columns[name] for name in INDEX_COLUMNS[1:-2]),
+            dg.TableColumn(
+                INDEX_COLUMNS[-2],
+                "large_string",
+                "what hybrid search's context BM25 reads: contextual_text with the same "
+                "section's neighbouring text (index.bm25_context_chars each side)",
+            ),
             embedding_columns["vector"],
         ]
         return {"dagster/column_schema": dg.TableSchema(columns=columns)}

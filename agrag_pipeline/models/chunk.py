@@ -80,9 +80,7 @@ class Chunk(DataPoint):
         Whitespace runs in a heading become one space, and runs of three or more dashes become
         one dash, so a heading cannot end the text block of the extraction prompt.
         """
-        if not self.heading_path:
-            return None
-        return LABEL_SEPARATOR.join(_clean_heading(h) for h in self.heading_path)
+        return label_for(self.heading_path)
 
     def to_node_record(self) -> NodeRecord:
         """Return this chunk as a GraphStore write record.
@@ -133,6 +131,13 @@ class Chunk(DataPoint):
             raise
         except (TypeError, RecursionError, OverflowError) as exc:
             raise ValueError(f"node properties do not validate as a Chunk: {exc}") from exc
+
+
+def label_for(heading_path: list[str]) -> str | None:
+    """``Chunk.section_label`` of a heading path (None when empty), for code holding rows."""
+    if not heading_path:
+        return None
+    return LABEL_SEPARATOR.join(_clean_heading(h) for h in heading_path)
 
 
 def embedded_text(text: str, spans: Any) -> str:

@@ -30,6 +30,7 @@ from agrag_pipeline.retrieval.evaluate import (
     table,
 )
 from agrag_pipeline.retrieval.search import MODES, Mode, retriever, search
+from agrag_pipeline.sinks.bm25_context import IndexSettings
 from agrag_pipeline.sinks.index import IndexSync, SearchIndex
 from agrag_pipeline.sinks.index import sync_index as sync_documents
 from agrag_pipeline.storage.tables import sections_from_table
@@ -130,13 +131,14 @@ class BaselineReport:
 def build_baseline_index(runtime: Runtime, folder: Path) -> tuple[SearchIndex, int, int]:
     """An index of every stored document's text layer cut by ``fixed_size_spans`` (no
     headings, no structure), embedded with the same model as ours (through the embedding
-    cache), in ``folder``: (index, documents, chunks)."""
+    cache), in ``folder``: (index, documents, chunks). No BM25 context: a plain splitter's
+    hybrid search is dense and BM25 over its text."""
     from agrag_pipeline.embedding.cache import embed_with_cache
     from agrag_pipeline.freshness import stored_source_keys
     from agrag_pipeline.pipeline import current_document, load_parsed
 
     warehouse = runtime.warehouse
-    index = SearchIndex(str(folder))
+    index = SearchIndex(str(folder), settings=IndexSettings(bm25_context_chars=0))
     documents = chunks = 0
     for key, document_id in sorted(stored_source_keys(warehouse).items()):
         if not warehouse.has_table("sections", document_id):
@@ -162,6 +164,7 @@ def build_baseline_index(runtime: Runtime, folder: Path) -> tuple[SearchIndex, i
                 "char_end": [b for _, b in spans],
                 "text": texts,
                 "contextual_text": texts,
+                "bm25_context_text": texts,  # the baseline's BM25 reads its own text only
             }
         ).append_column(
             "vector",

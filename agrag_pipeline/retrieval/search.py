@@ -3,7 +3,11 @@
 Hybrid is reciprocal rank fusion (RRF, k=60) of the dense and BM25 rankings, each taken
 ``HYBRID_DEPTH`` deep: it needs no score calibration between a cosine similarity and a BM25
 score, and it is what LanceDB's own default hybrid reranker does too (measured against it in
-BENCHMARKS.md). The query is embedded as it is, with the same model as the chunks.
+BENCHMARKS.md). Where the index holds BM25 context (``index.bm25_context_chars`` above 0), a
+third ranking joins them: BM25 over each chunk with its section's neighbouring text, which
+finds a chunk by the words of the paragraph beside it while BM25 over the chunk alone keeps
+the chunk that holds the words first (BENCHMARKS.md, "BM25 context"). The query is embedded as
+it is, with the same model as the chunks.
 """
 
 from __future__ import annotations
@@ -63,7 +67,10 @@ def search(
     if mode == "dense":
         return [to_hit(h, query) for h in index.dense(vector, k)]
     depth = max(k, HYBRID_DEPTH)
-    fused = rrf([index.dense(vector, depth), index.bm25(query, depth)])
+    rankings = [index.dense(vector, depth), index.bm25(query, depth)]
+    if index.context_chars() > 0:
+        rankings.append(index.bm25(query, depth, context=True))
+    fused = rrf(rankings)
     return [to_hit(h, query) for h in fused[:k]]
 
 

@@ -8,6 +8,14 @@ Updated per document, never rebuilt (but for a damaged one, below): ``upsert_doc
 the document's rows by ``document_id`` and adds its current ones; ``delete_document`` removes
 them. The full-text index is built once (``ensure_fts_index``); rows added after it are still
 searched (LanceDB scans what its index does not cover yet), and ``optimize`` folds them in.
+A second full-text index covers ``bm25_context_text`` (each chunk with its section's
+neighbouring text, ``bm25_context``), hybrid search's third ranking.
+
+The index's settings (``IndexSettings``: the BM25 context budget) are recorded beside its table
+(``chunks.settings.json``) when the table is made. Rows made under other settings would mix
+two kinds of BM25 text, so ``check_index`` rebuilds an index whose record differs from the
+settings of the run (or that has none: made before records were kept) from the warehouse's
+tables, as it rebuilds a damaged one, and says so.
 
 Concurrent writers: every write (a document's tables read, its delete and its add; removals;
 index builds) runs under one exclusive ``flock`` on ``<index>.lock`` beside a local index
@@ -36,6 +44,7 @@ warehouse's tables, with a warning naming it.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -54,6 +63,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from agrag_pipeline.sinks.bm25_context import CONTEXT_TEXT, IndexSettings, context_texts
 from agrag_pipeline.storage.atomic import file_lock, is_local
 from agrag_pipeline.storage.tables import read_metadata
 from agrag_pipeline.storage.warehouse import DamagedFileError
@@ -67,6 +77,9 @@ log = logging.getLogger(__name__)
 TABLE = "chunks"
 #: The column the full-text index covers: what is embedded (label + text, markup left out).
 FTS_COLUMN = "contextual_text"
+#: The second BM25 field: the same with its section's neighbouring text (``bm25_context``),
+#: a third ranking of hybrid search when the index's ``bm25_context_chars`` is above 0.
+CONTEXT_FTS_COLUMN = CONTEXT_TEXT
 
 INDEX_COLUMNS = (
     "chunk_id",
@@ -81,6 +94,7 @@ INDEX_COLUMNS = (
     "content_kind",
     "text",
     "contextual_text",
+    "bm25_context_text",
     "vector",
 )
 
@@ -89,8 +103,11 @@ class IndexSinkError(RuntimeError):
     """The index cannot take these rows (mismatched tables, another vector dimension)."""
 
 
-def index_rows(chunks: pa.Table, embeddings: pa.Table) -> pa.Table:
-    """One document's index rows: its chunks table joined to its embeddings table by chunk id."""
+def index_rows(
+    chunks: pa.Table, embeddings: pa.Table, settings: IndexSettings | None = None
+) -> pa.Table:
+    """One document's index rows: its chunks table joined to its embeddings table by chunk id,
+    with the text the context BM25 reads (``bm25_context.context_texts`` under ``settings``)."""
     if chunks.num_rows != embeddings.num_rows:
         raise IndexSinkError(
             f"{chunks.num_rows} chunks but {embeddings.num_rows} embeddings: "
@@ -105,8 +122,13 @@ def index_rows(chunks: pa.Table, embeddings: pa.Table) -> pa.Table:
         )
     vectors = embeddings.column("vector").take(pa.array([order[c] for c in ids]))
     columns: dict[str, Any] = {"chunk_id": chunks.column("id")}
-    for name in INDEX_COLUMNS[1:-1]:
+    for name in INDEX_COLUMNS[1:-2]:
         columns[name] = chunks.column(name)
+    context = (settings or IndexSettings()).bm25_context_chars
+    wanted = ["document_id", "index", "heading_path", "section_ids", "contextual_text"]
+    columns[CONTEXT_TEXT] = pa.array(
+        context_texts(chunks.select(wanted).to_pylist(), context), pa.large_string()
+    )
     columns["vector"] = vectors
     return pa.table(columns)
 
@@ -123,9 +145,14 @@ class SearchIndex:
     #: How ``freshness.remove_deleted`` names this sink (``DocumentSink``).
     name = "search index"
 
-    def __init__(self, uri: str, table: str = TABLE) -> None:
+    def __init__(self, uri: str, table: str = TABLE, settings: IndexSettings | None = None) -> None:
         self.uri = uri
         self.table_name = table
+        #: What this process writes the index with (``bm25_context_text``'s budget).
+        self.settings = settings or IndexSettings()
+        #: ``context_chars`` as read from the record while this table handle is open (a
+        #: search must not read the record again per query on an object store).
+        self._context_chars: int | None = None
         self._fs, path = fsspec.core.url_to_fs(uri)
         self._path: str = path.rstrip("/")
         self._db = self._connect()
@@ -158,6 +185,54 @@ class SearchIndex:
     def lock_path(self) -> str:
         """The lock file beside the index folder (a local index only)."""
         return f"{self._path}.lock"
+
+    @property
+    def settings_path(self) -> str:
+        """The file beside the table recording the settings its rows were written with."""
+        return f"{self._path}/{self.table_name}.settings.json"
+
+    def recorded_settings(self) -> dict[str, Any] | None:
+        """The settings the index's rows were written with (None: no record, an index made
+        before settings were recorded, or none yet)."""
+        try:
+            with self._fs.open(self.settings_path, "rb") as handle:
+                recorded = json.loads(handle.read())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return {"unreadable": True}  # never equal to settings: the index is rebuilt
+        return recorded if isinstance(recorded, dict) else {"unreadable": True}
+
+    def settings_changed(self) -> str | None:
+        """Why the index's rows are not what ``settings`` make (a table whose recorded
+        settings differ, or that has none), or None."""
+        if self._open() is None:
+            return None
+        wanted = self.settings.model_dump(mode="json")
+        recorded = self.recorded_settings()
+        if recorded == wanted:
+            return None
+        if recorded is None:
+            return f"index settings not recorded (an index from before they were); now {wanted}"
+        return f"index settings changed from {recorded} to {wanted}"
+
+    def _record_settings(self) -> None:
+        """Write ``settings`` as the index's record (with the table that now holds them)."""
+        self._fs.makedirs(self._path, exist_ok=True)
+        body = json.dumps(self.settings.model_dump(mode="json"), sort_keys=True).encode()
+        with self._fs.open(self.settings_path, "wb") as handle:
+            handle.write(body)
+        self._context_chars = None
+
+    def drop(self) -> None:
+        """Remove the table and its settings record (a rebuild under other settings)."""
+        with self.writing():
+            if self._open() is not None:
+                self._db.drop_table(self.table_name)
+            with contextlib.suppress(FileNotFoundError):
+                self._fs.rm(self.settings_path)
+            self._table, self._fts, self._opened_folder = None, False, None
+            self._context_chars = None
 
     @property
     def table_uri(self) -> str:
@@ -202,6 +277,7 @@ class SearchIndex:
             try:
                 self._opened_folder = self._folder_identity()
                 self._table = self._db.open_table(self.table_name)
+                self._context_chars = None
             except (OSError, RuntimeError, ValueError) as exc:
                 folder = f"{self._path}/{self.table_name}.lance"
                 self._fs.invalidate_cache(folder)
@@ -238,6 +314,7 @@ class SearchIndex:
                         self.table_name, data=rows, mode="overwrite" if empty else "create"
                     )
                     self._opened_folder = self._folder_identity()
+                    self._record_settings()
                     return
                 except (OSError, RuntimeError, ValueError):
                     # Another writer created it first (an object store has no lock).
@@ -313,18 +390,24 @@ class SearchIndex:
         return target if is_local(self._fs) else self._fs.unstrip_protocol(target)
 
     def ensure_fts_index(self, rebuild: bool = False) -> None:
-        """Build the BM25 index over ``contextual_text`` once (later rows are searched too)."""
+        """Build the BM25 indexes over ``contextual_text`` and ``bm25_context_text`` once
+        (later rows are searched too); a table from before the second column gets the first."""
         if self._fts and not rebuild:
             return
         with self.writing():
             table = self._open()
             if table is None:
                 return
-            if rebuild or not any(FTS_COLUMN in i.columns for i in table.list_indices()):
+            indexed = {c for i in table.list_indices() for c in i.columns}
+            # No context (a budget of 0): its column repeats contextual_text, unsearched.
+            columns = (FTS_COLUMN, CONTEXT_FTS_COLUMN) if self.context_chars() else (FTS_COLUMN,)
+            for column in columns:
+                if column not in table.schema.names or (column in indexed and not rebuild):
+                    continue
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # create_fts_index: the documented native FTS
                     table.create_fts_index(
-                        FTS_COLUMN,
+                        column,
                         use_tantivy=False,
                         replace=True,
                         stem=True,
@@ -450,13 +533,24 @@ class SearchIndex:
             for r in found.drop_columns(["vector"]).to_pylist()
         ]
 
-    def bm25(self, query: str, k: int) -> list[RawHit]:
-        """Best chunks by BM25 over ``contextual_text``."""
+    def context_chars(self) -> int:
+        """The BM25 context the index's rows were written with (its record, read once per
+        opened table; 0 without one)."""
+        if self._context_chars is None:
+            recorded = self.recorded_settings() or {}
+            chars = recorded.get("bm25_context_chars", 0)
+            self._context_chars = chars if isinstance(chars, int) else 0
+        return self._context_chars
+
+    def bm25(self, query: str, k: int, context: bool = False) -> list[RawHit]:
+        """Best chunks by BM25 over ``contextual_text``, or (``context``) over
+        ``bm25_context_text``: the same with the section's neighbouring text."""
         table = self._open()
         if table is None or not query.strip():
             return []
         self.ensure_fts_index()
-        found = table.search(query, query_type="fts", fts_columns=FTS_COLUMN).limit(k).to_arrow()
+        column = CONTEXT_FTS_COLUMN if context else FTS_COLUMN
+        found = table.search(query, query_type="fts", fts_columns=column).limit(k).to_arrow()
         return [
             RawHit(_row(r), float(r["_score"])) for r in found.drop_columns(["vector"]).to_pylist()
         ]
@@ -540,7 +634,7 @@ def _update(warehouse: Warehouse, index: SearchIndex, document_id: UUID, label: 
         if document is None or not warehouse.has_table("chunks", document_id):
             index.delete_document(str(document_id))
             return IndexUpdate(label, str(document_id), 0, removed=True)
-        rows = _current_rows(warehouse, document_id, document.content_hash, label)
+        rows = _current_rows(warehouse, document_id, document.content_hash, label, index.settings)
         index.upsert_document(str(document_id), rows)
     return IndexUpdate(label, str(document_id), rows.num_rows)
 
@@ -554,7 +648,9 @@ class PreparedUpdate:
     rows: pa.Table | None
 
 
-def prepare_update(warehouse: Warehouse, source_key: str) -> PreparedUpdate:
+def prepare_update(
+    warehouse: Warehouse, source_key: str, settings: IndexSettings | None = None
+) -> PreparedUpdate:
     """What ``update_document`` would write for one document, read from its stored tables but
     not written yet (``write_updates`` writes many at once). Read under the index's lock, as
     ``update_document`` reads: of two writers of one document, the one that writes last is
@@ -569,7 +665,7 @@ def prepare_update(warehouse: Warehouse, source_key: str) -> PreparedUpdate:
     document = warehouse.get_document(document_id)
     if document is None or not warehouse.has_table("chunks", document_id):
         return PreparedUpdate(IndexUpdate(source_key, str(document_id), 0, removed=True), None)
-    rows = _current_rows(warehouse, document_id, document.content_hash, source_key)
+    rows = _current_rows(warehouse, document_id, document.content_hash, source_key, settings)
     return PreparedUpdate(IndexUpdate(source_key, str(document_id), rows.num_rows), rows)
 
 
@@ -593,7 +689,11 @@ def write_updates(
 
 
 def _current_rows(
-    warehouse: Warehouse, document_id: UUID, content_hash: str, label: str
+    warehouse: Warehouse,
+    document_id: UUID,
+    content_hash: str,
+    label: str,
+    settings: IndexSettings | None = None,
 ) -> pa.Table:
     """The index rows of a document's stored chunks and embeddings, which must be of its
     current version (``content_hash``)."""
@@ -605,7 +705,7 @@ def _current_rows(
             f"{label}: chunks, embeddings and snapshot are of different versions "
             "(materialise embeddings first)"
         )
-    return index_rows(chunks, embeddings)
+    return index_rows(chunks, embeddings, settings)
 
 
 def remove_document(index: SearchIndex, source_key: str) -> IndexUpdate:
@@ -658,6 +758,10 @@ def check_index(
     except DamagedFileError:
         _rebuild(warehouse, index, result)
         rows = index.all_rows()  # a rebuilt index that cannot be read is an error, not a repair
+    if index.settings_changed() is not None:
+        # Rows written under other settings (BM25's context) are not what a search expects.
+        _rebuild(warehouse, index, result, for_settings=True)
+        rows = index.all_rows()
     result.rows = rows.num_rows
     compare = {str(Document.node_id_for(key)) for key in source_keys}
     for document_id in sorted(_suspects(warehouse, rows, compare)):
@@ -803,16 +907,28 @@ def _label(warehouse: Warehouse, index: SearchIndex, document_id: str) -> str:
     return index.document_source_key(document_id) or f"document {document_id}"
 
 
-def _rebuild(warehouse: Warehouse, index: SearchIndex, result: IndexCheck) -> None:
-    """Set a damaged index aside and write every indexable document's rows into a new one,
-    under the lock throughout (another writer waits rather than writing into half of it)."""
+def _rebuild(
+    warehouse: Warehouse, index: SearchIndex, result: IndexCheck, for_settings: bool = False
+) -> None:
+    """Set a damaged index aside (or drop one written under other settings) and write every
+    indexable document's rows into a new one, under the lock throughout (another writer waits
+    rather than writing into half of it)."""
     with index.writing():
-        try:
-            index.all_rows()
-            return  # another process set it aside and rebuilt it meanwhile
-        except DamagedFileError as exc:
-            damage = exc
-        target = index.set_aside()
+        if for_settings:
+            reason = index.settings_changed()
+            if reason is None:
+                return  # another process rebuilt it meanwhile
+            index.drop()
+            done = "rebuilt"
+        else:
+            try:
+                index.all_rows()
+                return  # another process set it aside and rebuilt it meanwhile
+            except DamagedFileError as exc:
+                reason = str(exc)
+            target = index.set_aside()
+            aside = f"set aside as {target}" if target else "gone meanwhile"
+            done = f"{aside} and rebuilt"
         batch: list[tuple[str, pa.Table]] = []
         indexable = sorted(
             _stored_ids(warehouse, "documents")
@@ -825,7 +941,11 @@ def _rebuild(warehouse: Warehouse, index: SearchIndex, result: IndexCheck) -> No
                 if document is None:
                     continue
                 rows = _current_rows(
-                    warehouse, UUID(document_id), document.content_hash, document.source_key
+                    warehouse,
+                    UUID(document_id),
+                    document.content_hash,
+                    document.source_key,
+                    index.settings,
                 )
             except IndexSinkError:
                 continue  # not indexable yet, as update_document says when it is tried
@@ -840,9 +960,8 @@ def _rebuild(warehouse: Warehouse, index: SearchIndex, result: IndexCheck) -> No
                 batch = []
         _add_batch(index, batch, result)
         index.ensure_fts_index(rebuild=True)
-    aside = f"set aside as {target}" if target else "gone meanwhile"
     message = (
-        f"{damage}; {aside} and rebuilt from the warehouse's tables "
+        f"{reason}; {done} from the warehouse's tables "
         f"({len(result.rebuilt)} documents, {sum(result.rebuilt.values())} rows)"
     )
     result.repaired.append(message)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from agrag_pipeline.models import Document
+from agrag_pipeline.sinks.bm25_context import IndexSettings
 from agrag_pipeline.sinks.index import (
     IndexUpdate,
     PreparedUpdate,
@@ -37,12 +38,15 @@ def index_document(warehouse: Warehouse, index: SearchIndex, source_key: str) ->
     return update_document(warehouse, index, source_key)
 
 
-def prepare_index_document(warehouse: Warehouse, source_key: str) -> PreparedUpdate:
+def prepare_index_document(
+    warehouse: Warehouse, source_key: str, settings: IndexSettings | None = None
+) -> PreparedUpdate:
     """``index_document`` up to the write: fails as it does (no embeddings of a document that
-    is still there), else the document's rows, for ``index_documents`` to write with others.
+    is still there), else the document's rows (BM25's text made under ``settings``, the
+    index's), for ``index_documents`` to write with others.
     Call it under the index's lock (``SearchIndex.writing``), held until they are written."""
     _require_embeddings(warehouse, source_key)
-    return prepare_update(warehouse, source_key)
+    return prepare_update(warehouse, source_key, settings)
 
 
 def index_documents(
