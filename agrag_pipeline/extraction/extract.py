@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from agrag_pipeline.extraction.prompt import (
     entity_properties,
     first_messages,
     request_body,
+    text_block,
 )
 from agrag_pipeline.models import Chunk
 from agrag_pipeline.settings import ExtractionSettings, GraphSchema
@@ -34,6 +36,10 @@ UNKNOWN_RELATION_TYPE = "unknown_relation_type"
 ENDPOINT_NOT_EXTRACTED = "relation_endpoint_not_extracted"
 ENDPOINT_TYPES_NOT_ALLOWED = "relation_endpoint_types_not_allowed"
 UNKNOWN_PROPERTY = "unknown_property"
+NAME_NOT_IN_PASSAGE = "name_not_in_passage"
+
+#: Name words shorter than this do not ground a name on their own ("of", "a").
+_MIN_GROUNDING_WORD = 3
 
 
 def normalise_name(name: str) -> str:
@@ -130,7 +136,8 @@ def extract_chunk(
     except ChatCallError as exc:
         result.failure = exc.reason if exc.attempts <= 1 else str(exc)
         return result
-    result.entities = validate_entities(raw_entities, schema, result.dropped)
+    passage = normalise_name(text_block(chunk))
+    result.entities = validate_entities(raw_entities, schema, result.dropped, passage)
     result.relations = validate_relations(raw_relations, result.entities, schema, result.dropped)
     return result
 
@@ -172,10 +179,23 @@ def _answer(
     return answer.content, answer.value
 
 
+def grounded(normalised_name: str, passage: str) -> bool:
+    """Whether the passage (normalised as names are) names this entity: the whole name, or one
+    of its words of three characters or more, occurs in it. Lenient on purpose ("PostgreSQL
+    Global Development Group" for "the PostgreSQL project"), so it drops only names the passage
+    never gives, which a model invents ("Dagger" for a passage on Dagster) and no chunk can
+    trace."""
+    if normalised_name in passage:
+        return True
+    words = re.findall(r"\w+", normalised_name)
+    return any(len(w) >= _MIN_GROUNDING_WORD and w in passage for w in words)
+
+
 def validate_entities(
-    items: list[Any], schema: GraphSchema, dropped: Counter[str]
+    items: list[Any], schema: GraphSchema, dropped: Counter[str], passage: str | None = None
 ) -> list[EntityMention]:
-    """Entities the schema allows, one per (type, normalised name), first description kept."""
+    """Entities the schema allows, one per (type, normalised name), first description kept;
+    with ``passage`` (the prompt's text block, normalised), only names it gives."""
     types = {e.name: e for e in schema.entity_types}
     found: dict[tuple[str, str], EntityMention] = {}
     for item in items:
@@ -190,6 +210,9 @@ def validate_entities(
         norm = normalise_name(name)
         if not norm:
             dropped[EMPTY_NAME] += 1
+            continue
+        if passage is not None and not grounded(norm, passage):
+            dropped[NAME_NOT_IN_PASSAGE] += 1
             continue
         allowed = {p.name for p in entity_properties(types[kind].properties)}
         properties = {}

@@ -16,7 +16,8 @@ from agrag_pipeline.models import Chunk
 from agrag_pipeline.settings import ExtractionSettings, GraphSchema, PropertySpec
 
 #: This template's version: bump when the wording or the answer schema changes.
-#: 2: the answer's item lists are bounded by the token budget (``max_items``).
+#: 2: the answer's item lists are bounded by the token budget (``max_items``), and an entity
+#: whose name the passage does not give is dropped (``extract.grounded``).
 PROMPT_VERSION = "2"
 
 #: At most this many entities, and this many relations, per answer.

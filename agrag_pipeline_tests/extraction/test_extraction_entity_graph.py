@@ -82,7 +82,7 @@ def _naming(rt: Runtime, word: str, *keys: str) -> set[str]:
 def test_entities_merge_across_documents_and_follow_edits_and_deletes(tmp_path: Path):
     documents = {
         "a.md": "# One\n\nDagster runs SQL.\n\n# Two\n\nDuckDB answers SQL.\n",
-        "b.md": "# Three\n\nDagster again.\n",
+        "b.md": "# Three\n\nDagster again, with SQL.\n",
     }
     with ScriptedChatServer(_answer) as server:
         settings = settings_for(server.base_url, max_retries=0)

@@ -47,7 +47,9 @@ LABELS = """documents:
 def test_eval_extraction_reports_precision_and_recall_per_type(tmp_path: Path, capsys: Any):
     raw = tmp_path / "raw"
     raw.mkdir()
-    (raw / "tools.md").write_text("# Tools\n\nClippy and cargo fmt.\n", encoding="utf-8")
+    (raw / "tools.md").write_text(
+        "# Tools\n\nClippy lints, cargo fmt formats; drawn by Ferris.\n", encoding="utf-8"
+    )
     (tmp_path / "labels.yaml").write_text(LABELS, encoding="utf-8")
 
     def reply(request: dict[str, Any]) -> Reply:
@@ -73,7 +75,12 @@ def test_eval_extraction_reports_precision_and_recall_per_type(tmp_path: Path, c
     out = capsys.readouterr().out
     assert status == 0, out
     rows = {tuple(line.split()[:2]): line.split()[2:] for line in out.splitlines()[1:-1]}
-    assert rows[("entity", "Tool")] == ["0.67", "1.00", "3", "2"]  # Ferris is not labelled
+    assert rows[("entity", "Tool")] == [
+        "0.67",
+        "1.00",
+        "3",
+        "2",
+    ]  # Ferris is named but not labelled
     assert rows[("entity", "Concept")] == ["1.00", "1.00", "1", "1"]  # "lint" is an alias
     assert rows[("entity", "Organization")] == ["-", "0.00", "0", "1"]
     assert rows[("relation", "USES")] == ["1.00", "1.00", "1", "1"]

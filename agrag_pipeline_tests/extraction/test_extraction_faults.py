@@ -208,3 +208,61 @@ def test_the_answer_schema_lists_no_more_items_than_the_token_budget_holds(tmp_p
             sent[budget] = [schema["properties"][k]["maxItems"] for k in ("entities", "relations")]
     # 128 tokens per entity-and-relation pair; never none, never more than 25.
     assert sent == {1024: [8, 8], 300: [2, 2], 16: [1, 1], 8000: [25, 25]}
+
+
+def test_an_entity_the_passage_never_names_is_dropped_and_counted(tmp_path: Path):
+    """A small model invents names ("Dagger" for a passage on Dagster, "John" in a loop): such
+    an entity cannot be traced to its chunk, so it is dropped, counted by reason, and so is a
+    relation to it; a name the passage gives in another form ("assets" for "asset", "Dagster
+    Labs" beside "Dagster") stays."""
+    answer = {
+        "entities": [
+            {"name": "Dagster", "type": "Tool", "description": "", "properties": {"version": None}},
+            {"name": "Dagger", "type": "Tool", "description": "", "properties": {"version": None}},
+            {"name": "John", "type": "Concept", "description": "", "properties": {"summary": None}},
+            {
+                "name": "asset",
+                "type": "Concept",
+                "description": "",
+                "properties": {"summary": None},
+            },
+            {"name": "Dagster Labs", "type": "Organization", "description": "", "properties": {}},
+        ],
+        "relations": [
+            {
+                "source": "Dagster",
+                "target": "asset",
+                "type": "USES",
+                "description": "",
+                "strength": 8,
+            },
+            {
+                "source": "Dagger",
+                "target": "John",
+                "type": "USES",
+                "description": "",
+                "strength": 8,
+            },
+        ],
+    }
+
+    def reply(request: dict[str, Any]) -> Reply:
+        return 200, chat_body(json.dumps(answer)), 0
+
+    documents = {"a.md": "# Orchestration\n\nDagster materialises assets.\n"}
+    with ScriptedChatServer(reply) as server:
+        settings = settings_for(server.base_url, max_retries=0)
+        settings = settings.model_copy(
+            update={"extraction": settings.extraction.model_copy(update={"max_gleanings": 0})}
+        )
+        rt = chunked_runtime(tmp_path, settings, documents)
+        document = current_document(rt.warehouse, "a.md")
+        assert settings.llm is not None and document.id is not None
+        cache = ResponseCache.in_dir(tmp_path / "cache")
+        done = build_extractions(rt.warehouse, document, settings, ChatClient(settings.llm), cache)
+        names = {
+            r["name"] for r in rt.warehouse.read_table("entity_mentions", document.id).to_pylist()
+        }
+    assert names == {"Dagster", "asset", "Dagster Labs"}
+    assert done.dropped == {"name_not_in_passage": 2, "relation_endpoint_not_extracted": 1}
+    assert done.relations == 1
