@@ -16,6 +16,7 @@ Intervals: paired bootstrap over the questions.
 from __future__ import annotations
 
 import argparse
+import functools
 import tempfile
 import time
 import warnings
@@ -227,6 +228,16 @@ def normalised(
     return _order(scores, hits)
 
 
+def _alone(lists: list[list[Ranked]], i: int) -> Fused:
+    """Question ``i``'s ranking of ``lists`` alone (a budget's context BM25)."""
+    return single(lists[i])
+
+
+def _with_dense(dense: list[list[Ranked]], lists: list[list[Ranked]], i: int) -> Fused:
+    """Question ``i``: RRF of its dense ranking and its ranking of ``lists``."""
+    return rrf([dense[i], lists[i]])
+
+
 def single(ranking: list[Ranked]) -> Fused:
     return [c for c, _, _ in ranking], {c: h for c, _, h in ranking}
 
@@ -327,10 +338,8 @@ def context_report(
         doubled = three_way(ours.bm25_context[0], rule)
         for chars in contexts:
             lists = ours.bm25_context[chars]
-            bm25 = ranked(lambda i, lists=lists: single(lists[i]), rule, "ours bm25")
-            hybrid = ranked(
-                lambda i, lists=lists: rrf([ours.dense[i], lists[i]]), rule, "ours hybrid"
-            )
+            bm25 = ranked(functools.partial(_alone, lists), rule, "ours bm25")
+            hybrid = ranked(functools.partial(_with_dense, ours.dense, lists), rule, "ours hybrid")
             three = three_way(lists, rule)
             print(
                 f"| {chars} | {rule} | {bm25.mrr10:.3f}, {cell(bm25, own_bm25)} |"
