@@ -305,3 +305,94 @@ def test_two_processes_storing_batches_at_once_lose_nothing(tmp_path: Path) -> N
     assert set(last_runs) == {dg.AssetKey(a).to_string() for a in ASSETS}
     assert set(last_runs.values()) <= set(all_runs)
     assert planned_checks == len(ASSETS) * len(all_runs)
+
+
+def test_the_ui_reads_each_documents_check_result_from_the_shipped_storage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real run on the shipped instance (its events stored by our batching storage):
+    what the UI reads shows each document's result of each check, current for its latest
+    materialisation: the check's partitions tab (``get_asset_check_state``), its executions
+    per partition (``get_asset_check_execution_history``), and the latest evaluation."""
+    from dagster._core.storage.asset_check_execution_record import (
+        AssetCheckExecutionRecordStatus,
+    )
+    from dagster._core.storage.event_log.base import PartitionKeyFilter
+    from dagster_support import RANGE_END, RANGE_START, REPO_ROOT, make_project, shipped_instance
+
+    from agrag_pipeline.defs.partitions import documents_partitions
+
+    text = (REPO_ROOT / "agrag_pipeline_tests" / "fixtures" / "invoice_pl.txt").read_text("utf-8")
+    files: dict[str, Path | bytes] = {
+        "faktura.txt": text.encode(),  # reads well: both checks pass
+        "mojibake.txt": text.encode("cp1250").decode("cp1252").encode(),  # reading_quality warns
+    }
+    keys = sorted(files)
+    with shipped_instance(tmp_path, monkeypatch) as instance:
+        assert isinstance(instance.event_log_storage, KeptEngineSqliteEventLogStorage)
+        project = make_project(tmp_path, instance, files)
+        project.register(keys)
+        job = project.definitions().resolve_job_def("ingest_documents")
+        result = job.execute_in_process(
+            instance=instance,
+            tags={RANGE_START: keys[0], RANGE_END: keys[-1]},
+            asset_selection=[dg.AssetKey("raw_documents"), dg.AssetKey("sections")],
+        )
+        assert result.success
+        storage = instance.event_log_storage
+        spans = dg.AssetCheckKey(dg.AssetKey("sections"), "section_spans_reproduce_text")
+        quality = dg.AssetCheckKey(dg.AssetKey("sections"), "reading_quality")
+        expected = {
+            (spans, "faktura.txt"): True,
+            (spans, "mojibake.txt"): True,
+            (quality, "faktura.txt"): True,
+            (quality, "mojibake.txt"): False,
+        }
+        latest = storage.get_latest_storage_id_by_partition(
+            dg.AssetKey("sections"), dg.DagsterEventType.ASSET_MATERIALIZATION, set(keys)
+        )
+        # The check's partitions tab: every document under the status of its evaluation.
+        with dg.partition_loading_context(dynamic_partitions_store=instance):
+            states = storage.get_asset_check_state(
+                [(spans, documents_partitions), (quality, documents_partitions)]
+            )
+            tabs = {
+                check_key: {
+                    status.value: set(subset.value.get_partition_keys())
+                    for status, subset in states[check_key].subsets.items()
+                    if not subset.is_empty
+                }
+                for check_key in (spans, quality)
+            }
+        assert tabs == {
+            spans: {"SUCCEEDED": {"faktura.txt", "mojibake.txt"}},
+            quality: {"SUCCEEDED": {"faktura.txt"}, "FAILED": {"mojibake.txt"}},
+        }
+        # Each document's execution: the run's, with its evaluation, targeting the latest
+        # materialisation of the document.
+        for (check_key, key), passed in expected.items():
+            [record] = storage.get_asset_check_execution_history(
+                check_key, limit=10, partition_filter=PartitionKeyFilter(key=key)
+            )
+            status = record.status
+            assert status == (
+                AssetCheckExecutionRecordStatus.SUCCEEDED
+                if passed
+                else AssetCheckExecutionRecordStatus.FAILED
+            )
+            assert record.run_id == result.run_id and record.partition == key
+            evaluation = record.evaluation
+            assert evaluation is not None and evaluation.passed is passed
+            assert evaluation.partition == key
+            target = evaluation.target_materialization_data
+            assert target is not None and target.storage_id == latest[key]
+        warned = storage.get_asset_check_execution_history(
+            quality, limit=1, partition_filter=PartitionKeyFilter(key="mojibake.txt")
+        )[0].evaluation
+        assert warned is not None and warned.severity == dg.AssetCheckSeverity.WARN
+        assert "wrong code page" in (warned.description or "")
+        # The check's page: its latest evaluation, as the instance reads it.
+        for check_key in (spans, quality):
+            record = instance.get_latest_asset_check_evaluation_record(check_key)
+            assert record is not None and record.run_id == result.run_id
+            assert record.status != AssetCheckExecutionRecordStatus.PLANNED
