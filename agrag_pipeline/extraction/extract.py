@@ -192,10 +192,10 @@ def grounded(normalised_name: str, passage: str) -> bool:
 
 
 def validate_entities(
-    items: list[Any], schema: GraphSchema, dropped: Counter[str], passage: str | None = None
+    items: list[Any], schema: GraphSchema, dropped: Counter[str], passage: str
 ) -> list[EntityMention]:
-    """Entities the schema allows, one per (type, normalised name), first description kept;
-    with ``passage`` (the prompt's text block, normalised), only names it gives."""
+    """Entities the schema allows whose names ``passage`` (the prompt's text block, normalised)
+    gives, one per (type, normalised name), first description kept."""
     types = {e.name: e for e in schema.entity_types}
     found: dict[tuple[str, str], EntityMention] = {}
     for item in items:
@@ -211,7 +211,7 @@ def validate_entities(
         if not norm:
             dropped[EMPTY_NAME] += 1
             continue
-        if passage is not None and not grounded(norm, passage):
+        if not grounded(norm, passage):
             dropped[NAME_NOT_IN_PASSAGE] += 1
             continue
         allowed = {p.name for p in entity_properties(types[kind].properties)}

@@ -103,9 +103,7 @@ class IndexSinkError(RuntimeError):
     """The index cannot take these rows (mismatched tables, another vector dimension)."""
 
 
-def index_rows(
-    chunks: pa.Table, embeddings: pa.Table, settings: IndexSettings | None = None
-) -> pa.Table:
+def index_rows(chunks: pa.Table, embeddings: pa.Table, settings: IndexSettings) -> pa.Table:
     """One document's index rows: its chunks table joined to its embeddings table by chunk id,
     with the text the context BM25 reads (``bm25_context.context_texts`` under ``settings``)."""
     if chunks.num_rows != embeddings.num_rows:
@@ -124,7 +122,7 @@ def index_rows(
     columns: dict[str, Any] = {"chunk_id": chunks.column("id")}
     for name in INDEX_COLUMNS[1:-2]:
         columns[name] = chunks.column(name)
-    context = (settings or IndexSettings()).bm25_context_chars
+    context = settings.bm25_context_chars
     wanted = ["document_id", "index", "heading_path", "section_ids", "contextual_text"]
     columns[CONTEXT_TEXT] = pa.array(
         context_texts(chunks.select(wanted).to_pylist(), context), pa.large_string()
@@ -649,7 +647,7 @@ class PreparedUpdate:
 
 
 def prepare_update(
-    warehouse: Warehouse, source_key: str, settings: IndexSettings | None = None
+    warehouse: Warehouse, source_key: str, settings: IndexSettings
 ) -> PreparedUpdate:
     """What ``update_document`` would write for one document, read from its stored tables but
     not written yet (``write_updates`` writes many at once). Read under the index's lock, as
@@ -693,7 +691,7 @@ def _current_rows(
     document_id: UUID,
     content_hash: str,
     label: str,
-    settings: IndexSettings | None = None,
+    settings: IndexSettings,
 ) -> pa.Table:
     """The index rows of a document's stored chunks and embeddings, which must be of its
     current version (``content_hash``)."""

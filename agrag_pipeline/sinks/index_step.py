@@ -39,7 +39,7 @@ def index_document(warehouse: Warehouse, index: SearchIndex, source_key: str) ->
 
 
 def prepare_index_document(
-    warehouse: Warehouse, source_key: str, settings: IndexSettings | None = None
+    warehouse: Warehouse, source_key: str, settings: IndexSettings
 ) -> PreparedUpdate:
     """``index_document`` up to the write: fails as it does (no embeddings of a document that
     is still there), else the document's rows (BM25's text made under ``settings``, the

@@ -291,10 +291,14 @@ def test_a_runs_documents_are_indexed_with_two_commits_and_checked_together(copy
     keys = _keys(copy)
     first, rest = keys[:4], keys[4:]
     with index.writing():
-        index_documents(index, {k: prepare_index_document(warehouse, k) for k in first})
+        index_documents(
+            index, {k: prepare_index_document(warehouse, k, index.settings) for k in first}
+        )
     before = _table_version(copy)
     with index.writing():
-        prepared = {k: prepare_index_document(warehouse, k) for k in [*first, *rest]}
+        prepared = {
+            k: prepare_index_document(warehouse, k, index.settings) for k in [*first, *rest]
+        }
         written = index_documents(index, prepared)
     assert _table_version(copy) - before == 2
     assert all(not isinstance(w, Exception) and w.rows > 0 for w in written.values())
@@ -312,7 +316,7 @@ def test_a_document_whose_rows_cannot_join_the_batch_fails_alone(copy: Path) -> 
     index = SearchIndex(index_uri(_warehouse(copy)))
     keys = _keys(copy)
     with index.writing():
-        prepared = {k: prepare_index_document(warehouse, k) for k in keys}
+        prepared = {k: prepare_index_document(warehouse, k, index.settings) for k in keys}
     odd = keys[3]
     rows = prepared[odd].rows
     assert rows is not None
