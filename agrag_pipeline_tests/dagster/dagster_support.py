@@ -82,6 +82,30 @@ def make_project(
     return Project(raw_root, tmp_path / "warehouse", settings, instance)
 
 
+def sections_of_a_good_and_a_mojibake_text(
+    tmp_path: Path, instance: dg.DagsterInstance
+) -> tuple[dg.ExecuteInProcessResult, list[str]]:
+    """One run of ``raw_documents`` and ``sections`` over two versions of a Polish invoice:
+    ``faktura.txt`` as written (both checks pass) and ``mojibake.txt``, decoded with the wrong
+    code page before it reached us ("Wartoœæ p³atnoœci": ``reading_quality`` warns); the
+    run's result and the two source keys, sorted."""
+    text = (REPO_ROOT / "agrag_pipeline_tests" / "fixtures" / "invoice_pl.txt").read_text("utf-8")
+    files: dict[str, Path | bytes] = {
+        "faktura.txt": text.encode(),
+        "mojibake.txt": text.encode("cp1250").decode("cp1252").encode(),
+    }
+    keys = sorted(files)
+    project = make_project(tmp_path, instance, files)
+    project.register(keys)
+    job = project.definitions().resolve_job_def("ingest_documents")
+    result = job.execute_in_process(
+        instance=instance,
+        tags={RANGE_START: keys[0], RANGE_END: keys[-1]},
+        asset_selection=[dg.AssetKey("raw_documents"), dg.AssetKey("sections")],
+    )
+    return result, keys
+
+
 def check_evaluations(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str, str], bool]:
     """(asset, check name, partition) -> passed, for every check evaluation of the run."""
     found = {}

@@ -11,14 +11,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dagster_support import (
-    RANGE_END,
-    RANGE_START,
-    REPO_ROOT,
     SAMPLE_RAW_ROOT,
     check_evaluations,
     make_project,
     materialization_metadata,
     partition_statuses,
+    sections_of_a_good_and_a_mojibake_text,
     shipped_instance,
 )
 
@@ -510,21 +508,8 @@ def test_batched_and_single_runs_leave_every_partition_fresh_with_checks_current
 def test_a_document_read_badly_materialises_with_a_reading_quality_warning(tmp_path: Path) -> None:
     # Polish decoded with the wrong code page before it reached us ("Wartoœæ p³atnoœci"): the
     # run succeeds, and the sections check warns (severity WARN, not a failure) with the reasons.
-    text = (REPO_ROOT / "agrag_pipeline_tests" / "fixtures" / "invoice_pl.txt").read_text("utf-8")
-    files = {
-        "faktura.txt": text.encode(),
-        "mojibake.txt": text.encode("cp1250").decode("cp1252").encode(),
-    }
     with dg.instance_for_test() as instance:
-        project = make_project(tmp_path, instance, files)
-        keys = sorted(files)
-        project.register(keys)
-        job = project.definitions().resolve_job_def("ingest_documents")
-        result = job.execute_in_process(
-            instance=instance,
-            tags={RANGE_START: keys[0], RANGE_END: keys[-1]},
-            asset_selection=[dg.AssetKey("raw_documents"), dg.AssetKey("sections")],
-        )
+        result, keys = sections_of_a_good_and_a_mojibake_text(tmp_path, instance)
     assert result.success
     found = {}
     for event in result.all_events:

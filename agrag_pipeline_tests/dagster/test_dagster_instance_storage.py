@@ -318,26 +318,13 @@ def test_the_ui_reads_each_documents_check_result_from_the_shipped_storage(
         AssetCheckExecutionRecordStatus,
     )
     from dagster._core.storage.event_log.base import PartitionKeyFilter
-    from dagster_support import RANGE_END, RANGE_START, REPO_ROOT, make_project, shipped_instance
+    from dagster_support import sections_of_a_good_and_a_mojibake_text, shipped_instance
 
     from agrag_pipeline.defs.partitions import documents_partitions
 
-    text = (REPO_ROOT / "agrag_pipeline_tests" / "fixtures" / "invoice_pl.txt").read_text("utf-8")
-    files: dict[str, Path | bytes] = {
-        "faktura.txt": text.encode(),  # reads well: both checks pass
-        "mojibake.txt": text.encode("cp1250").decode("cp1252").encode(),  # reading_quality warns
-    }
-    keys = sorted(files)
     with shipped_instance(tmp_path, monkeypatch) as instance:
         assert isinstance(instance.event_log_storage, KeptEngineSqliteEventLogStorage)
-        project = make_project(tmp_path, instance, files)
-        project.register(keys)
-        job = project.definitions().resolve_job_def("ingest_documents")
-        result = job.execute_in_process(
-            instance=instance,
-            tags={RANGE_START: keys[0], RANGE_END: keys[-1]},
-            asset_selection=[dg.AssetKey("raw_documents"), dg.AssetKey("sections")],
-        )
+        result, keys = sections_of_a_good_and_a_mojibake_text(tmp_path, instance)
         assert result.success
         storage = instance.event_log_storage
         spans = dg.AssetCheckKey(dg.AssetKey("sections"), "section_spans_reproduce_text")
