@@ -264,7 +264,9 @@ def test_any_json_value_keeps_the_contract_and_every_string_in_the_text(value: o
         assert not [s for s in _strings(value) if s.strip()]  # nothing to read: refused as empty
         return
     assert contract_violations(parsed) == []
-    missing = [s for s in _strings(value) if s not in parsed.text_layer]
+    # A key of whitespace alone has nothing to read; as a heading it is written quoted with its
+    # line breaks as spaces (``[" "]``), so only strings with a character to read are looked for.
+    missing = [s for s in _strings(value) if s.strip() and s not in parsed.text_layer]
     assert missing == []
 
 
