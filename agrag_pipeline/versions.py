@@ -38,4 +38,7 @@ SNAPSHOT_VERSION = "1"
 #: 9: OCR straightens a skewed scan (a page laid askew on the scanner, up to 20 degrees either
 #: way) before reading it: its words, and their boxes, where before a page skewed by a few
 #: degrees lost lines and one skewed by 10 gave no word.
-PARSE_VERSION = "9"
+#: 10: a running head printed on one page only (a short chapter's "Chapter 7: Title 37") is
+#: left out where its number is that page's own, as the document's other running heads number
+#: their pages; before, only a head that repeated on other pages was.
+PARSE_VERSION = "10"

@@ -454,6 +454,48 @@ def _mark_furniture(pages: list[PageRead]) -> int:
             ):
                 line.role = "furniture"
                 marked += 1
+    return marked + _mark_lone_running_heads(pages, zone, body)
+
+
+def _printed_number(text: str) -> int | None:
+    """The arabic page number a margin line prints, at its start or end, if any."""
+    found = _RUNNING_HEAD.match(text) or _PAGE_NUMBER.match(text)
+    if found is None:
+        return None
+    digits = next((g for g in found.groups() if g and g.isdigit()), None)
+    return int(digits) if digits is not None else None
+
+
+def _mark_lone_running_heads(pages: list[PageRead], zone: list[list[Line]], body: float) -> int:
+    """Mark the running heads that occur once: a chapter of two pages shows its head
+    ("Chapter 7: Comparing Three Files 37") on one page only, so repetition cannot find it.
+    It is known by its number instead: the page number this page prints, where the document's
+    other running heads and page numbers put it (the printed number less the page's position,
+    shared by at least two marked pages). A heading or a sentence in the margin that ends in a
+    number is marked only where that number is the page's own."""
+    offsets: Counter[int] = Counter()
+    for position, candidates in enumerate(zone):
+        for line in candidates:
+            number = _printed_number(line.text.strip()) if line.role == "furniture" else None
+            if number is not None:
+                offsets[number - position] += 1
+    known = {offset for offset, n in offsets.items() if n >= 2}
+    marked = 0
+    for position, candidates in enumerate(zone):
+        for line in candidates:
+            text = line.text.strip()
+            number = _printed_number(text)
+            if (
+                line.role != "furniture"
+                and number is not None
+                and number - position in known
+                and _RUNNING_HEAD.match(text)
+                and len(text.split()) >= 3
+                and line.size <= body * 1.05
+                and not _YEAR.fullmatch(str(number))
+            ):
+                line.role = "furniture"
+                marked += 1
     return marked
 
 

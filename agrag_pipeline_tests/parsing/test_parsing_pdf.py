@@ -372,6 +372,25 @@ def test_a_top_line_that_does_not_repeat_on_other_pages_is_no_running_header() -
     assert "3 running header/footer or page-number lines left out" in parsed.warnings
 
 
+def test_a_chapters_running_head_shown_on_one_page_only_is_left_out_by_its_page_number() -> None:
+    """A manual's heads alternate, as texinfo sets them: the book's title on even pages, the
+    chapter's on odd ones; a short chapter shows its head once, so only its number, this
+    page's own, tells it is a running head. A top line ending in another number stays."""
+    pages = [Page(_paragraph(72, 700, ["The Tool Manual", "Edition 1."]))]
+    chapters = {3: "Chapter 1: Getting Started", 5: "Chapter 2: Short Chapter"}
+    for n in range(2, 7):
+        head = f"The Tool Manual {n}" if n % 2 == 0 else f"{chapters[n]} {n}"
+        texts = [Text(72, 760, head, 9), *_paragraph(72, 700, [f"Body of page {n}.", "More."])]
+        if n == 4:
+            texts.append(Text(72, 735, "Trials run in round 12", 9))
+        pages.append(Page(texts))
+    parsed = _parse(pages)
+    assert "Chapter 1" not in parsed.text_layer and "Chapter 2" not in parsed.text_layer
+    assert "The Tool Manual 2" not in parsed.text_layer
+    assert "Trials run in round 12" in parsed.text_layer
+    assert "Body of page 5." in parsed.text_layer
+
+
 def test_right_to_left_text_in_logical_order(corpus_dir: Path) -> None:
     key = "pdf/right_to_left_01.pdf"
     parsed = parse_document((corpus_dir / key).read_bytes(), key)
