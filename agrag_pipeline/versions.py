@@ -41,4 +41,7 @@ SNAPSHOT_VERSION = "1"
 #: 10: a running head printed on one page only (a short chapter's "Chapter 7: Title 37") is
 #: left out where its number is that page's own, as the document's other running heads number
 #: their pages; before, only a head that repeated on other pages was.
-PARSE_VERSION = "10"
+#: 11: a PDF glyph much smaller than the one beside it is a token of its own only when it sits
+#: off the baseline (a superscript, a footnote mark): small capitals on the baseline are part
+#: of their word ("url s" read "urls", "( ascii 7)" "(ascii 7)").
+PARSE_VERSION = "11"

@@ -46,6 +46,9 @@ from agrag_pipeline.parsing.pdf_glyph_names import GlyphNames
 
 #: A gap wider than this (in font sizes) between two characters is a word break.
 WORD_GAP = 0.18
+#: A smaller glyph whose baseline is off the other's by more than this (in the larger's font
+#: sizes) is raised or lowered (a superscript, a footnote mark, an index), a token of its own.
+_OFF_BASELINE = 0.1
 #: A gap wider than this (in font sizes) splits a row into segments (columns, table cells).
 SEGMENT_GAP = 0.75
 #: Arabic tatweel (kashida): a stroke that lengthens a word (to justify a line or a title),
@@ -689,7 +692,12 @@ def _text(chars: list[Char]) -> str:
             if (
                 previous.space
                 or gap > WORD_GAP * max(small, 1.0)
-                or small < 0.75 * large  # a superscript or footnote mark: its own token
+                # A superscript or footnote mark, smaller and off the baseline: its own token.
+                # Small capitals on the baseline ("URL" + "s" in texinfo's @sc) are one word.
+                or (
+                    small < 0.75 * large
+                    and abs(c.baseline - previous.baseline) > _OFF_BASELINE * large
+                )
             ):
                 parts.append(" ")
         parts.append(c.text)

@@ -321,6 +321,19 @@ def test_a_smaller_line_set_tight_under_a_larger_one_is_its_own_line() -> None:
     ]
 
 
+def test_small_capitals_on_the_baseline_stay_in_their_word() -> None:
+    # Texinfo's @sc{url}s: "url" in a smaller face right against its "s", on the same
+    # baseline; a smaller glyph is a token of its own only when raised or lowered (above).
+    the_end = 72 + 4058 * 11 / 1000  # "Read the" in Helvetica, 11 pt
+    small_caps = the_end + 278 * 11 / 1000
+    texts = [
+        Text(72, 700, "Read the", 11),
+        Text(small_caps, 700, "url", 7),
+        Text(small_caps + 1111 * 7 / 1000, 700, "s first.", 11),
+    ]
+    assert _parse([Page(texts)]).text_layer.strip() == "Read the urls first."
+
+
 def test_turned_page_and_turned_label_read_in_their_direction() -> None:
     # /Rotate 90 with text drawn turned so it reads upright in a viewer.
     upright_in_viewer = [
