@@ -79,7 +79,7 @@ from agrag_pipeline.parsing.trusted import Uuid5Series, unvalidated
 
 CHUNKER_NAME = "agrag-structure"
 #: Bump whenever the same settings would give different chunks: it changes ``chunker_hash``.
-CHUNKER_VERSION = "3"
+CHUNKER_VERSION = "4"
 
 #: The retries allowed to cut an over-limit chunk finer before giving up (never hit with an
 #: additive tokenizer such as WordPiece; a safety net for others).

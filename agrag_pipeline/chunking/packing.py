@@ -13,7 +13,8 @@ moves back to that run's first word, so its text is still one contiguous span of
 Lead-ins travel with what they introduce: a chunk does not end on a short piece that leaves
 its sentence open (``lead_in``: a definition term such as ``-s``, ``--ignore-case``,
 ``w filename``, an API's definition line, a line ending in ``:``) when the piece that did not
-fit goes on with prose (or the lead-in ends in ``:``). The open pieces at the chunk's end, up
+fit goes on with prose, is another of the term's names (a page break between ``‘-np’`` and
+``‘--no-parent’``), or the lead-in ends in ``:``. The open pieces at the chunk's end, up
 to a quarter of ``target`` tokens, start the next chunk instead where they fit there with that
 piece and the chunk keeps a piece of its own; else, where the chunk and that piece fit
 ``limit``, the piece joins the chunk (past ``target``, never past ``limit``).
@@ -33,6 +34,8 @@ _WORD = re.compile(r"\S+")
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
 _LETTER = re.compile(r"[^\W\d_]")
 #: A term set in quotes as a whole (texinfo's ``@samp``: ``‘.’``, ``‘[:alpha:]’``).
+#: A list item's marker: ``- ``, ``* ``, ``• ``, ``3. ``, ``b) ``.
+_LIST_ITEM = re.compile(r"(?:[-*+•◦‣]|\w{1,3}[.)])\s")
 _QUOTED = re.compile(r"^[‘“'\"`][^\s‘“'\"`]{1,30}[’”'\"`]$")
 
 
@@ -188,16 +191,23 @@ def _lead_ins(
     text: str, units: list[Piece], first_new: int, following: Piece, target: int
 ) -> list[Piece]:
     """The lead-in ending ``units`` (after the overlap run) that introduces ``following``
-    (see the module docstring), with the piece before it where that ends in ``:`` (what a
-    ``:`` introduces stays with it), up to a quarter of ``target`` tokens; or none."""
+    (see the module docstring), with the term's other names before it, and the piece before
+    them where that ends in ``:`` (what a ``:`` introduces stays with it), up to a quarter of
+    ``target`` tokens; or none."""
     last = units[-1]
     if len(units) <= first_new or not lead_in(text, last[0], last[1]):
         return []
     run = [last]
-    if len(units) - 2 >= first_new:
-        before = units[-2]
+    at = len(units) - 2
+    if _term_names(text, last):
+        # The term's other names before it (``‘-np’`` above ``‘--no-parent’``) go along.
+        while at >= first_new and units[at][1] != run[0][0] and _term_names(text, units[at]):
+            run.insert(0, units[at])
+            at -= 1
+    if at >= first_new:
+        before = units[at]
         if text[before[0] : before[1]].rstrip().endswith(":"):
-            if before[1] == last[0]:
+            if before[1] == run[0][0]:
                 return []  # pieces of one word
             run.insert(0, before)
     if sum(u[2] for u in run) > target // 4:
@@ -205,6 +215,27 @@ def _lead_ins(
     if not (
         text[last[0] : last[1]].rstrip().endswith(":")
         or opens_with_prose(text, following[0], following[1])
+        or (_term_names(text, last) and _term_names(text, following))
     ):
         return []
     return run
+
+
+def _term_names(text: str, piece: Piece) -> bool:
+    """Whether ``piece`` is one of a term's names (``‘-np’``, ``-X list``): a paragraph of one
+    line of a word or two, not a list item nor an item of a listing (``"DNT: 1",``). A term
+    whose names a page break parted (``‘-np’`` ending one page, ``‘--no-parent’`` opening the
+    next) keeps them together with the prose after the last."""
+    start, end = piece[0], piece[1]
+    body = text[start:end].strip()
+    before = text[max(0, start - 16) : start]
+    after = text[end : end + 16]
+    return (
+        "\n" not in body
+        and (before[len(before.rstrip()) :].count("\n") >= 2 or not text[:start].strip())
+        and (after[: len(after) - len(after.lstrip())].count("\n") >= 2 or not text[end:].strip())
+        and len(body.split()) <= 2
+        and not _LIST_ITEM.match(body)
+        and not body.endswith(",")
+        and lead_in(text, piece[0], piece[1])
+    )

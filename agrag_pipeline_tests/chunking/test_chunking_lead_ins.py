@@ -83,3 +83,30 @@ def test_grep_options_open_the_chunk_of_their_description(counter: TokenCounter)
         holder = [c for c in chunks if description in c.text]
         assert len(holder) == 1, description
         assert term in holder[0].text.split(description)[0], (term, holder[0].text[:200])
+
+
+def test_a_terms_names_parted_by_a_page_break_stay_together_with_its_description(
+    counter: TokenCounter,
+) -> None:
+    """Wget's PDF manual sets ``‘-np’`` at the foot of a page and ``‘--no-parent’`` at the top
+    of the next, so they come as two paragraphs; wherever the chunk boundary falls, both names
+    open the chunk of their description."""
+    names = "‘-np’\n\n‘--no-parent’\n\n"
+    description = "Do not ever ascend to the parent directory when retrieving recursively."
+    met_the_term = 0
+    after = "\n\n".join(f"Retry {i} waits a second." for i in range(40))
+    for sentences in range(20, 45):
+        filler = "\n\n".join(f"Option {i} sets the count." for i in range(sentences))
+        text = f"{filler}\n\n{names}{description} This is a useful option.\n\n{after}\n"
+        parsed = parse_document(text.encode(), f"wget-{sentences}.txt")
+        chunks = StructureChunker(ChunkerSettings(), counter).chunk(
+            parsed, schema_fingerprint=None, extraction_fingerprint=None
+        )
+        holder = [c for c in chunks if description in c.text]
+        assert len(holder) == 1
+        assert "‘-np’\n\n‘--no-parent’" in holder[0].text, (
+            sentences,
+            [c.text[-40:] for c in chunks],
+        )
+        met_the_term += holder[0].text.startswith("‘-np’")
+    assert met_the_term > 0  # some fillers put the boundary at the term's names
