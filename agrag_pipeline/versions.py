@@ -44,4 +44,7 @@ SNAPSHOT_VERSION = "1"
 #: 11: a PDF glyph much smaller than the one beside it is a token of its own only when it sits
 #: off the baseline (a superscript, a footnote mark): small capitals on the baseline are part
 #: of their word ("url s" read "urls", "( ascii 7)" "(ascii 7)").
-PARSE_VERSION = "11"
+#: 12: a PDF whose outline leaves out its title page's title (a manual's outline starts at
+#: chapter 1) gets that title as its first heading, the outline's levels under it: its chunks
+#: carry the document's name, as the same manual's HTML carries its <h1>.
+PARSE_VERSION = "12"

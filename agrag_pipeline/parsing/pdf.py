@@ -70,7 +70,7 @@ from agrag_pipeline.parsing.parsed import LayoutSpan, ParsedDocument
 from agrag_pipeline.parsing.pdf_glyph_names import GlyphNames
 from agrag_pipeline.parsing.pdf_layout import Line, PageRead, Table
 from agrag_pipeline.parsing.textlayer import cell_text, pipe_row
-from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
+from agrag_pipeline.parsing.tree import MAX_HEADING_LEVEL, HeadingMark, TableMark, build_sections
 
 if TYPE_CHECKING:
     from agrag_pipeline.settings import ParsingSettings
@@ -87,6 +87,8 @@ _SLIGHTLY_LARGER = 1.05
 #: … and is a short line.
 _MAX_HEADING_CHARS = 150
 _MAX_HEADING_WORDS = 18
+#: A title page's title wraps over at most this many lines.
+_MAX_TITLE_LINES = 3
 _CAPTION = re.compile(r"^(fig(ure)?|table|tab|listing|algorithm|chart)\.?\s*\d", re.I)
 _PAGE_NUMBER = re.compile(
     r"^(page\s*)?[-–—(]?\s*(\d{1,4}|\d{1,3}[-–.]\d{1,4}|[ivxlcdm]{1,6})\s*[-–—)]?"
@@ -208,8 +210,7 @@ def parse(
         return ParsedDocument(document=document, text_layer="", warnings=warnings)
     lines = builder.lines
     headings = _outline_headings(outline, lines, warnings) if outline else []
-    if not headings:
-        headings = _typographic_headings(lines)
+    headings = _under_title(headings, lines) if headings else _typographic_headings(lines)
     parsed = ParsedDocument(
         document=document, text_layer=text, layout=builder.layout, warnings=warnings
     )
@@ -1091,6 +1092,55 @@ def _outline_headings(
         warnings.append(f"{missing} outline entries were not found in the text")
     marks.sort(key=lambda m: m.start)
     return marks
+
+
+def _under_title(headings: list[HeadingMark], lines: list[_Written]) -> list[HeadingMark]:
+    """The outline's headings under the document's title, where the outline leaves it out.
+
+    A book's or manual's outline starts at its first chapter, and the title page's title
+    (``GNU Wget 1.24.5``, ``Comparing and Merging Files``) is then no heading: its chunks would
+    carry no document name, where the same manual's HTML carries its ``<h1>``. The title is
+    the first page's first line in about its largest type before the first heading, larger than
+    the body and mostly letters (with the lines of its size that follow it, up to three); the
+    outline's levels move one down under it.
+    """
+    first_page = lines[0].page if lines else 0
+    before = [
+        line
+        for line in lines
+        if line.page == first_page and line.end <= headings[0].start and line.role == "text"
+    ]
+    body = _body_style(lines)
+    if not before or body is None:
+        return headings
+    candidates = [
+        i
+        for i, line in enumerate(before)
+        if line.size >= body.size * _LARGER and _mostly_letters(line.text)
+    ]
+    if not candidates:
+        return headings  # the first page's type is the body's: no title page
+    largest = max(before[i].size for i in candidates)
+    # The first line in about the largest type: a version or date line set larger is no title.
+    at = next(i for i in candidates if before[i].size >= largest * 0.9)
+    run = [before[at]]
+    for line in before[at + 1 : at + _MAX_TITLE_LINES]:
+        if abs(line.size - run[0].size) > 0.5:
+            break
+        run.append(line)
+    text = " ".join(" ".join(line.text.split()) for line in run)
+    if not _looks_like_heading(text):
+        return headings
+    title = HeadingMark(run[0].start, run[-1].end, 1, text)
+    return [title] + [
+        HeadingMark(h.start, h.end, min(h.level + 1, MAX_HEADING_LEVEL), h.text) for h in headings
+    ]
+
+
+def _mostly_letters(text: str) -> bool:
+    """Half or more of the non-space characters are letters (not ``2021-09-20 v1.9a``)."""
+    shown = [c for c in text if not c.isspace()]
+    return sum(c.isalpha() for c in shown) * 2 >= len(shown) > 0
 
 
 def _weighted_median(values: list[tuple[float, int]]) -> float:

@@ -45,17 +45,48 @@ def test_outline_headings_sit_on_their_numbered_lines_never_on_a_body_sentence()
     parsed = _manual()
     headed = [s for s in parsed.sections if s.heading]
     assert [(s.heading, s.level) for s in headed] == [
-        ("1 Overview", 1),
-        ("1.1 Widgets", 2),
-        ("1.2 Gadgets", 2),
-        ("2 Configuration", 1),
+        ("Widget Handbook", 1),  # the title page's title (the outline leaves it out)
+        ("1 Overview", 2),
+        ("1.1 Widgets", 3),
+        ("1.2 Gadgets", 3),
+        ("2 Configuration", 2),
     ]
     for section in headed:
         assert parsed.text_layer[section.start :].startswith(section.heading or "")
-    overview, widgets = headed[0], headed[1]
+    overview, widgets = headed[1], headed[2]
     intro = parsed.text_layer.index("Widgets are small parts")
     assert overview.start < intro < widgets.start
-    assert widgets.heading_path == ["1 Overview", "1.1 Widgets"]
+    assert widgets.heading_path == ["Widget Handbook", "1 Overview", "1.1 Widgets"]
+
+
+def test_a_title_page_title_the_outline_leaves_out_heads_the_document() -> None:
+    """A manual's outline starts at chapter 1; its chunks carry the manual's name as the HTML
+    twin's ``<h1>`` gives it, so a question that names the program finds them."""
+    parsed = _manual()
+    assert parsed.sections[0].heading_path == ["Widget Handbook"]
+    assert all(s.heading_path[0] == "Widget Handbook" for s in parsed.sections)
+
+
+def test_an_outline_without_a_title_page_keeps_its_levels() -> None:
+    """A first page set in body type (a report that opens on its first section, a version line
+    set large) adds no title: the outline's levels stay."""
+    body = "Widgets are counted every morning and the count is written in the register."
+    pages = [
+        Page(
+            [
+                Text(72, 720, "2021-09-20 v1.9a", 16),  # a date set large is no title
+                Text(72, 690, "1 Counting", 14, "F2"),
+                Text(72, 670, body, 10),
+                Text(72, 656, body, 10),
+            ]
+        ),
+        Page([Text(72, 720, "2 Signing", 14, "F2"), Text(72, 700, body, 10)]),
+    ]
+    parsed = _parse(make_pdf(pages, [("1 Counting", 0), ("2 Signing", 1)]), "report.pdf")
+    assert [(s.heading, s.level) for s in parsed.sections if s.heading] == [
+        ("1 Counting", 1),
+        ("2 Signing", 1),
+    ]
 
 
 def test_footnotes_are_kept_after_their_page_body() -> None:
