@@ -921,7 +921,11 @@ def _sequence_penalties(
         return []
     odd_grams = all_grams = 0
     odd_words: set[str] = set()
-    cache = _ODD_TRIGRAMS.setdefault(known, {})
+    cache = _ODD_TRIGRAMS.get(known)
+    if cache is None:
+        if len(_ODD_TRIGRAMS) >= _CACHED_LANGUAGE_SETS:
+            del _ODD_TRIGRAMS[next(iter(_ODD_TRIGRAMS))]  # the set compared longest ago
+        cache = _ODD_TRIGRAMS[known] = {}
     if len(cache) > _CACHED_WORDS:
         cache.clear()
     for word, n in Counter(words).items():  # each distinct word looked at once
@@ -950,8 +954,10 @@ def _sequence_penalties(
 
 #: Words recur from document to document: each one's trigrams are looked up once, kept by
 #: the trigram set (one per languages compared) and word (at most ``_CACHED_WORDS`` of up to
-#: ``_CACHED_WORD_CHARS`` each per set).
+#: ``_CACHED_WORD_CHARS`` each per set), for the sets ``_known_trigrams`` keeps: each key holds
+#: its trigram set (1-2 MB), so more would keep sets the lru cache has let go.
 _ODD_TRIGRAMS: dict[frozenset[str], dict[str, tuple[int, int]]] = {}
+_CACHED_LANGUAGE_SETS = 8
 
 
 def _odd_trigrams(word: str, known: frozenset[str]) -> tuple[int, int]:
@@ -960,7 +966,7 @@ def _odd_trigrams(word: str, known: frozenset[str]) -> tuple[int, int]:
     return len(grams) - sum(map(known.__contains__, grams)), len(grams)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=_CACHED_LANGUAGE_SETS)
 def _known_trigrams(languages: tuple[str, ...]) -> frozenset[str]:
     return frozenset().union(*(_trigrams(c) for c in languages))
 

@@ -332,3 +332,14 @@ def test_structured_data_and_code_are_not_flagged_for_key_paths_and_identifiers(
     broken = parse_document(misread, "simple.ndjson")
     assert _score(broken) < WARN_BELOW
     assert "wrong code page" in _reasons(broken)
+
+
+def test_the_trigram_verdicts_keep_no_more_language_sets_than_the_trigram_sets_kept() -> None:
+    """Each set of languages compared keeps its trigram set (1-2 MB) in the verdict cache: a
+    corpus in many languages must not keep one per language for the life of the worker."""
+    languages = [c for c in quality.SCRIPT_LANGUAGES["Latin"] if quality._available(c)][:12]
+    assert len(languages) == 12
+    for language in languages:
+        words = sorted(quality._profile(language))[:300]
+        quality.assess(" ".join(words) + ".")
+    assert len(quality._ODD_TRIGRAMS) <= 8  # as many as `_known_trigrams` keeps
