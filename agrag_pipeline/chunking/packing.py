@@ -33,9 +33,9 @@ _WORD = re.compile(r"\S+")
 #: A sentence's end: closing punctuation, then perhaps closing quotes or brackets.
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
 _LETTER = re.compile(r"[^\W\d_]")
-#: A term set in quotes as a whole (texinfo's ``@samp``: ``‘.’``, ``‘[:alpha:]’``).
 #: A list item's marker: ``- ``, ``* ``, ``• ``, ``3. ``, ``b) ``.
 _LIST_ITEM = re.compile(r"(?:[-*+•◦‣]|\w{1,3}[.)])\s")
+#: A term set in quotes as a whole (texinfo's ``@samp``: ``‘.’``, ``‘[:alpha:]’``).
 _QUOTED = re.compile(r"^[‘“'\"`][^\s‘“'\"`]{1,30}[’”'\"`]$")
 
 
@@ -199,7 +199,8 @@ def _lead_ins(
         return []
     run = [last]
     at = len(units) - 2
-    if _term_names(text, last):
+    names = _term_names(text, last)
+    if names:
         # The term's other names before it (``‘-np’`` above ``‘--no-parent’``) go along.
         while at >= first_new and units[at][1] != run[0][0] and _term_names(text, units[at]):
             run.insert(0, units[at])
@@ -215,7 +216,7 @@ def _lead_ins(
     if not (
         text[last[0] : last[1]].rstrip().endswith(":")
         or opens_with_prose(text, following[0], following[1])
-        or (_term_names(text, last) and _term_names(text, following))
+        or (names and _term_names(text, following))
     ):
         return []
     return run
@@ -228,14 +229,28 @@ def _term_names(text: str, piece: Piece) -> bool:
     next) keeps them together with the prose after the last."""
     start, end = piece[0], piece[1]
     body = text[start:end].strip()
-    before = text[max(0, start - 16) : start]
-    after = text[end : end + 16]
     return (
         "\n" not in body
-        and (before[len(before.rstrip()) :].count("\n") >= 2 or not text[:start].strip())
-        and (after[: len(after) - len(after.lstrip())].count("\n") >= 2 or not text[end:].strip())
+        and _blank_line_apart(text, start, end)
         and len(body.split()) <= 2
         and not _LIST_ITEM.match(body)
         and not body.endswith(",")
         and lead_in(text, piece[0], piece[1])
+    )
+
+
+def _blank_line_apart(text: str, start: int, end: int) -> bool:
+    """Whether a blank line, or the text's start or end, stands on either side of
+    ``text[start:end]``: read from the 16 characters around it, the whole text only where
+    those are all white space and do not hold the line break."""
+    head = text[max(0, start - 16) : start]
+    gap = head[len(head.rstrip()) :]
+    if gap.count("\n") < 2 and not (
+        len(gap) == len(head) and (start <= 16 or not text[:start].strip())
+    ):
+        return False
+    tail = text[end : end + 16]
+    gap = tail[: len(tail) - len(tail.lstrip())]
+    return gap.count("\n") >= 2 or (
+        len(gap) == len(tail) and (end + 16 >= len(text) or not text[end:].strip())
     )

@@ -209,8 +209,12 @@ def parse(
         warnings.append("no text: OCR found no words (a photo, a drawing or a blank page?)")
         return ParsedDocument(document=document, text_layer="", warnings=warnings)
     lines = builder.lines
-    headings = _outline_headings(outline, lines, warnings) if outline else []
-    headings = _under_title(headings, lines) if headings else _typographic_headings(lines)
+    body = _body_style(lines)
+    headings = []
+    if outline and body is not None:
+        headings = _under_title(_outline_headings(outline, lines, body, warnings), lines, body)
+    if not headings:
+        headings = _typographic_headings(lines)
     parsed = ParsedDocument(
         document=document, text_layer=text, layout=builder.layout, warnings=warnings
     )
@@ -1055,13 +1059,13 @@ def _match(
 
 
 def _outline_headings(
-    entries: list[tuple[int, str, int | None]], lines: list[_Written], warnings: list[str]
+    entries: list[tuple[int, str, int | None]],
+    lines: list[_Written],
+    body: _BodyStyle,
+    warnings: list[str],
 ) -> list[HeadingMark]:
     """Each outline entry on the line(s) of its page that read as its title in heading type,
     at the outline's level; the heading's text is the line's (``2.1.8 Widgets``)."""
-    body = _body_style(lines)
-    if body is None:
-        return []
     marks: list[HeadingMark] = []
     used: set[int] = set()
     missing = 0
@@ -1094,7 +1098,9 @@ def _outline_headings(
     return marks
 
 
-def _under_title(headings: list[HeadingMark], lines: list[_Written]) -> list[HeadingMark]:
+def _under_title(
+    headings: list[HeadingMark], lines: list[_Written], body: _BodyStyle
+) -> list[HeadingMark]:
     """The outline's headings under the document's title, where the outline leaves it out.
 
     A book's or manual's outline starts at its first chapter, and the title page's title
@@ -1104,14 +1110,17 @@ def _under_title(headings: list[HeadingMark], lines: list[_Written]) -> list[Hea
     the body and mostly letters (with the lines of its size that follow it, up to three); the
     outline's levels move one down under it.
     """
-    first_page = lines[0].page if lines else 0
+    if not headings:
+        return headings
+    first_page, first_heading = lines[0].page, headings[0].start
     before = [
         line
-        for line in lines
-        if line.page == first_page and line.end <= headings[0].start and line.role == "text"
+        for line in itertools.takewhile(
+            lambda line: line.page == first_page and line.end <= first_heading, lines
+        )
+        if line.role == "text"
     ]
-    body = _body_style(lines)
-    if not before or body is None:
+    if not before:
         return headings
     candidates = [
         i
