@@ -34,6 +34,21 @@ PARALLEL_BATCH_CHARS = 256_000
 #: some format characters, and DEL. Texts holding a character of these categories are counted
 #: with HF tokenizers, the reference; all others with tokie.
 _DISPUTED_CATEGORIES = frozenset({"Cn", "Co", "Cs", "Cf", "Cc", "Mn", "Mc", "Me"})
+#: Code points of other categories that the two count differently beside a letter or digit
+#: (every code point checked between "0" and "a"): 105 punctuation marks newer than HF
+#: tokenizers' Unicode tables (tokie splits at them, HF does not), and U+2B820-U+2B91F, CJK
+#: ideographs that HF's BERT normaliser leaves out of its Chinese ranges (its range starts at
+#: U+2B920), so HF keeps "0" + one of them as one word where tokie splits it off.
+_DISPUTED_RANGES = (
+    (0x061D, 0x061D), (0x09FD, 0x09FD), (0x0A76, 0x0A76), (0x0C77, 0x0C77), (0x0C84, 0x0C84),
+    (0x166D, 0x166D), (0x1B7D, 0x1B7E), (0x2E43, 0x2E4F), (0x2E52, 0x2E5D), (0x10EAD, 0x10EAD),
+    (0x10F55, 0x10F59), (0x10F86, 0x10F89), (0x1144B, 0x1144F), (0x1145A, 0x1145B),
+    (0x1145D, 0x1145D), (0x11660, 0x1166C), (0x116B9, 0x116B9), (0x1183B, 0x1183B),
+    (0x11944, 0x11946), (0x119E2, 0x119E2), (0x11A3F, 0x11A46), (0x11A9A, 0x11A9C),
+    (0x11A9E, 0x11AA2), (0x11C41, 0x11C45), (0x11C70, 0x11C71), (0x11EF7, 0x11EF8),
+    (0x11FFF, 0x11FFF), (0x12FF1, 0x12FF2), (0x16E97, 0x16E9A), (0x16FE2, 0x16FE2),
+    (0x1E95E, 0x1E95F), (0x2B820, 0x2B91F),
+)  # fmt: skip
 #: UTF-8 bytes of the ASCII characters both count alike: tab, LF, CR and the printable ones.
 #: Deleting them from a text's UTF-8 bytes leaves only the characters that need a look-up.
 _SAFE_ASCII = bytes([0x09, 0x0A, 0x0D, *range(0x20, 0x7F)])
@@ -125,7 +140,12 @@ class TokenCounter:
 
 @lru_cache(maxsize=65536)
 def _disputed_char(ch: str) -> bool:
-    return ch not in "\t\n\r" and unicodedata.category(ch) in _DISPUTED_CATEGORIES
+    if ch in "\t\n\r":
+        return False
+    cp = ord(ch)
+    return unicodedata.category(ch) in _DISPUTED_CATEGORIES or any(
+        lo <= cp <= hi for lo, hi in _DISPUTED_RANGES
+    )
 
 
 def disputed(text: str) -> bool:
