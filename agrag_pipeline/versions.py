@@ -47,4 +47,11 @@ SNAPSHOT_VERSION = "1"
 #: 12: a PDF whose outline leaves out its title page's title (a manual's outline starts at
 #: chapter 1) gets that title as its first heading, the outline's levels under it: its chunks
 #: carry the document's name, as the same manual's HTML carries its <h1>.
-PARSE_VERSION = "12"
+#: 13: PDFs made by Sphinx's LaTeX: a near-white line under a space of code is no drawn
+#: underscore; running heads and feet found by their place on the page, not by reading order,
+#: and a foot parted in two left out whole; "(continues on next page)"-style marks left out; a
+#: code line wrapped to fit ("␣", "˓→") read as one; a title set flush right above short lines
+#: read before them (no columns that do not stand side by side); a row begun by a raised mark
+#: keeps the letters on its baseline (inline code in a smaller face stays in its sentence); a
+#: page's footnotes written after the sentence its page break cuts, not inside it.
+PARSE_VERSION = "13"

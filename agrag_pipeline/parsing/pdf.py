@@ -378,6 +378,22 @@ def _ocr(
 # -- document pass: furniture, TOC ------------------------------------------------------------
 
 
+#: A line that only says a block goes on over a page break: Sphinx's "(continues on next
+#: page)" and "(continued from previous page)" at the edges of a code block, LaTeX
+#: longtable's "Continued on next page". Page furniture, wherever it falls.
+_CONTINUED = re.compile(
+    r"\(?\s*(?:continue[sd]?|cont\.)\s+(?:on|from)\s+(?:the\s+)?"
+    r"(?:next|previous|following|preceding)\s+page\s*\)?",
+    re.IGNORECASE,
+)
+
+
+#: Sphinx's marks of a code line wrapped to fit the page: the visible space it broke at, and
+#: the arrow that opens the rest.
+_WRAPPED_SPACE = "\u2423"
+_WRAPPED = "\u02d3\u2192"
+
+
 def _furniture_key(text: str) -> str:
     return re.sub(r"\d+", "#", " ".join(text.casefold().split()))
 
@@ -399,15 +415,18 @@ def _mark_furniture(pages: list[PageRead]) -> int:
         lines = [i for i in read.items if isinstance(i, Line) and not i.rotated]
         margin = 0.15 * read.height
         candidates = []
-        for k, line in enumerate(lines[:2]):  # at the top, set apart from what follows
-            below = lines[k + 1] if k + 1 < len(lines) else None
-            apart = below is None or below.top - line.bottom >= 0.8 * line.size
+        # By place on the page, not reading order: a right-aligned head beside short code
+        # lines reads as a column of its own, after them (Sphinx's LaTeX).
+        by_top = sorted(lines, key=lambda line: line.box[1])
+        for line in by_top[:2]:  # at the top, set apart from the lines below its own
+            below = next((o for o in by_top if o.box[1] >= line.box[3]), None)
+            apart = below is None or below.box[1] - line.box[3] >= 0.8 * line.size
             if line.box[3] <= margin and apart:
                 candidates.append(line)
-        for k in range(max(len(lines) - 2, 0), len(lines)):  # at the bottom, set apart
-            line = lines[k]
-            above = lines[k - 1] if k else None
-            apart = above is None or line.top - above.bottom >= 0.8 * line.size
+        by_bottom = sorted(lines, key=lambda line: -line.box[3])
+        for line in by_bottom[:2]:  # at the bottom, set apart from the lines above its own
+            above = next((o for o in by_bottom if o.box[3] <= line.box[1]), None)
+            apart = above is None or line.box[1] - above.box[3] >= 0.8 * line.size
             if line.box[1] >= read.height - margin and apart:
                 candidates.append(line)
                 feet.add(id(line))
@@ -459,7 +478,34 @@ def _mark_furniture(pages: list[PageRead]) -> int:
             ):
                 line.role = "furniture"
                 marked += 1
-    return marked + _mark_lone_running_heads(pages, zone, body)
+    marked += _mark_lone_running_heads(pages, zone, body)
+    marked += _mark_band_mates(zone)
+    for read in pages:
+        for item in read.items:
+            if isinstance(item, Line) and _CONTINUED.fullmatch(item.text.strip()):
+                item.role = "furniture"
+                marked += 1
+    return marked
+
+
+def _mark_band_mates(zone: list[list[Line]]) -> int:
+    """Mark the other pieces of a margin band that holds furniture: a running foot split in
+    two ("4" and "Chapter 1. Quickstart", parted by a right-aligned line above them) is one
+    running foot, though only its page number is known as such."""
+    marked = 0
+    for candidates in zone:
+        for line in candidates:
+            if line.role == "furniture":
+                continue
+            if any(
+                other.role == "furniture"
+                and other.box[1] < line.box[3]
+                and line.box[1] < other.box[3]
+                for other in candidates
+            ):
+                line.role = "furniture"
+                marked += 1
+    return marked
 
 
 def _printed_number(text: str) -> int | None:
@@ -621,6 +667,22 @@ def _vocabulary(pages: list[PageRead]) -> frozenset[str]:
     return frozenset(words)
 
 
+def _sentence_goes_on(last: _Written | Line, item: Line) -> bool:
+    """Whether ``item`` goes on with a sentence that ``last``, a body line, left open: it
+    opens in lower case, in the same type, and neither is code."""
+    if item.role != "text" or item.mono:
+        return False
+    size = max(min(last.size, item.size), 1.0)
+    return (
+        last.role == "text"
+        and not last.mono
+        and not _SENTENCE_END.search(last.text.rstrip())
+        and item.text[:1].islower()
+        and abs(last.size - item.size) <= 0.05 * size
+        and (last.bold, last.italic) == (item.bold, item.italic)
+    )
+
+
 class _LayerBuilder:
     def __init__(
         self,
@@ -638,6 +700,9 @@ class _LayerBuilder:
         self.layout: list[LayoutSpan] = []
         self.lines: list[_Written] = []
         self.tables: list[TableMark] = []
+        #: A page's footnotes held back while its last sentence goes on over the page break:
+        #: written after that sentence's paragraph, with their page and its line spacing.
+        self._held_notes: list[tuple[Line, int, float]] = []
 
     def text(self) -> str:
         return "".join(self.parts)
@@ -683,14 +748,35 @@ class _LayerBuilder:
             default=-1,
         )
         if not items:
+            self._write_held_notes()
             return
         # A sentence the last page left open goes on in the same paragraph.
         continued = self._continues(items[0])
+        if not continued:
+            self._write_held_notes()
         if self.pos:
             self._put("\n" if continued else PAGE_SEPARATOR)
+        leading = _leading(items)
+        # This page's footnotes wait for the end of a sentence the page break cuts.
+        body_end = items[last_body] if last_body >= 0 else None
+        following_first = _continuation(following_page)[:1] if following_page else []
+        if (
+            isinstance(body_end, Line)
+            and following_first
+            and last_body < len(items) - 1
+            and all(isinstance(i, Line) and i.role == "footnote" for i in items[last_body + 1 :])
+            and _sentence_goes_on(body_end, following_first[0])
+            and not pdf_layout.is_hyphen_end(body_end.text)
+        ):
+            holding = [
+                (i, read.number, leading) for i in items[last_body + 1 :] if isinstance(i, Line)
+            ]
+            items = items[: last_body + 1]
+        else:
+            holding = []
         previous: Line | Table | None = None
         joined = False  # the previous line ended in a hyphen that was joined to this one
-        leading = _leading(items)
+        wrap_gap = ""  # what the previous line's wrap mark stands for, if it ended in one
         for k, item in enumerate(items):
             if isinstance(item, Table):
                 if previous is not None:
@@ -699,13 +785,27 @@ class _LayerBuilder:
                 previous, joined = item, False
                 continue
             text = item.text
+            # A code line wrapped to fit (Sphinx: "␣" at the end, "˓→" at the start of the
+            # rest) is one line of the source: written on, the marks left out.
+            rewrapped = isinstance(previous, Line) and text.startswith(_WRAPPED)
+            if rewrapped:
+                text = text[len(_WRAPPED) :]
             paragraph = (previous is None and not (k == 0 and continued)) or (
                 previous is not None and _paragraph_break(previous, item, leading)
             )
+            if paragraph and previous is not None and self._held_notes:
+                self._write_held_notes()  # the sentence cut by the page break has ended
             if previous is not None and not joined:
-                self._put("\n\n" if paragraph else "\n")
-            item.paragraph_start = paragraph and not joined
+                self._put(wrap_gap if rewrapped else "\n\n" if paragraph else "\n")
+            item.paragraph_start = paragraph and not joined and not rewrapped
             following: Line | Table | None = items[k + 1] if k + 1 < len(items) else None
+            wrap_gap = ""
+            if (
+                isinstance(following, Line)
+                and following.text.startswith(_WRAPPED)
+                and text.endswith(_WRAPPED_SPACE)
+            ):
+                text, wrap_gap = text[: -len(_WRAPPED_SPACE)], " "
             carry: list[Line] = []
             if k == last_body and following_page is not None:
                 carry = _continuation(following_page)
@@ -727,23 +827,29 @@ class _LayerBuilder:
                 previous, joined = None, False
                 if k + 1 < len(items):
                     self._put("\n\n")
+        if not holding:
+            self._write_held_notes()
+        self._held_notes += holding
 
     def _continues(self, item: Line | Table) -> bool:
         """Whether ``item``, first on its page, goes on with a sentence that the body's last
-        line (the last written, no footnote) left open: it opens in lower case, in the same
-        type, and neither is code."""
-        if not self.lines or not isinstance(item, Line) or item.role != "text" or item.mono:
-            return False
-        last = self.lines[-1]
-        size = max(min(last.size, item.size), 1.0)
+        line (the last written, no footnote) left open."""
         return (
-            last.role == "text"
-            and not last.mono
-            and not _SENTENCE_END.search(last.text.rstrip())
-            and item.text[:1].islower()
-            and abs(last.size - item.size) <= 0.05 * size
-            and (last.bold, last.italic) == (item.bold, item.italic)
+            bool(self.lines) and isinstance(item, Line) and _sentence_goes_on(self.lines[-1], item)
         )
+
+    def _write_held_notes(self) -> None:
+        """The footnotes held back from the page before, as paragraphs of their own."""
+        notes, self._held_notes = self._held_notes, []
+        previous: Line | None = None
+        for line, page, leading in notes:
+            if self.pos:
+                paragraph = previous is None or _paragraph_break(previous, line, leading)
+                self._put("\n\n" if paragraph else "\n")
+            line.paragraph_start = previous is None or _paragraph_break(previous, line, leading)
+            text = line.text[:-1] + "-" if line.text.endswith("\u00ad") else line.text
+            self._write(line, text, page)
+            previous = line
 
     def _carry(self, lines: list[Line], page: int) -> None:
         """The next page's first lines, written on after the word they finish."""

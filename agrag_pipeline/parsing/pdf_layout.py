@@ -511,18 +511,27 @@ def _turn_vertical_writing(chars: list[Char], width: float, height: float) -> No
 
 
 def _rows(chars: list[Char]) -> list[list[Char]]:
-    """Characters clustered into rows by their vertical centres."""
+    """Characters clustered into rows by their vertical centres, and by their baseline.
+
+    A row that starts with a raised footnote mark ends a little above the centres of its
+    line's letters; a letter whose box sits lower (text around a sentence's inline code set in
+    a smaller fixed-pitch face) still belongs to it when it stands on the baseline of the
+    row's largest type, within a letter's height (else the sentence split into two lines)."""
     ordered = sorted(chars, key=lambda c: (c.top + c.bottom) / 2)
     rows: list[list[Char]] = []
-    centre = 0.0
-    tolerance = 0.0
+    centre = tolerance = baseline = size = 0.0
     for c in ordered:
         mid = (c.top + c.bottom) / 2
-        if rows and mid - centre <= tolerance:
+        if rows and (
+            mid - centre <= tolerance
+            or (abs(c.baseline - baseline) <= 0.1 * c.size and mid - centre <= c.bottom - c.top)
+        ):
             rows[-1].append(c)
+            if c.size > size:
+                baseline, size = c.baseline, c.size
             continue
         rows.append([c])
-        centre = mid
+        centre, baseline, size = mid, c.baseline, c.size
         tolerance = max((c.bottom - c.top) * 0.45, 1.0)
     return _attach_small(rows)
 
@@ -853,6 +862,17 @@ def _mostly_rtl(rows: list[list[_Seg]]) -> bool:
     return sum(c.rtl for c in chars) * 2 > len(chars)
 
 
+def _side_by_side(left: list[list[_Seg]], right: list[list[_Seg]]) -> bool:
+    """Whether two sides of a gutter stand beside each other, as columns do: each has text
+    and their heights overlap. A chapter title set flush right above short lines set flush
+    left (Sphinx's LaTeX) leaves a free strip between them, but one comes after the other."""
+    if not (left and right):
+        return False
+    top = max(min(s.top for s in left[0]), min(s.top for s in right[0]))
+    bottom = min(max(s.bottom for s in left[-1]), max(s.bottom for s in right[-1]))
+    return bottom > top
+
+
 def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
     """Rows grouped into column blocks in reading order: each block a list of rows."""
     blocks: list[list[list[_Seg]]] = []
@@ -876,15 +896,15 @@ def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
             elif j - i > _MAX_WEAK_RUN and (best is None or j - best[0] > _MAX_WEAK_RUN):
                 break  # free strips but no columns beside them for long: bound the search
             j += 1
-        if best is not None and best[0] - i >= 3 and depth < 3:
+        end, gutter = best if best is not None else (i, 0.0)
+        left = [[s for s in row if s.x1 <= gutter] for row in rows[i:end]]
+        right = [[s for s in row if s.x0 >= gutter] for row in rows[i:end]]
+        left, right = [r for r in left if r], [r for r in right if r]
+        if end - i >= 3 and depth < 3 and _side_by_side(left, right):
             if full:
                 blocks.append(full)
                 full = []
-            end, g = best
-            left = [[s for s in row if s.x1 <= g] for row in rows[i:end]]
-            right = [[s for s in row if s.x0 >= g] for row in rows[i:end]]
-            sides = [_order([r for r in left if r], depth + 1)]
-            sides.append(_order([r for r in right if r], depth + 1))
+            sides = [_order(left, depth + 1), _order(right, depth + 1)]
             if _mostly_rtl(rows[i:end]):
                 sides.reverse()  # right-to-left script: the right column comes first
             blocks += sides[0] + sides[1]
@@ -935,6 +955,7 @@ def _drawn_underscores(
                 == pdfium_c.FPDF_SEGMENT_BEZIERTO
                 for s in range(segments)
             )
+            and _seen_on_paper(obj)
         ):
             rules.append((x0, top, x1, bot))
         if len(rules) > 2000:
@@ -982,6 +1003,32 @@ def _drawn_underscores(
         rows.setdefault(int(head.baseline // 2), []).append(underscore)
         added.append(underscore)
     return chars + added if added else chars
+
+
+def _seen_on_paper(path: ctypes.c_void_p) -> bool:
+    """Whether a path is painted in a colour that shows on white paper.
+
+    Pygments styles that mark whitespace (Sphinx's LaTeX of the Requests and Flask guides) draw
+    a near-white line under each space of a code block: shaped like a drawn underscore, but
+    unseen, and reading it as one turned ``import requests`` into ``import_requests``."""
+    fill_mode, stroke = ctypes.c_int(), ctypes.c_int()
+    if not pdfium_c.FPDFPath_GetDrawMode(path, ctypes.byref(fill_mode), ctypes.byref(stroke)):
+        return True
+    rgba = [ctypes.c_uint() for _ in range(4)]
+    refs = [ctypes.byref(c) for c in rgba]
+    if fill_mode.value != pdfium_c.FPDF_FILLMODE_NONE and (
+        not pdfium_c.FPDFPageObj_GetFillColor(path, *refs) or _visible(rgba)
+    ):
+        return True
+    return bool(stroke.value) and (
+        not pdfium_c.FPDFPageObj_GetStrokeColor(path, *refs) or _visible(rgba)
+    )
+
+
+def _visible(rgba: list[ctypes.c_uint]) -> bool:
+    """Not transparent, and darker than near-white (any channel below 224 of 255)."""
+    r, g, b, a = (c.value for c in rgba)
+    return a > 0 and min(r, g, b) < 224
 
 
 def _word_char(text: str) -> bool:
