@@ -53,5 +53,6 @@ SNAPSHOT_VERSION = "1"
 #: code line wrapped to fit ("␣", "˓→") read as one; a title set flush right above short lines
 #: read before them (no columns that do not stand side by side); a row begun by a raised mark
 #: keeps the letters on its baseline (inline code in a smaller face stays in its sentence); a
-#: page's footnotes written after the sentence its page break cuts, not inside it.
+#: page's footnotes written after the sentence its page break cuts, not inside it; one or two
+#: typewriter cells of space inside inline code no column gutter.
 PARSE_VERSION = "13"

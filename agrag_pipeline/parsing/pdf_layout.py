@@ -1444,10 +1444,28 @@ def _code_line(segments: list[list[Char]]) -> list[list[Char]]:
                     for a in seg_advances:
                         bisect.insort(advances, a)
                     continue
+        if _code_spaces_between(previous[-1], seg[0]):
+            previous.extend(seg)
+            right = max(right, seg_right)
+            advances = sorted(advances + seg_advances)
+            continue
         out.append(list(seg))
         right = seg_right
         advances = seg_advances
     return out
+
+
+def _code_spaces_between(last: Char, first: Char) -> bool:
+    """Whether the gap between two typewriter characters of one size is one or two of their
+    own character cells, on their grid: spaces inside inline code that a sentence set ragged
+    (``{hook_name:  callback_function}`` at a line's end), not a column gutter."""
+    if not (last.mono and first.mono) or abs(last.size - first.size) > 0.05 * last.size:
+        return False
+    advance = last.x1 - last.x0
+    if advance <= 0.5:
+        return False
+    steps = (first.x0 - last.x0) / advance
+    return 1.8 <= steps <= 3.2 and abs(steps - round(steps)) < 0.1
 
 
 def _median_of_two(a: list[float], b: list[float]) -> float:

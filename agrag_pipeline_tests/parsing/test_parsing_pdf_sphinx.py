@@ -75,3 +75,10 @@ def test_a_footnote_waits_for_the_end_of_the_sentence_a_page_break_cuts() -> Non
     note = "1 Unsure what that g object is?"
     assert sentence in text
     assert text.index(note) > text.index("See /appcontext for much more\ninformation.")
+
+
+def test_spaces_inside_inline_code_at_a_ragged_line_end_are_no_column_gutter() -> None:
+    # "{hook_name:  callback_function}" cannot break, so the line ends ragged with two
+    # typewriter cells of space in it: read as a gutter, its end went after the next six lines.
+    text = _parsed("requests.pdf").text_layer
+    assert "by passing a {hook_name: callback_function} dictionary\nto the hooks" in text
