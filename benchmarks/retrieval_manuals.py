@@ -1,8 +1,11 @@
 """Retrieval on real PDF manuals (issue 24): ours against a 1,000-character split, PDF against
 its HTML twin, with paired bootstrap intervals.
 
-    .venv/bin/python -m benchmarks.retrieval_manuals [--set data/eval/pdf-manuals]
+    .venv/bin/python -m benchmarks.retrieval_manuals [--set data/eval/pdf-manuals ...]
         [--cache-dir DIR] [--modes dense,bm25,hybrid] [--bm25-context N]
+
+Several ``--set``: each set's tables, then ours against fixed-1000 over all their questions
+pooled (each question weighs the same), on both routes.
 
 The set folder holds the documents and ``questions.tsv`` (query, source_key, quote: the
 answer's own words, labelled before any run). For each route (``pdf``: the PDFs; ``html-twin``:
@@ -39,6 +42,7 @@ from agrag_pipeline.retrieval.evaluate import (
     fixed_size_spans,
     load_questions,
     paired_bootstrap,
+    pooled,
     score_rules,
     table,
 )
@@ -117,7 +121,12 @@ def route(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--set", default=str(SET))
+    parser.add_argument(
+        "--set",
+        action="append",
+        help="a labelled set's folder (default: data/eval/pdf-manuals); give several to also"
+        " score them pooled, every question weighing the same",
+    )
     parser.add_argument("--cache-dir", default=str(PROJECT_ROOT / "data" / "cache"))
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument(
@@ -127,9 +136,7 @@ def main() -> None:
     )
     add_model_arguments(parser)
     args = parser.parse_args()
-    folder = Path(args.set)
     modes: tuple[Mode, ...] = tuple(m for m in MODES if m in args.modes.split(","))
-    questions = load_questions(folder / "questions.tsv")
     rt = Runtime.from_files(DEFAULT_SETTINGS_PATH)
     cache = EmbeddingCache.in_dir(Path(args.cache_dir))
     embedder = model_embedder(rt, args)
@@ -137,6 +144,34 @@ def main() -> None:
         rt.settings.index.bm25_context_chars if args.bm25_context is None else args.bm25_context
     )
     print(f"model: {args.model or rt.settings.embedding.model}; ours' BM25 context: {context}")
+    folders = [Path(s) for s in args.set or [str(SET)]]
+    by_set = [score_set(folder, rt, cache, modes, embedder, context) for folder in folders]
+    if len(by_set) > 1:
+        print(f"\nPooled over {len(folders)} sets ({sum(n for _, _, n in by_set)} questions):\n")
+        comparisons: list[Comparison] = []
+        routes = ([pdf for pdf, _, _ in by_set], [twin for _, twin, _ in by_set])
+        for per_set in routes:  # the PDF route, then the HTML twins
+            for mode in modes:
+                ours_rules = zip(*(s[f"ours {mode}"] for s in per_set), strict=True)
+                fixed_rules = zip(*(s[f"fixed-1000 {mode}"] for s in per_set), strict=True)
+                for a, b in zip(ours_rules, fixed_rules, strict=True):
+                    comparisons.extend(
+                        paired_bootstrap(pooled(a), pooled(b), m) for m in ("mrr@10", "recall@5")
+                    )
+        print(comparison_table(comparisons))
+
+
+def score_set(
+    folder: Path,
+    rt: Runtime,
+    cache: EmbeddingCache,
+    modes: tuple[Mode, ...],
+    embedder: Embedder,
+    context: int,
+) -> tuple[dict[str, list[Scores]], dict[str, list[Scores]], int]:
+    """One set's tables (ours and fixed-1000 on both routes, PDF against HTML twin) printed;
+    its scores per route returned, with its number of questions."""
+    questions = load_questions(folder / "questions.tsv")
     pdfs = sorted(folder.glob("*.pdf"))
     twins = {p.name: p.with_suffix(".html") for p in pdfs if p.with_suffix(".html").exists()}
     pdf_scores = route("pdf", pdfs, questions, rt, cache, modes, embedder, context)
@@ -173,6 +208,7 @@ def main() -> None:
         .replace("ours better", "pdf better")
         .replace("baseline better", "html twin better")
     )
+    return pdf_scores, twin_scores, len(questions)
 
 
 if __name__ == "__main__":

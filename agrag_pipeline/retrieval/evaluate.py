@@ -229,6 +229,14 @@ class Scores:
         return np.array([1.0 if r is not None and r <= k else 0.0 for r in self.ranks])
 
 
+def pooled(parts: Sequence[Scores]) -> Scores:
+    """The scores of several question sets scored under one rule, as one set: every question
+    weighs the same, whichever set it came from."""
+    if not parts or len({(s.mode, s.rule) for s in parts}) != 1:
+        raise ValueError("pooled: scores of one mode and rule are needed")
+    return _scores(parts[0].mode, parts[0].rule, [r for s in parts for r in s.ranks])
+
+
 def _scores(mode: str, rule: Rule, ranks: list[int | None]) -> Scores:
     n = len(ranks)
     recall = {k: sum(1 for r in ranks if r is not None and r <= k) / n for k in KS}

@@ -18,6 +18,7 @@ from agrag_pipeline.retrieval.evaluate import (
     fixed_size_spans,
     load_questions,
     paired_bootstrap,
+    pooled,
     score_rules,
 )
 
@@ -125,6 +126,15 @@ def test_paired_bootstrap_tells_a_real_gap_from_noise() -> None:
     assert "| a | strict | recall@5 | 0.500 | 0.500 | +0.000 |" in comparison_table([tie])
     with pytest.raises(ValueError, match="same questions"):
         paired_bootstrap(better, a)
+
+
+def test_pooled_sets_weigh_every_question_the_same() -> None:
+    small, large = _run("ours", [1, None]), _run("ours", [1] * 8)
+    both = pooled([small, large])
+    assert both.questions == 10 and both.ranks == (1, None, *[1] * 8)
+    assert both.mrr10 == pytest.approx(9 / 10)  # not the mean of the sets' 0.5 and 1.0
+    with pytest.raises(ValueError, match="one mode and rule"):
+        pooled([small, _run("baseline", [1])])
 
 
 def test_fixed_size_baseline_covers_the_text_in_chunks_of_at_most_1000_characters() -> None:
