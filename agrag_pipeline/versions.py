@@ -54,5 +54,6 @@ SNAPSHOT_VERSION = "1"
 #: read before them (no columns that do not stand side by side); a row begun by a raised mark
 #: keeps the letters on its baseline (inline code in a smaller face stays in its sentence); a
 #: page's footnotes written after the sentence its page break cuts, not inside it; one or two
-#: typewriter cells of space inside inline code no column gutter.
+#: typewriter cells of space inside inline code no column gutter. HTML: a tab panel hidden until
+#: its tab is chosen (sphinx-tabs, Docusaurus) is read, after its button tab's label.
 PARSE_VERSION = "13"

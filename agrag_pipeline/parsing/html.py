@@ -10,7 +10,8 @@ exact by construction:
 - a table is written one row per line, cells joined by `` | ``; leading rows of ``<th>`` cells
   (or rows in ``<thead>``) are its header; a ``<caption>`` is a text line before the table;
 - ``script``, ``style``, ``template``, ``noscript``, ``head``, comments, ``button``s and
-  ``hidden`` elements are skipped.
+  ``hidden`` elements are skipped, but for a tab's panel (``role="tabpanel"``), hidden until
+  its tab is chosen: it is read, after its tab's label where that tab is a button.
 
 Page furniture of generated documentation (texinfo, Sphinx, MkDocs, Javadoc, rustdoc, mdBook) is
 left out by structure, never by a site's class names, so that chunks hold the document and not
@@ -479,6 +480,26 @@ class _Extractor:
         if start is not None and self.heading is not None and self.heading_start is None:
             self.heading_start = start
 
+    @staticmethod
+    def _tab_label(panel: LexborNode) -> str | None:
+        """The label of a tab panel's tab, where the tab is a button (buttons are not read):
+        "Bash", "Fish", "CMD" over the same command in sphinx-tabs. Looked for in the panel's
+        tab set (its parent), as ids repeat across the pages of one file (Sphinx's singlehtml).
+        Tabs written as text (a Docusaurus tab list) are read where they stand; a panel that
+        several tabs control (Javadoc's "All / Instance / Concrete Methods") gets no label."""
+        parent = panel.parent
+        if parent is None:
+            return None
+        panel_id = panel.attributes.get("id")
+        labelled_by = set((panel.attributes.get("aria-labelledby") or "").split())
+        labels = [
+            " ".join(tab.text(deep=True).split())
+            for tab in parent.css("button[role~=tab]")
+            if (panel_id and panel_id in (tab.attributes.get("aria-controls") or "").split())
+            or (not panel_id and tab.attributes.get("id") in labelled_by)
+        ]
+        return labels[0] if len(labels) == 1 and labels[0] else None
+
     def run(self, top: LexborNode, deadline: Deadline) -> None:
         # (node, entering, and its next siblings too): entering a node pushes its next sibling,
         # its leave mark and its first child, so the stack grows with depth, never with width
@@ -514,9 +535,10 @@ class _Extractor:
         if tag is None or tag in _SKIP or tag == "nav":
             return
         attributes = node.attributes
-        if "hidden" in attributes:
-            return
-        if "role" in attributes and _roles(node) & _BOILERPLATE_ROLES:
+        roles = _roles(node) if "role" in attributes else set()
+        if "hidden" in attributes and "tabpanel" not in roles:
+            return  # a tab's panel is hidden until its tab is chosen: content all the same
+        if roles & _BOILERPLATE_ROLES:
             return
         if tag in ("header", "footer") and not self.sectioning:
             return  # the page's banner or footer
@@ -537,6 +559,10 @@ class _Extractor:
             layer.block(2)
         elif tag in _LINE_LIKE:
             layer.block(1)
+        if "tabpanel" in roles and (label := self._tab_label(node)):
+            layer.block(2)
+            self._written(layer.text(label))
+            layer.block(2)
         if tag in _LINK_BLOCKS:
             self.frames.append(_Frame(node, layer.mark(), len(self.headings), len(self.tables)))
         if tag in _SECTIONING:

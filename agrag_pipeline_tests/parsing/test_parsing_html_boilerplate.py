@@ -155,3 +155,27 @@ def test_main_content_preferred_and_header_of_an_article_kept() -> None:
     assert parse_document(no_main.encode(), "p.html").text_layer == (
         "Title\n\nBody.\n\nArticle footnote."
     )
+
+
+def test_a_hidden_tab_panel_is_content_read_after_its_tabs_label() -> None:
+    # sphinx-tabs (the Flask guide): button tabs, every panel but the first hidden until chosen.
+    sphinx_tabs = (
+        "<h1>Configuration</h1><p>Set it in the shell:</p>"
+        "<div role='tablist'><button role='tab' id='t1' aria-controls='p1'>Bash</button>"
+        "<button role='tab' id='t2' aria-controls='p2'>Fish</button></div>"
+        "<div role='tabpanel' id='p1' aria-labelledby='t1'><pre>$ export APP=1</pre></div>"
+        "<div role='tabpanel' id='p2' aria-labelledby='t2' hidden='true'>"
+        "<pre>$ set -x APP 1</pre></div><p hidden>Not shown.</p>"
+    )
+    assert parse_document(sphinx_tabs.encode(), "tabs.html").text_layer == (
+        "Configuration\n\nSet it in the shell:\n\nBash\n\n$ export APP=1\n\nFish\n\n$ set -x APP 1"
+    )
+    # Docusaurus: the tabs are list items, read where they stand; only the panels were lost.
+    docusaurus = (
+        "<ul role='tablist'><li role='tab'>npm</li><li role='tab'>Yarn</li></ul>"
+        "<div><div role='tabpanel'><pre>npm install x</pre></div>"
+        "<div role='tabpanel' hidden><pre>yarn add x</pre></div></div>"
+    )
+    assert parse_document(docusaurus.encode(), "install.html").text_layer == (
+        "- npm\n- Yarn\n\nnpm install x\n\nyarn add x"
+    )
