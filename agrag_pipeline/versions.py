@@ -55,5 +55,7 @@ SNAPSHOT_VERSION = "1"
 #: keeps the letters on its baseline (inline code in a smaller face stays in its sentence); a
 #: page's footnotes written after the sentence its page break cuts, not inside it; one or two
 #: typewriter cells of space inside inline code no column gutter. HTML: a tab panel hidden until
-#: its tab is chosen (sphinx-tabs, Docusaurus) is read, after its button tab's label.
+#: its tab is chosen (sphinx-tabs, Docusaurus) is read, after its button tab's label. PDF: the
+#: private-use codes of Symbol and Wingdings fonts read as what they show (Word's and
+#: LibreOffice's list bullets "•", "±", "°", "∑" of Symbol-font math).
 PARSE_VERSION = "13"

@@ -378,6 +378,8 @@ def read_chars(
             continue  # a box corner, not a character
         if mode in (3, 7):  # invisible: a scanner's OCR layer, usually (see ``pdf._needs_ocr``)
             out.invisible += 1
+        if 0xF020 <= code <= 0xF0FF:
+            ch = _symbol_font_char(fonts.name(obj), code) or ch
         category = unicodedata.category(ch)
         if category in ("Cc", "Cs", "Co", "Cn") or ch == "\ufffd":
             out.unmapped += 1
@@ -1029,6 +1031,27 @@ def _visible(rgba: list[ctypes.c_uint]) -> bool:
     """Not transparent, and darker than near-white (any channel below 224 of 255)."""
     r, g, b, a = (c.value for c in rgba)
     return a > 0 and min(r, g, b) < 224
+
+
+#: Symbol-font codes that Word and LibreOffice write as private-use characters (U+F000 plus the
+#: font's own code): Adobe's Symbol encoding (Symbol, OpenSymbol: a list's bullet is U+F0B7) …
+_SYMBOL_CODES = {
+    0xB7: "•", 0xAE: "→", 0xDE: "⇒", 0xB4: "×", 0xB8: "÷", 0xA3: "≤", 0xB3: "≥", 0xB9: "≠",
+    0xB1: "±", 0xB0: "°", 0xA5: "∞", 0xD6: "√", 0xE5: "∑",
+}  # fmt: skip
+#: … and the bullets Wingdings gives Word's lists (▪ ➢ ❖ ✓ ■ ❑).
+_WINGDINGS_CODES = {0xA7: "▪", 0xD8: "➢", 0x76: "❖", 0xFC: "✓", 0x6E: "■", 0x71: "❑"}
+
+
+def _symbol_font_char(font: str, code: int) -> str | None:
+    """The character a symbol font's private-use code stands for, where the font is known: a
+    list bullet read as nothing left its item a bare line (a bold one taken for a heading)."""
+    name = font.lower()
+    if "wingdings" in name:
+        return _WINGDINGS_CODES.get(code - 0xF000)
+    if "symbol" in name:
+        return _SYMBOL_CODES.get(code - 0xF000)
+    return None
 
 
 def _word_char(text: str) -> bool:

@@ -54,3 +54,12 @@ def test_text_drawn_outside_the_page_is_not_read() -> None:
     assert "Annual report" in on_page[1] and "Outlook" in on_page[2]
     assert "Outlook" not in on_page[1] and "Annual report" not in on_page[2]
     assert any("outside the page's visible box" in w for w in parsed.warnings)
+
+
+def test_a_symbol_fonts_private_use_bullet_is_read_as_a_bullet() -> None:
+    # Word and LibreOffice write a list's bullet as U+F0B7 in (Open)Symbol: read as nothing, a
+    # bold item stood alone as a line and was taken for a heading.
+    parsed = parse_checked((FIXTURES / "libreoffice_symbol_bullets.pdf").read_bytes(), "b.pdf")
+    assert "• Italic bullet 1\n• Bold bullet 2\n• Underline bullet 3" in parsed.text_layer
+    assert "Bold bullet 2" not in [s.heading for s in parsed.sections]
+    assert not [w for w in parsed.warnings if "without a Unicode mapping" in w]
