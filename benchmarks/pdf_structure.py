@@ -10,6 +10,8 @@ Run::
 References:
 - a corpus PDF's docling conversion (``../shared/corpus/pdf/groundtruth/<name>.md``): its ``#``
   headings (no footnotes are marked there);
+- a manual's HTML twin built from the same source (``X.pdf=X.html``: Sphinx's ``singlehtml``,
+  ``makeinfo --html``): its ``h1``-``h6`` headings and its footnotes (``html_reference``);
 - a manual's twin built from the same source: GNU texinfo's plain text or Info file
   (``makeinfo --plaintext``; ``.gz`` read as is): a heading is a line underlined with ``*``,
   ``=``, ``-`` or ``.`` of its length; a footnote is a ``(N) ...`` paragraph after a
@@ -48,6 +50,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from selectolax.lexbor import LexborHTMLParser as HTMLParser  # noqa: E402
 
 from agrag_pipeline.parsing import parse_document, pdf  # noqa: E402
 from benchmarks.fidelity import CORPUS, reference_text, words  # noqa: E402
@@ -178,6 +182,47 @@ def _prose(line: str) -> bool:
     return len(tokens) >= 6 and sum(t.isalpha() for t in tokens) >= 0.9 * len(tokens)
 
 
+def html_reference(path: Path) -> Reference:
+    """An HTML twin built from the same source (Sphinx's ``singlehtml``, ``makeinfo --html``):
+    its ``h1``-``h6`` headings, permalink symbols left out, and its footnotes (docutils'
+    ``aside.footnote`` or ``dl.footnote``, DPUB-ARIA ``doc-footnote``), their labels left out."""
+    tree = HTMLParser(path.read_bytes())
+    headings = []
+    for node in tree.css("h1, h2, h3, h4, h5, h6"):
+        if _generated(node):
+            continue
+        for link in node.css("a"):
+            if not any(c.isalnum() for c in link.text(deep=True)):
+                link.decompose()
+        if text := " ".join(node.text(deep=True).split()):
+            headings.append(text)
+    footnotes = []
+    for note in tree.css("aside.footnote, dl.footnote > dd, [role~=doc-footnote]"):
+        for label in note.css("span.label, .fn-backref"):
+            label.decompose()
+        if text := " ".join(note.text(deep=True).split()):
+            footnotes.append(text)
+    return Reference(headings, footnotes)
+
+
+def _generated(heading: object) -> bool:
+    """A heading the HTML writer made, not the document: makeinfo's "Table of Contents" and
+    its footnotes' "Footnotes" and "(1)" (classes ``contents-heading``, ``footnotes-heading``,
+    ``footnote-body-heading``), and a sidebar's ("Navigation", "Related Topics": inside
+    ``nav``/``aside`` or a navigation or complementary landmark). The PDF has none of them."""
+    node = heading
+    while node is not None:
+        attributes = getattr(node, "attributes", {})
+        classes = (attributes.get("class") or "").split()
+        roles = set((attributes.get("role") or "").split())
+        if any("footnote" in c or "contents" in c for c in classes):
+            return True
+        if getattr(node, "tag", "") in ("nav", "aside") or roles & {"navigation", "complementary"}:
+            return True
+        node = getattr(node, "parent", None)
+    return False
+
+
 def markdown_reference(path: Path) -> Reference:
     _, headings = reference_text(path.read_text(encoding="utf-8"))
     return Reference(headings, [])
@@ -304,7 +349,7 @@ def main(argv: list[str] | None = None) -> None:
         "--manual",
         action="append",
         default=[],
-        help="PDF=REFERENCE: a PDF and its texinfo plain text or Info twin",
+        help="PDF=REFERENCE: a PDF and its texinfo plain text or Info twin, or its HTML twin",
     )
     parser.add_argument("--no-corpus", action="store_true", help="skip the corpus PDFs")
     parser.add_argument("--no-outline", action="store_true", help="ignore PDF outlines")
@@ -319,9 +364,12 @@ def main(argv: list[str] | None = None) -> None:
     for spec in args.manual:
         source_s, _, ref_s = spec.partition("=")
         source, ref_path = Path(source_s), Path(ref_s)
-        results.append(
-            measure(source.name, source, texinfo_reference(ref_path), not args.no_outline)
+        reference = (
+            html_reference(ref_path)
+            if ref_path.suffix in (".html", ".htm")
+            else texinfo_reference(ref_path)
         )
+        results.append(measure(source.name, source, reference, not args.no_outline))
     print(table(results))
 
 
