@@ -364,12 +364,12 @@ def main(argv: list[str] | None = None) -> None:
     for spec in args.manual:
         source_s, _, ref_s = spec.partition("=")
         source, ref_path = Path(source_s), Path(ref_s)
-        reference = (
+        twin = (
             html_reference(ref_path)
             if ref_path.suffix in (".html", ".htm")
             else texinfo_reference(ref_path)
         )
-        results.append(measure(source.name, source, reference, not args.no_outline))
+        results.append(measure(source.name, source, twin, not args.no_outline))
     print(table(results))
 
 
