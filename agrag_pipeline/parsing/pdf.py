@@ -839,15 +839,28 @@ class _LayerBuilder:
         )
 
     def _write_held_notes(self) -> None:
-        """The footnotes held back from the page before, as paragraphs of their own."""
+        """The footnotes held back from the page before, as paragraphs of their own, a word
+        split at a line end joined as in the body."""
         notes, self._held_notes = self._held_notes, []
         previous: Line | None = None
-        for line, page, leading in notes:
-            if self.pos:
-                paragraph = previous is None or _paragraph_break(previous, line, leading)
+        joined = False
+        for n, (line, page, leading) in enumerate(notes):
+            paragraph = previous is None or _paragraph_break(previous, line, leading)
+            if self.pos and not joined:
                 self._put("\n\n" if paragraph else "\n")
-            line.paragraph_start = previous is None or _paragraph_break(previous, line, leading)
-            text = line.text[:-1] + "-" if line.text.endswith("\u00ad") else line.text
+            line.paragraph_start = paragraph and not joined
+            text = line.text
+            following = notes[n + 1][0] if n + 1 < len(notes) else None
+            joined = (
+                following is not None
+                and not _paragraph_break(line, following, leading)
+                and pdf_layout.is_hyphen_end(text)
+                and (text[-1] == "\u00ad" or following.text[:1].islower())
+            )
+            if joined:
+                text = text[:-1] + ("-" if self._keeps_hyphen(text, following) else "")
+            elif text.endswith("\u00ad"):
+                text = text[:-1] + "-"
             self._write(line, text, page)
             previous = line
 

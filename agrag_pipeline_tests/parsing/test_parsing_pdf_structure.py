@@ -247,3 +247,26 @@ def test_without_an_outline_an_italic_sentence_or_a_line_of_code_is_no_heading()
         "Counting Widgets",
         "Boots Self-Locking Nut",
     ]
+
+
+def test_a_footnote_waits_for_the_sentence_its_page_break_cuts_and_keeps_its_words_whole() -> None:
+    body = [
+        "The widgets of the north workshop are counted every morning, and the",
+        "count of the widgets that were counted on the evening before is checked by the",
+    ]
+    first = [Text(72, 700 - 14 * i, line, 11) for i, line in enumerate(body)]
+    first += [
+        Text(72, 90, "1 The register is kept in the office of the foreman, who checks", 8),
+        Text(72, 80, "its interna-", 8),
+        Text(72, 70, "tionalization every week.", 8),
+    ]
+    second = [Text(72, 700, "foreman before the apprentices arrive.", 11)]
+    second.append(Text(72, 670, "Then the widgets are shipped.", 11))  # a paragraph apart
+    second.append(Text(72, 656, "They leave the workshop at noon.", 11))
+    parsed = _parse(make_pdf([Page(first), Page(second)]), "register.pdf")
+    assert parsed.text_layer == (
+        f"{body[0]}\n{body[1]}\nforeman before the apprentices arrive.\n\n"
+        "1 The register is kept in the office of the foreman, who checks\nits "
+        "internationalization every week.\n\nThen the widgets are shipped.\n"
+        "They leave the workshop at noon."
+    )
