@@ -52,6 +52,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from selectolax.lexbor import LexborHTMLParser as HTMLParser  # noqa: E402
+from selectolax.lexbor import LexborNode  # noqa: E402
 
 from agrag_pipeline.parsing import parse_document, pdf  # noqa: E402
 from benchmarks.fidelity import CORPUS, reference_text, words  # noqa: E402
@@ -205,21 +206,20 @@ def html_reference(path: Path) -> Reference:
     return Reference(headings, footnotes)
 
 
-def _generated(heading: object) -> bool:
+def _generated(heading: LexborNode) -> bool:
     """A heading the HTML writer made, not the document: makeinfo's "Table of Contents" and
     its footnotes' "Footnotes" and "(1)" (classes ``contents-heading``, ``footnotes-heading``,
     ``footnote-body-heading``), and a sidebar's ("Navigation", "Related Topics": inside
     ``nav``/``aside`` or a navigation or complementary landmark). The PDF has none of them."""
-    node = heading
+    node: LexborNode | None = heading
     while node is not None:
-        attributes = getattr(node, "attributes", {})
-        classes = (attributes.get("class") or "").split()
-        roles = set((attributes.get("role") or "").split())
+        classes = (node.attributes.get("class") or "").split()
+        roles = set((node.attributes.get("role") or "").split())
         if any("footnote" in c or "contents" in c for c in classes):
             return True
-        if getattr(node, "tag", "") in ("nav", "aside") or roles & {"navigation", "complementary"}:
+        if node.tag in ("nav", "aside") or roles & {"navigation", "complementary"}:
             return True
-        node = getattr(node, "parent", None)
+        node = node.parent
     return False
 
 

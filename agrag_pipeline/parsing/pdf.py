@@ -810,16 +810,12 @@ class _LayerBuilder:
             if k == last_body and following_page is not None:
                 carry = _continuation(following_page)
                 following = carry[0] if carry else None
-            join_next = (
-                isinstance(following, Line)
-                and (bool(carry) or not _paragraph_break(item, following, leading))
-                and pdf_layout.is_hyphen_end(text)
-                and (text[-1] == "\u00ad" or following.text[:1].islower())
+            text, join_next = self._line_end(
+                text,
+                following,
+                bool(carry)
+                or (isinstance(following, Line) and not _paragraph_break(item, following, leading)),
             )
-            if join_next:
-                text = text[:-1] + ("-" if self._keeps_hyphen(text, following) else "")
-            elif text.endswith("\u00ad"):  # a hyphen drawn at a line end that is not joined
-                text = text[:-1] + "-"
             self._write(item, text, read.number)
             previous, joined = item, join_next
             if join_next and carry and following_page is not None:
@@ -849,20 +845,32 @@ class _LayerBuilder:
             if self.pos and not joined:
                 self._put("\n\n" if paragraph else "\n")
             line.paragraph_start = paragraph and not joined
-            text = line.text
             following = notes[n + 1][0] if n + 1 < len(notes) else None
-            joined = (
-                following is not None
-                and not _paragraph_break(line, following, leading)
-                and pdf_layout.is_hyphen_end(text)
-                and (text[-1] == "\u00ad" or following.text[:1].islower())
+            text, joined = self._line_end(
+                line.text,
+                following,
+                following is not None and not _paragraph_break(line, following, leading),
             )
-            if joined:
-                text = text[:-1] + ("-" if self._keeps_hyphen(text, following) else "")
-            elif text.endswith("\u00ad"):
-                text = text[:-1] + "-"
             self._write(line, text, page)
             previous = line
+
+    def _line_end(
+        self, text: str, following: Line | Table | None, may_join: bool
+    ) -> tuple[str, bool]:
+        """A line's text as written, and whether it joins ``following``: a word split at the
+        line end (a hyphen PDFium marked soft, or one before a line that opens in lower case)
+        is joined where ``may_join``, a compound keeping its hyphen; a soft hyphen not joined
+        is written as "-"."""
+        if (
+            may_join
+            and isinstance(following, Line)
+            and pdf_layout.is_hyphen_end(text)
+            and (text[-1] == "\u00ad" or following.text[:1].islower())
+        ):
+            return text[:-1] + ("-" if self._keeps_hyphen(text, following) else ""), True
+        if text.endswith("\u00ad"):  # a hyphen drawn at a line end that is not joined
+            return text[:-1] + "-", False
+        return text, False
 
     def _carry(self, lines: list[Line], page: int) -> None:
         """The next page's first lines, written on after the word they finish."""

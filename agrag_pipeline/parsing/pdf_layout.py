@@ -898,22 +898,22 @@ def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
             elif j - i > _MAX_WEAK_RUN and (best is None or j - best[0] > _MAX_WEAK_RUN):
                 break  # free strips but no columns beside them for long: bound the search
             j += 1
-        end, gutter = best if best is not None else (i, 0.0)
-        left = [[s for s in row if s.x1 <= gutter] for row in rows[i:end]]
-        right = [[s for s in row if s.x0 >= gutter] for row in rows[i:end]]
-        left, right = [r for r in left if r], [r for r in right if r]
-        if end - i >= 3 and depth < 3 and _side_by_side(left, right):
-            if full:
-                blocks.append(full)
-                full = []
-            sides = [_order(left, depth + 1), _order(right, depth + 1)]
-            if _mostly_rtl(rows[i:end]):
-                sides.reverse()  # right-to-left script: the right column comes first
-            blocks += sides[0] + sides[1]
-            i = end
-        else:
-            full.append(rows[i])
-            i += 1
+        if best is not None and best[0] - i >= 3 and depth < 3:
+            end, gutter = best
+            left = [r for r in ([s for s in row if s.x1 <= gutter] for row in rows[i:end]) if r]
+            right = [r for r in ([s for s in row if s.x0 >= gutter] for row in rows[i:end]) if r]
+            if _side_by_side(left, right):
+                if full:
+                    blocks.append(full)
+                    full = []
+                sides = [_order(left, depth + 1), _order(right, depth + 1)]
+                if _mostly_rtl(rows[i:end]):
+                    sides.reverse()  # right-to-left script: the right column comes first
+                blocks += sides[0] + sides[1]
+                i = end
+                continue
+        full.append(rows[i])
+        i += 1
     if full:
         blocks.append(full)
     return blocks
@@ -1456,21 +1456,18 @@ def _code_line(segments: list[list[Char]]) -> list[list[Char]]:
         previous = out[-1]
         seg_advances = sorted(c.x1 - c.x0 for c in seg if c.mono)
         seg_right = max(c.x1 for c in seg)
+        on_grid = False
         if len(advances) * 5 >= len(previous) * 4 and len(seg_advances) * 5 >= len(seg) * 4:
             advance = _median_of_two(advances, seg_advances)
             if advance > 0.5:
                 gap = seg[0].x0 - right
                 steps = (seg[0].x0 - previous[0].x0) / advance
-                if gap <= CODE_GAP_CHARS * advance and abs(steps - round(steps)) < 0.15:
-                    previous.extend(seg)
-                    right = max(right, seg_right)
-                    for a in seg_advances:
-                        bisect.insort(advances, a)
-                    continue
-        if _code_spaces_between(previous[-1], seg[0]):
+                on_grid = gap <= CODE_GAP_CHARS * advance and abs(steps - round(steps)) < 0.15
+        if on_grid or _code_spaces_between(previous[-1], seg[0]):
             previous.extend(seg)
             right = max(right, seg_right)
-            advances = sorted(advances + seg_advances)
+            for a in seg_advances:
+                bisect.insort(advances, a)
             continue
         out.append(list(seg))
         right = seg_right
