@@ -58,4 +58,7 @@ SNAPSHOT_VERSION = "1"
 #: its tab is chosen (sphinx-tabs, Docusaurus) is read, after its button tab's label. PDF: the
 #: private-use codes of Symbol and Wingdings fonts read as what they show (Word's and
 #: LibreOffice's list bullets "•", "±", "°", "∑" of Symbol-font math).
-PARSE_VERSION = "13"
+#: 14: PDF: a chapter's label set on its own line(s) over the title (LaTeX's "Chapter 1",
+#: "Appendix A"; Sphinx's "CHAPTER" / "ONE") starts that chapter's heading, with or without an
+#: outline: it was the last line of the section before, or a heading of its own.
+PARSE_VERSION = "14"

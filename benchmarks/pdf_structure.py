@@ -60,7 +60,9 @@ from benchmarks.fidelity import CORPUS, reference_text, words  # noqa: E402
 _UNDERLINE = re.compile(r"^([*=\-.])\1+$")
 _LABEL = re.compile(
     r"^\s*(?:(?:chapter|appendix|section|part)\s+)?"
-    r"(?:\d+(?:[.\-]\d+)*\.?|[A-Z](?:\.\d+)+\.?|[A-Z]\.|[IVXLC]+\.)(?=\s)",
+    r"(?:\d+(?:[.\-]\d+)*\.?|[A-Z](?:\.\d+)+\.?|[A-Z]\.|[IVXLC]+\.|"
+    r"(?<=chapter )(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
+    r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty))(?=\s)",
     re.I,
 )
 _APPENDIX = re.compile(r"^\s*appendix\s+[A-Z](?:\.\d+)*\.?(?=\s)", re.I)

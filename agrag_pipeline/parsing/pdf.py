@@ -1118,6 +1118,20 @@ _LABEL = re.compile(
     re.IGNORECASE,
 )
 _LABEL_WORD = re.compile(r"^\s*(?:chapter|appendix|section|part)\s+", re.IGNORECASE)
+_NUMBER_WORDS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen"
+    "|fifteen|sixteen|seventeen|eighteen|nineteen|twenty"
+)
+#: What a book's chapter page sets on its own line(s) above the title: LaTeX's ``Chapter 1``,
+#: Sphinx's ``CHAPTER`` / ``ONE``, ``Appendix A``, ``Part II``, in a few languages.
+_DIVISION = (
+    r"(?:chapter|part|appendix|book|lecture|lesson|unit|kapitel|teil|anhang|chapitre|partie"
+    r"|annexe|cap[ií]tulo|capitolo|parte|ap[eé]ndice|hoofdstuk|deel|bijlage|rozdzia[łl]"
+    r"|глава|часть|приложение)"
+)
+_ORDINAL = rf"(?:\d+|[IVXLCDM]+|[A-Z]|{_NUMBER_WORDS})"
+_DIVISION_LABEL = re.compile(rf"{_DIVISION}(?:\s+{_ORDINAL}\.?)?", re.IGNORECASE)
+_ORDINAL_LINE = re.compile(rf"{_ORDINAL}\.?", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -1216,6 +1230,7 @@ def _outline_headings(
             missing += 1
             continue
         first, last = found
+        first = _division_label_above(lines, first, body, used)
         used.update(range(first, last + 1))
         text = " ".join(" ".join(lines[k].text.split()) for k in range(first, last + 1))
         marks.append(HeadingMark(lines[first].start, lines[last].end, min(max(level, 1), 6), text))
@@ -1223,6 +1238,59 @@ def _outline_headings(
         warnings.append(f"{missing} outline entries were not found in the text")
     marks.sort(key=lambda m: m.start)
     return marks
+
+
+def _division_label_above(
+    lines: list[_Written], first: int, body: _BodyStyle, used: set[int]
+) -> int:
+    """Where a heading starts once the label its page sets above the title is taken in
+    (``Chapter 1`` over ``Where Rivers Begin``; ``CHAPTER`` / ``ONE`` over ``QUICKSTART``), so
+    the label reads as part of its heading, not as the last line of the section before."""
+
+    def label_line(k: int) -> bool:
+        line = lines[k]
+        return (
+            k not in used
+            and line.page == lines[first].page
+            and line.role == "text"
+            and body.stands_out(line)
+        )
+
+    above = first - 1
+    if above < 0 or not label_line(above):
+        return first
+    text = " ".join(lines[above].text.split())
+    if _DIVISION_LABEL.fullmatch(text):
+        return above
+    if (
+        _ORDINAL_LINE.fullmatch(text)
+        and above > 0
+        and label_line(above - 1)
+        and _DIVISION_LABEL.fullmatch(" ".join(lines[above - 1].text.split()))
+    ):
+        return above - 1
+    return first
+
+
+def _division_labels(lines: list[_Written], candidates: list[int]) -> set[int]:
+    """The candidate lines that are a division's label over the title candidate right after
+    them on the same page (``Chapter 1`` / ``Where Rivers Begin``; ``CHAPTER`` / ``ONE`` /
+    ``QUICKSTART``): read as part of that title's heading, never as a heading level."""
+    is_candidate = set(candidates)
+    labels: set[int] = set()
+    for i in candidates:
+        text = " ".join(lines[i].text.split())
+        bare_word_above = (
+            i - 1 in labels and _DIVISION_LABEL.fullmatch(lines[i - 1].text.strip()) is not None
+        )
+        if not (
+            _DIVISION_LABEL.fullmatch(text) or (bare_word_above and _ORDINAL_LINE.fullmatch(text))
+        ):
+            continue
+        nxt = i + 1
+        if nxt in is_candidate and lines[nxt].page == lines[i].page:
+            labels.add(i)
+    return labels
 
 
 def _under_title(
@@ -1356,12 +1424,27 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
         candidates = [c for c in candidates if c[1][0] > 0]
         if too_many(candidates):
             return []
-    styles = sorted({style for _, style in candidates}, key=lambda s: (-s[0], not s[1], not s[2]))
+    labels = _division_labels(lines, [i for i, _ in candidates])
+    styles = sorted(
+        {style for i, style in candidates if i not in labels},
+        key=lambda s: (-s[0], not s[1], not s[2]),
+    )
     level_of = {style: min(rank + 1, 6) for rank, style in enumerate(styles)}
     marks: list[HeadingMark] = []
     previous: tuple[int, tuple[float, bool, bool]] | None = None
+    label: tuple[int, str] | None = None  # (start, text) of the label lines above a title
     for index, style in candidates:
         line = lines[index]
+        if index in labels:
+            text = line.text.strip()
+            label = (line.start, text) if label is None else (label[0], f"{label[1]} {text}")
+            previous = None
+            continue
+        if label is not None:
+            text = f"{label[1]} {line.text.strip()}"
+            marks.append(HeadingMark(label[0], line.end, level_of[style], text))
+            label, previous = None, (index, style)
+            continue
         prev_line = lines[index - 1] if index else None
         if (
             previous is not None

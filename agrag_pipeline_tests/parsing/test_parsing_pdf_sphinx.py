@@ -56,7 +56,7 @@ def test_a_chapter_title_set_flush_right_comes_before_the_chapters_text() -> Non
     parsed = _parsed("requests.pdf")
     assert "THREE\n\nADVANCED USAGE\n\nThis document covers some of Requests" in parsed.text_layer
     session = next(s for s in parsed.sections if s.heading == "3.1 Session Objects")
-    assert session.heading_path[-2:] == ["ADVANCED USAGE", "3.1 Session Objects"]
+    assert session.heading_path[-2:] == ["CHAPTER THREE ADVANCED USAGE", "3.1 Session Objects"]
     assert "persist certain parameters" in parsed.text_layer[session.start : session.end]
 
 
@@ -82,3 +82,14 @@ def test_spaces_inside_inline_code_at_a_ragged_line_end_are_no_column_gutter() -
     # typewriter cells of space in it: read as a gutter, its end went after the next six lines.
     text = _parsed("requests.pdf").text_layer
     assert "by passing a {hook_name: callback_function} dictionary\nto the hooks" in text
+
+
+def test_a_chapters_label_lines_start_its_section_not_end_the_one_before() -> None:
+    # Sphinx sets "CHAPTER" and "ONE" on lines of their own over the chapter's title.
+    parsed = _parsed("requests.pdf")
+    headings = [s.heading or "" for s in parsed.sections]
+    assert "CHAPTER THREE ADVANCED USAGE" in headings
+    assert not any(h in ("CHAPTER", "THREE") for h in headings)
+    for section in parsed.sections:
+        own = parsed.text_layer[section.start : section.end].rstrip()
+        assert not own.endswith(("CHAPTER", "THREE", "TEN")), section.heading

@@ -270,3 +270,23 @@ def test_a_footnote_waits_for_the_sentence_its_page_break_cuts_and_keeps_its_wor
         "internationalization every week.\n\nThen the widgets are shipped.\n"
         "They leave the workshop at noon."
     )
+
+
+_REPORT = Path(__file__).resolve().parents[1] / "fixtures" / "latex_report_chapters.pdf"
+
+
+def test_a_chapters_label_line_reads_as_part_of_its_heading_with_or_without_an_outline() -> None:
+    # LaTeX's report class sets "Chapter 1" on a line of its own over the title; it was read as
+    # the last line of the section before, and without an outline as a heading of its own.
+    for path in (_REPORT, _REPORT.with_name("latex_report_chapters_no_outline.pdf")):
+        parsed = _parse(path.read_bytes(), path.name)
+        sections = {s.heading: s for s in parsed.sections}
+        chapter = sections["Chapter 1 Where Rivers Begin"]
+        assert parsed.text_layer[chapter.start :].startswith("Chapter 1\n\nWhere Rivers Begin")
+        assert "Appendix A Measuring Flow" in sections
+        assert not {"Chapter 1", "Chapter 2", "Appendix A"} & set(sections)
+        for section in parsed.sections:
+            own = parsed.text_layer[section.start : section.end].rstrip()
+            assert not own.endswith(("Chapter 2", "Appendix A")), section.heading
+        springs = sections["1.1 Springs"]
+        assert springs.heading_path == [*chapter.heading_path, "1.1 Springs"]
