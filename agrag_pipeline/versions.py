@@ -61,4 +61,7 @@ SNAPSHOT_VERSION = "1"
 #: 14: PDF: a chapter's label set on its own line(s) over the title (LaTeX's "Chapter 1",
 #: "Appendix A"; Sphinx's "CHAPTER" / "ONE") starts that chapter's heading, with or without an
 #: outline: it was the last line of the section before, or a heading of its own.
-PARSE_VERSION = "14"
+#: 15: PDF: a float (a table or figure with its caption) set at the top or foot of a page or
+#: column between the two halves of a sentence is read after the paragraph that sentence ends,
+#: its lines keeping their own page; a sentence cut by a column break is one paragraph.
+PARSE_VERSION = "15"

@@ -187,6 +187,7 @@ def parse(
     furniture = _mark_furniture(pages)
     toc_pages = _mark_toc(pages)
     _mark_footnotes(pages)
+    _move_floats_out_of_sentences(pages)
     builder = _LayerBuilder(_compounds(pages), lambda: _Dictionary.of(pages, _vocabulary(pages)))
     for k, read in enumerate(pages):
         builder.add_page(read, pages[k + 1] if k + 1 < len(pages) else None)
@@ -781,7 +782,7 @@ class _LayerBuilder:
             if isinstance(item, Table):
                 if previous is not None:
                     self._put("\n\n")
-                self._add_table(item, read.number)
+                self._add_table(item, item.page or read.number)
                 previous, joined = item, False
                 continue
             text = item.text
@@ -888,6 +889,7 @@ class _LayerBuilder:
     def _write(self, item: Line, text: str, page: int) -> None:
         text = text.replace("\u00ad", "")
         start = self._put(text)
+        page = item.page or page
         self._span(start, page, item.box)
         self.lines.append(
             _Written(
@@ -945,6 +947,197 @@ class _LayerBuilder:
                 header = (start, self.pos)
         body = tuple(spans[1:]) if header else tuple(spans)
         self.tables.append(TableMark(first, self.pos, header, body))
+
+
+#: A float's caption: "Table 2.1:", "Figure 3.", "Fig. 4", "TABLE II", "Listing 1", ...
+_CAPTION = re.compile(
+    r"(?:table|figure|fig\.|listing|algorithm|scheme|chart|exhibit|plate|abbildung|tabelle"
+    r"|tableau|tabla|figura)\s*[A-Z]?[\dIVXLC]+(?:[.\-]\d+)*[.:]?(?:\s|$)",
+    re.IGNORECASE,
+)
+#: A float this long (lines and tables) is no float set between a sentence's two halves.
+_MAX_FLOAT_ITEMS = 80
+
+
+def _move_floats_out_of_sentences(pages: list[PageRead]) -> int:
+    """Put a float (a table or figure with its caption) that reading order sets between the
+    two halves of a sentence after the paragraph that sentence ends; return how many moved.
+
+    LaTeX sets floats at the top or foot of a page or column, so a sentence the page (column)
+    break cuts reads "... find the", the table and its caption, then "mean speed: ...": the
+    float moves after "... surface.", keeping its own page. Only where a full line leaves the
+    sentence open at the break, the line after the float goes on with it (lower case, same
+    type) and the float holds a caption or a table and no line of prose."""
+    moved = 0
+    body_size = _body_size(pages)
+    cut: Line | None = None  # the previous page's body ends on this line, its sentence open
+    for n, read in enumerate(pages):
+        lines = _BodyLines.of(read, body_size)
+        items = read.items
+        k = 0
+        while k < len(items):
+            before = cut if k == 0 else lines.cut_line(items[k - 1])
+            found = _float_between(items, k, before, column_break=k > 0) if before else None
+            if found is None:
+                k += 1
+                continue
+            end, resume = found
+            after = _paragraph_end(items, resume)
+            items[k:after] = items[resume:after] + items[k:end] + items[end:resume]
+            moved += 1
+            k = after
+        for previous, item in itertools.pairwise(items):
+            cut_line = lines.cut_line(previous)
+            if (
+                cut_line is not None
+                and isinstance(item, Line)
+                and item.column != cut_line.column
+                and _sentence_goes_on(cut_line, item)
+            ):
+                item.goes_on = True  # "... based on" | "a set of ..." across a column break
+        if n + 1 < len(pages):
+            moved += _float_at_foot(read, pages[n + 1], lines)
+        body = [i for i in read.items if not _aside(i)]
+        cut = lines.cut_line(body[-1]) if body else None
+    return moved
+
+
+def _aside(item: Line | Table) -> bool:
+    return isinstance(item, Line) and item.role in ("footnote", "furniture")
+
+
+@dataclass(frozen=True, slots=True)
+class _BodyLines:
+    """What a full line of a page's body text is: in the body's size, as wide as the widest
+    such line of its column."""
+
+    size: float
+    full: dict[int, float]
+
+    @classmethod
+    def of(cls, read: PageRead, body_size: float) -> _BodyLines:
+        widest: dict[int, float] = {}
+        for item in read.items:
+            if isinstance(item, Line) and _in_body_type(item, body_size):
+                widest[item.column] = max(widest.get(item.column, 0.0), item.x1 - item.x0)
+        return cls(body_size, {column: 0.9 * width for column, width in widest.items()})
+
+    def full_line(self, item: Line | Table) -> bool:
+        return (
+            isinstance(item, Line)
+            and _in_body_type(item, self.size)
+            and item.x1 - item.x0 >= self.full.get(item.column, float("inf"))
+        )
+
+    def cut_line(self, item: Line | Table) -> Line | None:
+        """``item`` if it is a full line of body text that leaves its sentence open: where a
+        page or column break cuts a sentence."""
+        if not (isinstance(item, Line) and self.full_line(item)):
+            return None
+        text = item.text.rstrip()
+        if _SENTENCE_END.search(text) or pdf_layout.is_hyphen_end(text):
+            return None
+        return item if _mostly_letters(text) else None  # a table's row is no sentence
+
+
+def _in_body_type(item: Line, body_size: float) -> bool:
+    return (
+        item.role == "text"
+        and not item.rotated
+        and not item.mono
+        and abs(item.size - body_size) <= max(0.5, 0.06 * body_size)
+    )
+
+
+def _float_between(
+    items: list[Line | Table], k: int, before: Line, column_break: bool
+) -> tuple[int, int] | None:
+    """``(end, resume)`` where ``items[k:end]`` is a float set inside the sentence ``before``
+    leaves open and ``items[resume]`` goes on with it (``items[end:resume]``: furniture); on
+    one page, only across a column break (a float inside one column stands between
+    paragraphs). The float holds a caption or a table, and no line of prose: a line in the
+    body's type as wide as ``before`` that is no caption is text the sentence did not reach."""
+    captioned = False
+    caption: Line | None = None  # the caption's line just before, while the caption goes on
+    width = before.x1 - before.x0
+    leading = _leading(items)
+    for j in range(k, min(len(items), k + _MAX_FLOAT_ITEMS)):
+        item = items[j]
+        if isinstance(item, Table):
+            captioned, caption = True, None
+            continue
+        if item.role == "furniture":
+            continue
+        if item.role != "text" or item.rotated:
+            return None  # a footnote, a contents line: no float
+        if caption is not None and (
+            not _paragraph_break(caption, item, leading)
+            or (not _SENTENCE_END.search(caption.text.rstrip()) and item.text[:1].islower())
+        ):
+            caption = item  # a caption's next line ("trace. The trunk trace ...")
+            continue
+        caption = None
+        if _sentence_goes_on(before, item):
+            if j == k or not captioned or (column_break and item.column == before.column):
+                return None
+            end = j
+            while end > k and _aside(items[end - 1]):
+                end -= 1  # furniture between the float and the sentence stays where it is
+            return end, j
+        if _CAPTION.match(item.text.strip()):
+            captioned, caption = True, item
+        elif (
+            abs(item.size - before.size) <= 0.05 * max(before.size, 1.0)
+            and (item.bold, item.italic, item.mono) == (before.bold, before.italic, before.mono)
+            and item.x1 - item.x0 >= 0.9 * width
+        ):
+            return None  # prose in the body's type: the text goes on otherwise
+    return None
+
+
+def _float_at_foot(read: PageRead, following: PageRead, lines: _BodyLines) -> int:
+    """A float set at the foot of ``read`` after a sentence that goes on at the top of
+    ``following``: moved there, after that sentence's paragraph, keeping its own page."""
+    body = [i for i in read.items if not _aside(i)]
+    top = next((i for i in following.items if not _aside(i)), None)
+    if not isinstance(top, Line):
+        return 0
+    # The float starts after the page's last full line of body text.
+    last = next(
+        (
+            pos
+            for pos in range(len(body) - 2, max(-1, len(body) - 2 - _MAX_FLOAT_ITEMS), -1)
+            if lines.full_line(body[pos])
+        ),
+        None,
+    )
+    before = lines.cut_line(body[last]) if last is not None else None
+    if last is None or before is None:
+        return 0
+    block = body[last + 1 :]
+    if _float_between([*block, top], 0, before, column_break=False) != (len(block), len(block)):
+        return 0
+    for item in block:
+        item.page = read.number
+    read.items = [i for i in read.items if not any(i is b for b in block)]
+    start = following.items.index(top)
+    after = _paragraph_end(following.items, start)
+    following.items[after:after] = block
+    return 1
+
+
+def _paragraph_end(items: list[Line | Table], start: int) -> int:
+    """The index after the last line of the paragraph that ``items[start]`` is in."""
+    leading = _leading(items)
+    end = start + 1
+    while end < len(items):
+        item = items[end]
+        if not (isinstance(item, Line) and item.role == "text"):
+            break
+        if _paragraph_break(items[end - 1], item, leading):
+            break
+        end += 1
+    return end
 
 
 def _continuation(read: PageRead) -> list[Line]:
@@ -1065,8 +1258,10 @@ def _runs_on(previous: Line, line: Line) -> bool:
 def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool:
     if isinstance(previous, Table):
         return True
-    if previous.column != line.column or previous.rotated != line.rotated:
+    if previous.rotated != line.rotated:
         return True
+    if previous.column != line.column:
+        return not line.goes_on  # a column break inside a sentence is no paragraph break
     gap = line.top - previous.bottom
     size = max(min(previous.size, line.size), 1.0)
     if gap > (max(leading, 0.0) + _PARAGRAPH_GAP) * size or gap < -2 * size:

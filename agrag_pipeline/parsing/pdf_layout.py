@@ -127,6 +127,12 @@ class Line:
     paragraph_start: bool = False
     #: Set in a fixed-pitch font throughout: code.
     mono: bool = False
+    #: Set by the document pass: it goes on with the sentence of the line before it in reading
+    #: order, which ends another column (a column break inside a sentence: no paragraph break).
+    goes_on: bool = False
+    #: The page it was read on, where the document pass moved it to another page's reading
+    #: order (a float after the sentence it interrupted); 0: the page that holds it.
+    page: int = 0
 
 
 @dataclass(slots=True)
@@ -134,6 +140,8 @@ class Table:
     rows: list[list[str]]
     row_boxes: list[tuple[float, float, float, float]]
     top: float
+    #: As ``Line.page``.
+    page: int = 0
 
 
 @dataclass

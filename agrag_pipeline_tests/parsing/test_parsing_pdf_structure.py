@@ -290,3 +290,31 @@ def test_a_chapters_label_line_reads_as_part_of_its_heading_with_or_without_an_o
             assert not own.endswith(("Chapter 2", "Appendix A")), section.heading
         springs = sections["1.1 Springs"]
         assert springs.heading_path == [*chapter.heading_path, "1.1 Springs"]
+
+
+_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def test_a_table_floated_to_a_pages_foot_comes_after_the_sentence_it_cut() -> None:
+    # LaTeX set the table at the foot of the page, between "find the" and, on the next page,
+    # "mean speed": the sentence is read whole, then the page's footnote, then the table,
+    # whose lines keep the page they are printed on.
+    parsed = _parse((_FIXTURES / "latex_book.pdf").read_bytes(), "latex_book.pdf")
+    text = parsed.text_layer
+    assert "simplest way to find the\nmean speed: drop an orange" in text
+    sentence_end = text.index("moves more slowly than water at the surface.")
+    table = text.index("Alder Brook 3.2 0.4 0.9")
+    assert sentence_end < text.index("1 Glaciers cut valleys too") < table
+    pages = {parsed.text_layer[s.start : s.end][:11]: s.box.page for s in parsed.layout}
+    assert pages["Alder Brook"] == pages["Table 2.1: "] == pages["on three ri"]
+    assert pages["mean speed:"] == pages["Alder Brook"] + 1
+
+
+def test_a_float_atop_a_column_comes_after_the_sentence_the_column_break_cut() -> None:
+    # Two pages of the TraceMonkey paper (pdf.js's test file): a figure set at the top of the
+    # right column between a sentence's halves; the sentence reads whole, in one paragraph.
+    path = _FIXTURES / "outside" / "tracemonkey_float_pages.pdf"
+    text = _parse(path.read_bytes(), path.name).text_layer
+    assert "our dynamic compiler based on\na set of industry benchmarks." in text
+    assert "blacklisting traces that\nhave been tried and failed." in text
+    assert text.index("in Section 10.") < text.index("Figure 2. State machine")
