@@ -1060,7 +1060,7 @@ def _float_between(
     captioned = False
     caption: Line | None = None  # the caption's line just before, while the caption goes on
     width = before.x1 - before.x0
-    leading = _leading(items)
+    leading: float | None = None  # the page's, measured at the first caption
     for j in range(k, min(len(items), k + _MAX_FLOAT_ITEMS)):
         item = items[j]
         if isinstance(item, Table):
@@ -1070,9 +1070,15 @@ def _float_between(
             continue
         if item.role != "text" or item.rotated:
             return None  # a footnote, a contents line: no float
-        if caption is not None and (
-            not _paragraph_break(caption, item, leading)
-            or (not _SENTENCE_END.search(caption.text.rstrip()) and item.text[:1].islower())
+        if leading is None and caption is not None:
+            leading = _leading(items)
+        if (
+            caption is not None
+            and leading is not None
+            and (
+                not _paragraph_break(caption, item, leading)
+                or (not _SENTENCE_END.search(caption.text.rstrip()) and item.text[:1].islower())
+            )
         ):
             caption = item  # a caption's next line ("trace. The trunk trace ...")
             continue
