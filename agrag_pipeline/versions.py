@@ -64,4 +64,6 @@ SNAPSHOT_VERSION = "1"
 #: 15: PDF: a float (a table or figure with its caption) set at the top or foot of a page or
 #: column between the two halves of a sentence is read after the paragraph that sentence ends,
 #: its lines keeping their own page; a sentence cut by a column break is one paragraph.
-PARSE_VERSION = "15"
+#: 16: PDF: a front matter's running head with a roman page number ("iv CONTENTS" on the
+#: blank page a two-sided book leaves) is left out, as arabic-numbered ones were.
+PARSE_VERSION = "16"

@@ -509,13 +509,33 @@ def _mark_band_mates(zone: list[list[Line]]) -> int:
     return marked
 
 
-def _printed_number(text: str) -> int | None:
-    """The arabic page number a margin line prints, at its start or end, if any."""
+def _printed_number(text: str) -> tuple[str, int] | None:
+    """The page number a margin line prints, at its start or end, if any, with its kind:
+    ``("arabic", 37)``, or ``("roman", 4)`` for a front matter's ``iv``."""
     found = _RUNNING_HEAD.match(text) or _PAGE_NUMBER.match(text)
-    if found is None:
-        return None
-    digits = next((g for g in found.groups() if g and g.isdigit()), None)
-    return int(digits) if digits is not None else None
+    if found is not None:
+        digits = next((g for g in found.groups() if g and g.isdigit()), None)
+        if digits is not None:
+            return "arabic", int(digits)
+    found = _ROMAN_RUNNING_HEAD.match(text) or _PAGE_NUMBER.match(text)
+    numeral = (
+        next((g for g in found.groups() if g and _ROMAN.fullmatch(g)), None) if found else None
+    )
+    return ("roman", _roman_value(numeral)) if numeral else None
+
+
+#: A front matter's running head: its roman page number and the head in capitals
+#: (``iv CONTENTS``, ``PREFACE vii``), as LaTeX's two-sided books set them.
+_ROMAN_RUNNING_HEAD = re.compile(
+    r"^([ivxlc]{1,6})\s+[^a-z]*[A-Z][^a-z]*$|^[^a-z]*[A-Z][^a-z]*\s([ivxlc]{1,6})$"
+)
+_ROMAN = re.compile(r"[ivxlcdm]{1,6}")
+_ROMAN_DIGITS = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
+
+
+def _roman_value(numeral: str) -> int:
+    values = [_ROMAN_DIGITS[c] for c in numeral.lower()]
+    return sum(-v if v < after else v for v, after in zip(values, [*values[1:], 0], strict=True))
 
 
 def _mark_lone_running_heads(pages: list[PageRead], zone: list[list[Line]], body: float) -> int:
@@ -523,28 +543,31 @@ def _mark_lone_running_heads(pages: list[PageRead], zone: list[list[Line]], body
     ("Chapter 7: Comparing Three Files 37") on one page only, so repetition cannot find it.
     It is known by its number instead: the page number this page prints, where the document's
     other running heads and page numbers put it (the printed number less the page's position,
-    shared by at least two marked pages). A heading or a sentence in the margin that ends in a
-    number is marked only where that number is the page's own."""
-    offsets: Counter[int] = Counter()
+    shared by at least two marked pages, arabic and roman apart). A heading or a sentence in
+    the margin that ends in a number is marked only where that number is the page's own; a
+    front matter's head of two words only where it is set in capitals (``iv CONTENTS``)."""
+    offsets: Counter[tuple[str, int]] = Counter()
     for position, candidates in enumerate(zone):
         for line in candidates:
-            number = _printed_number(line.text.strip()) if line.role == "furniture" else None
-            if number is not None:
-                offsets[number - position] += 1
+            printed = _printed_number(line.text.strip()) if line.role == "furniture" else None
+            if printed is not None:
+                offsets[printed[0], printed[1] - position] += 1
     known = {offset for offset, n in offsets.items() if n >= 2}
     marked = 0
     for position, candidates in enumerate(zone):
         for line in candidates:
             text = line.text.strip()
-            number = _printed_number(text)
+            printed = _printed_number(text)
             if (
                 line.role != "furniture"
-                and number is not None
-                and number - position in known
-                and _RUNNING_HEAD.match(text)
-                and len(text.split()) >= 3
+                and printed is not None
+                and (printed[0], printed[1] - position) in known
+                and (
+                    (_RUNNING_HEAD.match(text) and len(text.split()) >= 3)
+                    or (printed[0] == "roman" and _ROMAN_RUNNING_HEAD.match(text))
+                )
                 and line.size <= body * 1.05
-                and not _YEAR.fullmatch(str(number))
+                and not _YEAR.fullmatch(str(printed[1]))
             ):
                 line.role = "furniture"
                 marked += 1

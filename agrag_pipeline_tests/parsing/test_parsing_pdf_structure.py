@@ -318,3 +318,11 @@ def test_a_float_atop_a_column_comes_after_the_sentence_the_column_break_cut() -
     assert "our dynamic compiler based on\na set of industry benchmarks." in text
     assert "blacklisting traces that\nhave been tried and failed." in text
     assert text.index("in Section 10.") < text.index("Figure 2. State machine")
+
+
+def test_a_front_matters_running_heads_with_roman_page_numbers_are_left_out() -> None:
+    # A two-sided book leaves a blank page after its contents and its preface, headed
+    # "iv CONTENTS" and "vi PREFACE": once each, so only their page numbers tell them.
+    parsed = _parse((_FIXTURES / "latex_book.pdf").read_bytes(), "latex_book.pdf")
+    assert "CONTENTS" not in parsed.text_layer and "PREFACE" not in parsed.text_layer
+    assert "\n\nPreface\n\nThis guide grew out of ten summers" in parsed.text_layer
