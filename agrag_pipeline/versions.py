@@ -66,4 +66,7 @@ SNAPSHOT_VERSION = "1"
 #: its lines keeping their own page; a sentence cut by a column break is one paragraph.
 #: 16: PDF: a front matter's running head with a roman page number ("iv CONTENTS" on the
 #: blank page a two-sided book leaves) is left out, as arabic-numbered ones were.
-PARSE_VERSION = "16"
+#: 17: PDF: a loose line of a column beside the next column's text on the same row (LaTeX's
+#: columns stand 10 pt apart, about two and a half stretched spaces) is no justified line
+#: where the page's other rows leave that strip free: the columns no longer fall apart there.
+PARSE_VERSION = "17"

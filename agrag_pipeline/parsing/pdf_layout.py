@@ -1528,10 +1528,38 @@ def _kth_of_two(a: list[float], b: list[float], k: int) -> float:
 JUSTIFIED_GAP = 2.5
 
 
-def _justified(segments: list[list[Char]]) -> list[list[Char]]:
+class _Gutters:
+    """Where a page's rows leave a strip free: a gap of one row is a column gutter, not a
+    justified line's stretched space, where most rows with text on both sides of it leave it
+    free too (LaTeX's two columns are 10 pt apart, about two and a half stretched spaces)."""
+
+    def __init__(self, rows: list[list[list[Char]]]) -> None:
+        self.spans = [
+            [(min(c.x0 for c in seg), max(c.x1 for c in seg)) for seg in row] for row in rows
+        ]
+        self._seen: dict[int, bool] = {}  # by whole point: a page asks about few strips
+
+    def gutter_at(self, x: float) -> bool:
+        key = round(x)
+        if key not in self._seen:
+            self._seen[key] = self._free(float(key))
+        return self._seen[key]
+
+    def _free(self, x: float) -> bool:
+        across = covered = 0
+        for spans in self.spans:
+            if spans[0][0] < x < spans[-1][1]:  # text on both sides of x
+                across += 1
+                covered += any(x0 < x < x1 for x0, x1 in spans)
+        # This row is one of them; a gutter needs three others beside it.
+        return across >= 4 and covered * 2 < across
+
+
+def _justified(segments: list[list[Char]], gutters: _Gutters | None = None) -> list[list[Char]]:
     """A row's segments rejoined where the gap between them is no wider than a stretched
     word space of the same row (at least four words apart): a justified line whose spaces
-    grew past ``SEGMENT_GAP``, read as one line instead of two columns."""
+    grew past ``SEGMENT_GAP``, read as one line instead of two columns. Never across a gap
+    the page's other rows leave free as a gutter (``gutters``)."""
     if len(segments) < 2:
         return segments
     spaces = []
@@ -1544,16 +1572,35 @@ def _justified(segments: list[list[Char]]) -> list[list[Char]]:
         return segments
     space = statistics.median(spaces)
     out = [list(segments[0])]
-    right = max(c.x1 for c in segments[0])  # of the last segment so far
+    left, right = min(c.x0 for c in segments[0]), max(c.x1 for c in segments[0])  # out[-1]'s
     for seg in segments[1:]:
         seg_right = max(c.x1 for c in seg)
-        if seg[0].x0 - right <= JUSTIFIED_GAP * space:
+        # A column's line (as wide as a column, of several words: no margin's name) before a
+        # strip the page leaves free: a gutter.
+        column_gutter = (
+            gutters is not None
+            and right - left >= MIN_COLUMN_EMS * max(out[-1][-1].size, 1.0)
+            and _words_at_least(out[-1], 4)
+            and gutters.gutter_at((right + seg[0].x0) / 2)
+        )
+        if seg[0].x0 - right <= JUSTIFIED_GAP * space and not column_gutter:
             out[-1].extend(seg)
             right = max(right, seg_right)
         else:
             out.append(list(seg))
-            right = seg_right
+            left, right = min(c.x0 for c in seg), seg_right
     return out
+
+
+def _words_at_least(chars: list[Char], words: int) -> bool:
+    """Whether ``chars`` (in x order) hold at least ``words`` words."""
+    found = 1
+    for a, b in itertools.pairwise(chars):
+        if b.x0 - a.x1 > WORD_GAP * max(min(a.size, b.size), 1.0):
+            found += 1
+            if found >= words:
+                return True
+    return found >= words
 
 
 def _typewriter(chars: list[Char]) -> bool:
@@ -1561,7 +1608,9 @@ def _typewriter(chars: list[Char]) -> bool:
 
 
 def _lines(chars: list[Char], rotated: bool) -> list[Line]:
-    rows = [[_make_seg(s) for s in _code_line(_justified(_segments(row)))] for row in _rows(chars)]
+    split = [_segments(row) for row in _rows(chars)]
+    gutters = _Gutters(split)
+    rows = [[_make_seg(s) for s in _code_line(_justified(segs, gutters))] for segs in split]
     out: list[Line] = []
     for column, block in enumerate(_order(rows)):
         for segs in block:

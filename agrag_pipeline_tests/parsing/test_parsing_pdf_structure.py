@@ -326,3 +326,16 @@ def test_a_front_matters_running_heads_with_roman_page_numbers_are_left_out() ->
     parsed = _parse((_FIXTURES / "latex_book.pdf").read_bytes(), "latex_book.pdf")
     assert "CONTENTS" not in parsed.text_layer and "PREFACE" not in parsed.text_layer
     assert "\n\nPreface\n\nThis guide grew out of ten summers" in parsed.text_layer
+
+
+def test_a_loose_line_beside_the_next_columns_heading_is_no_justified_line() -> None:
+    # LaTeX's two columns stand 10 pt apart, about two and a half stretched word spaces: a
+    # loose line of the left column ("... On every visit two") beside the right column's
+    # "3 Method" was read as one justified line, and the page's columns fell apart there.
+    path = _FIXTURES / "latex_two_column_paper.pdf"
+    parsed = _parse(path.read_bytes(), path.name)
+    text = parsed.text_layer
+    assert "On every visit two\nvolunteers measured the width of the channel" in text
+    assert "3 Method" in [s.heading for s in parsed.sections]
+    related = text.index("2 Related work\n\nThe float method has been known")
+    assert text.index("twelve sites over two summers.") < related < text.index("3 Method")
