@@ -69,4 +69,7 @@ SNAPSHOT_VERSION = "1"
 #: 17: PDF: a loose line of a column beside the next column's text on the same row (LaTeX's
 #: columns stand 10 pt apart, about two and a half stretched spaces) is no justified line
 #: where the page's other rows leave that strip free: the columns no longer fall apart there.
-PARSE_VERSION = "17"
+#: 18: PDF: the float check looks past a running head or a column's footnotes to the line that
+#: leaves the sentence open, and a caption runs on over a paragraph break only after a hyphen
+#: (a table row without a sentence end is no caption line).
+PARSE_VERSION = "18"

@@ -997,17 +997,24 @@ def _move_floats_out_of_sentences(pages: list[PageRead]) -> int:
     for n, read in enumerate(pages):
         lines = _BodyLines.of(read, body_size)
         items = read.items
+        above: Line | Table | None = None  # the body item before ``k`` (no running head)
         k = 0
         while k < len(items):
-            before = cut if k == 0 else lines.cut_line(items[k - 1])
-            found = _float_between(items, k, before, column_break=k > 0) if before else None
+            if _aside(items[k]):
+                k += 1
+                continue
+            # The sentence left open on this page, or at the last page's end.
+            before = cut if above is None else lines.cut_line(above)
+            found = _float_between(items, k, before, above is not None) if before else None
             if found is None:
+                above = items[k]
                 k += 1
                 continue
             end, resume = found
             after = _paragraph_end(items, resume)
             items[k:after] = items[resume:after] + items[k:end] + items[end:resume]
             moved += 1
+            above = next(i for i in reversed(items[:after]) if not _aside(i))
             k = after
         for previous, item in itertools.pairwise(items):
             cut_line = lines.cut_line(previous)
@@ -1100,7 +1107,7 @@ def _float_between(
             and leading is not None
             and (
                 not _paragraph_break(caption, item, leading)
-                or (not _SENTENCE_END.search(caption.text.rstrip()) and item.text[:1].islower())
+                or (pdf_layout.is_hyphen_end(caption.text) and item.text[:1].islower())
             )
         ):
             caption = item  # a caption's next line ("trace. The trunk trace ...")

@@ -339,3 +339,28 @@ def test_a_loose_line_beside_the_next_columns_heading_is_no_justified_line() -> 
     assert "3 Method" in [s.heading for s in parsed.sections]
     related = text.index("2 Related work\n\nThe float method has been known")
     assert text.index("twelve sites over two summers.") < related < text.index("3 Method")
+
+
+def test_a_float_atop_a_page_under_its_running_head_comes_after_the_sentence_it_cut() -> None:
+    # The running head is read first on the page; the table under it still stands between
+    # the two halves of the sentence the page break cut.
+    words = "the water of a small river moves over stones and sand and gravel every day"
+    body = [f"{words} and {n} more" for n in range(1, 40)]
+
+    def page(texts: list[Text]) -> Page:
+        return Page([Text(72, 750, "Notes on small rivers", 9), *texts])
+
+    first = [Text(72, 700 - 14 * n, line) for n, line in enumerate(body)]
+    first.append(Text(72, 700 - 14 * len(body), f"{words}, so the float method finds the"))
+    second = [
+        Text(160, 700, "Table 1: Flows measured in July."),
+        Text(160, 684, "Alder Brook 3.2 0.4 0.9"),
+        Text(160, 670, "Grey Water 11.5 0.8 6.1"),
+        Text(72, 640, f"mean speed of the water from its surface speed and {words}"),
+        Text(72, 626, "so that the flow is known."),
+        Text(72, 600, f"Another paragraph begins here and {words} and more"),
+    ]
+    text = _parse(make_pdf([page(first), page(second)])).text_layer
+    assert "float method finds the\nmean speed of the water" in text
+    assert text.index("the flow is known.") < text.index("Table 1: Flows") < text.index("Another")
+    assert text.count("Notes on small rivers") == 0
