@@ -1490,17 +1490,26 @@ def _division_label_above(
     above = first - 1
     if above < 0 or not label_line(above):
         return first
-    text = " ".join(lines[above].text.split())
-    if _DIVISION_LABEL.fullmatch(text):
+    if _is_division_label(lines[above].text):
         return above
     if (
-        _ORDINAL_LINE.fullmatch(text)
+        _is_ordinal_line(lines[above].text)
         and above > 0
         and label_line(above - 1)
-        and _DIVISION_LABEL.fullmatch(" ".join(lines[above - 1].text.split()))
+        and _is_division_label(lines[above - 1].text)
     ):
         return above - 1
     return first
+
+
+def _is_division_label(text: str) -> bool:
+    """``Chapter 1``, ``Appendix A``, ``CHAPTER``: a division's label line."""
+    return _DIVISION_LABEL.fullmatch(text.strip()) is not None
+
+
+def _is_ordinal_line(text: str) -> bool:
+    """``ONE``, ``II``: the number a bare label line (``CHAPTER``) has on the line below."""
+    return _ORDINAL_LINE.fullmatch(text.strip()) is not None
 
 
 def _division_labels(lines: list[_Written], candidates: list[int]) -> set[int]:
@@ -1510,13 +1519,9 @@ def _division_labels(lines: list[_Written], candidates: list[int]) -> set[int]:
     is_candidate = set(candidates)
     labels: set[int] = set()
     for i in candidates:
-        text = " ".join(lines[i].text.split())
-        bare_word_above = (
-            i - 1 in labels and _DIVISION_LABEL.fullmatch(lines[i - 1].text.strip()) is not None
-        )
-        if not (
-            _DIVISION_LABEL.fullmatch(text) or (bare_word_above and _ORDINAL_LINE.fullmatch(text))
-        ):
+        text = lines[i].text
+        bare_word_above = i - 1 in labels and _is_division_label(lines[i - 1].text)
+        if not (_is_division_label(text) or (bare_word_above and _is_ordinal_line(text))):
             continue
         nxt = i + 1
         if nxt in is_candidate and lines[nxt].page == lines[i].page:

@@ -1565,9 +1565,8 @@ def _justified(segments: list[list[Char]], gutters: _Gutters | None = None) -> l
     spaces = []
     for seg in segments:
         for a, b in itertools.pairwise(seg):
-            gap = b.x0 - a.x1
-            if gap > WORD_GAP * max(min(a.size, b.size), 1.0):
-                spaces.append(gap)
+            if _word_break(a, b):
+                spaces.append(b.x0 - a.x1)
     if len(spaces) < 4:
         return segments
     space = statistics.median(spaces)
@@ -1592,11 +1591,16 @@ def _justified(segments: list[list[Char]], gutters: _Gutters | None = None) -> l
     return out
 
 
+def _word_break(a: Char, b: Char) -> bool:
+    """Whether the gap from ``a`` to ``b``, the next character of its row, parts two words."""
+    return b.x0 - a.x1 > WORD_GAP * max(min(a.size, b.size), 1.0)
+
+
 def _words_at_least(chars: list[Char], words: int) -> bool:
     """Whether ``chars`` (in x order) hold at least ``words`` words."""
     found = 1
     for a, b in itertools.pairwise(chars):
-        if b.x0 - a.x1 > WORD_GAP * max(min(a.size, b.size), 1.0):
+        if _word_break(a, b):
             found += 1
             if found >= words:
                 return True
