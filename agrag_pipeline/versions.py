@@ -72,4 +72,6 @@ SNAPSHOT_VERSION = "1"
 #: 18: PDF: the float check looks past a running head or a column's footnotes to the line that
 #: leaves the sentence open, and a caption runs on over a paragraph break only after a hyphen
 #: (a table row without a sentence end is no caption line).
-PARSE_VERSION = "18"
+#: 19: PDF: a spacing accent drawn over or under a letter (TeX's OT1 fonts have no accented
+#: letters: "Poincar´e", "Cˇ ech") is read as part of it ("Poincaré", "Čech").
+PARSE_VERSION = "19"

@@ -77,6 +77,30 @@ _MONO_NAME = re.compile(
 #: line pieces): drawings, whose glyphs PDFium maps to dingbats (☛ ✟ ✡ ✠) that would land in
 #: the words beside them.
 _DRAWING_FONT = re.compile(r"(?:^|\+)(?:lcircle|lcirclew|line|linew)10$")
+#: Spacing accents and the combining marks they stand for. TeX's OT1 fonts (LaTeX's default)
+#: have no accented letters: ``\'e`` draws "´" over "e", two glyphs, read "Poincar´e".
+_SPACING_ACCENTS = {
+    "\u00b4": "\u0301",  # acute
+    "\u0060": "\u0300",  # grave (also the backtick, which stands beside letters, not on them)
+    "\u02c6": "\u0302",  # circumflex
+    "\u005e": "\u0302",
+    "\u02dc": "\u0303",  # tilde
+    "\u007e": "\u0303",
+    "\u00af": "\u0304",  # macron
+    "\u02c9": "\u0304",
+    "\u02d8": "\u0306",  # breve
+    "\u02d9": "\u0307",  # dot above
+    "\u00a8": "\u0308",  # diaeresis
+    "\u02da": "\u030a",  # ring
+    "\u02dd": "\u030b",  # double acute
+    "\u02c7": "\u030c",  # caron
+    "\u00b8": "\u0327",  # cedilla
+    "\u02db": "\u0328",  # ogonek
+}
+#: An accent is on a letter when at least this share of its width lies over the letter.
+_ACCENT_OVERLAP = 0.5
+#: The dotless letters TeX puts accents on (``\'\i``): the accented letter is the dotted one's.
+_DOTLESS = {"\u0131": "i", "\u0237": "j"}
 #: Two typewriter segments of one row are one line of code when the second starts on the
 #: first's character grid at most this many characters after it ends (an aligned comment).
 CODE_GAP_CHARS = 16
@@ -543,7 +567,51 @@ def _rows(chars: list[Char]) -> list[list[Char]]:
         rows.append([c])
         centre, baseline, size = mid, c.baseline, c.size
         tolerance = max((c.bottom - c.top) * 0.45, 1.0)
-    return _attach_small(rows)
+    return [_compose_accents(row) for row in _attach_small(rows)]
+
+
+def _compose_accents(row: list[Char]) -> list[Char]:
+    """A spacing accent drawn over (or under) a letter of its row made part of that letter:
+    "´" on "e" is "é" (NFC), "˜" on "C" is "C" with a combining tilde.
+
+    The letter is the one the accent's box lies over by at least half its width, among its
+    neighbours in x order: not necessarily drawn next to it (an accent can be drawn after the
+    word it sits in). An accent beside letters, over none (a backtick in code, a caret), stays
+    a character of its own. The letter keeps its own box, so word gaps are measured as before.
+    """
+    if not any(c.text in _SPACING_ACCENTS for c in row):
+        return row
+    ordered = sorted(row, key=lambda c: c.x0)
+    composed: dict[int, str] = {}
+    dropped: set[int] = set()
+    for k, accent in enumerate(ordered):
+        if accent.text not in _SPACING_ACCENTS:
+            continue
+        width = accent.x1 - accent.x0
+        best, best_overlap = -1, _ACCENT_OVERLAP * width
+        for j in range(max(0, k - 3), min(len(ordered), k + 4)):
+            letter = ordered[j]
+            if j == k or j in dropped or not composed.get(j, letter.text)[:1].isalpha():
+                continue
+            overlap = min(accent.x1, letter.x1) - max(accent.x0, letter.x0)
+            if width > 0 and overlap >= best_overlap:
+                best, best_overlap = j, overlap
+        if best < 0:
+            continue
+        base = composed.get(best, ordered[best].text)
+        if base[:1] in _DOTLESS and _SPACING_ACCENTS[accent.text] not in ("\u0327", "\u0328"):
+            base = _DOTLESS[base[:1]] + base[1:]
+        composed[best] = unicodedata.normalize("NFC", base + _SPACING_ACCENTS[accent.text])
+        dropped.add(k)
+    if not dropped:
+        return row
+    keep = {id(ordered[j]) for j in dropped}
+    letters = {id(ordered[j]): text for j, text in composed.items()}
+    return [
+        dataclasses.replace(c, text=letters[id(c)]) if id(c) in letters else c
+        for c in row
+        if id(c) not in keep
+    ]
 
 
 def _attach_small(rows: list[list[Char]]) -> list[list[Char]]:

@@ -63,3 +63,21 @@ def test_a_symbol_fonts_private_use_bullet_is_read_as_a_bullet() -> None:
     assert "• Italic bullet 1\n• Bold bullet 2\n• Underline bullet 3" in parsed.text_layer
     assert "Bold bullet 2" not in [s.heading for s in parsed.sections]
     assert not [w for w in parsed.warnings if "without a Unicode mapping" in w]
+
+
+def test_a_latex_accent_drawn_over_its_letter_is_read_as_the_accented_letter() -> None:
+    # LaTeX's default encoding (OT1) has no accented letters: "\'e" is "´" drawn over "e", which
+    # read as two characters gave "Poincar´e" and "Cˇ ech", words no search or name matches.
+    parsed = parse_checked((FIXTURES / "latex_ot1_accents.pdf").read_bytes(), "accents.pdf")
+    text = parsed.text_layer
+    for word in (
+        "Poincaré", "Gödel", "Kähler", "Erdős", "Čech", "Pašić", "Kraków", "crème", "brûlée",
+        "à la", "España", "naïve", "garçon", "Português", "São", "Tomé",
+        "Éric", "Ångström", "Östersund", "Álvaro", "Ávila", "Žižek",
+    ):  # fmt: skip
+        assert word in text, word
+    assert not any(accent in text for accent in "´¨˝ˇ¸˚"), text
+    # A caret, a backtick and a tilde in code stand beside their letters, on none of them.
+    assert "x^2" in text and "‘ls‘" in text and "a~b" in text
+    # Accents of mathematics stay on their letters (composed where Unicode has the letter).
+    assert "C\u0303" in text and "x\u0302" in text and "\u0233" in text  # C̃, x̂, ȳ
