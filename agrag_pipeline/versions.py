@@ -74,4 +74,8 @@ SNAPSHOT_VERSION = "1"
 #: (a table row without a sentence end is no caption line).
 #: 19: PDF: a spacing accent drawn over or under a letter (TeX's OT1 fonts have no accented
 #: letters: "Poincar´e", "Cˇ ech") is read as part of it ("Poincaré", "Čech").
-PARSE_VERSION = "19"
+#: 20: PDF: a footnote's mark that a page-wide row took into the other column's line at its
+#: height is its footnote's again (it was a paragraph of its own: "∗"), and a mark at up to
+#: 0.85 of its text's size is a mark; a line set mostly in a smaller typewriter face goes on
+#: with its paragraph where the sentence runs into it and it holds letters of its size.
+PARSE_VERSION = "20"

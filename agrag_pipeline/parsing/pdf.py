@@ -121,6 +121,9 @@ _PARSKIP = 0.25
 #: or by at most this much where the sentence runs on from one to the next (``_runs_on``).
 _RUN_ON_SIZE = 0.15
 _INDENT = (0.8, 4.0)
+#: … or by at most this share of the smaller's size where it holds letters of the larger's
+#: size (its median measures the typewriter face most of it is in: ``_holds_size_of``).
+_MIXED_SIZE = 0.3
 
 
 @dataclass(slots=True)
@@ -1291,6 +1294,29 @@ def _runs_on(previous: Line, line: Line) -> bool:
     )
 
 
+def _holds_size_of(previous: Line, line: Line) -> bool:
+    """Whether the smaller of two lines holds letters of the other's size: it measures smaller
+    only for the typewriter face most of it is in (``‘--binary-files=text’ option.``), no
+    smaller type."""
+    small, large = (previous, line) if previous.size < line.size else (line, previous)
+    return not small.mono and abs(small.largest - large.size) <= 0.05 * large.size
+
+
+def _sentence_open(previous: Line, line: Line) -> bool:
+    """Whether ``line`` goes on with the sentence ``previous`` left open, as far as the two
+    tell: no sentence end before, no capital to open a new one (``(/projects/).``, ``‘ms=01``,
+    ``--quiet, or --silent option.``), no indent. A capital after an open line is a definition's
+    term and its description, or an example and the prose after it, as often as a name going
+    on; an indented line after one is a term's description (``Q[exit-code]``, ``(quit) This``)."""
+    return (
+        not previous.mono
+        and not line.mono
+        and not _SENTENCE_END.search(previous.text.rstrip())
+        and not line.text[:1].isupper()
+        and line.x0 - previous.x0 < _INDENT[0] * min(previous.size, line.size)
+    )
+
+
 def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool:
     if isinstance(previous, Table):
         return True
@@ -1304,8 +1330,14 @@ def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool
         return True
     if previous.bold != line.bold or previous.italic != line.italic:
         return True
-    if abs(previous.size - line.size) > 0.05 * size and not (
-        abs(previous.size - line.size) <= _RUN_ON_SIZE * size and _runs_on(previous, line)
+    apart = abs(previous.size - line.size)
+    if apart > 0.05 * size and not (
+        (apart <= _RUN_ON_SIZE * size and _runs_on(previous, line))
+        or (
+            apart <= _MIXED_SIZE * size
+            and _holds_size_of(previous, line)
+            and _sentence_open(previous, line)
+        )
     ):
         return True
     # Typeset manuals part paragraphs by less: a small extra space or a first-line indent,

@@ -77,3 +77,63 @@ def test_pdf_short_last_line_in_typewriter_face_stays_in_its_paragraph() -> None
         assert any(sentence in p for p in paragraphs), sentence
     for a, b in itertools.pairwise(paragraphs):
         assert not (re.search(r"[a-z,]$", a) and b[:1].islower()), (a[-60:], b[:60])
+
+
+def _two_column_page_with_footnotes() -> bytes:
+    """A two-column page as LaTeX's ``\\thanks`` notes leave it: at the left column's foot,
+    footnotes whose marks (5.8 pt, raised) stand before 7.1 pt text, each footnote's line 4 pt
+    under a line of the right column (so its mark is at that line's height), and a footnote's
+    last line mostly in a smaller typewriter face."""
+    from agrag_pipeline_tests.parsing.test_parsing_pdf import Page, Text, make_pdf
+
+    body = [
+        "Simple measurements made by volunteers can fill the",
+        "gaps between gauging stations on small rivers, if the",
+        "correction from surface speed to mean speed is taken",
+        "from the bed of each channel rather than fixed.",
+    ]
+    texts = [Text(72, 700 - 12 * k, line, size=10, font="F3") for k, line in enumerate(body)]
+    notes = [
+        ("*", ["Supported by the River Survey Group and the national", "hydraulics laboratory."]),
+        ("+", ["Department of Geography, Alder University, who can be reached at"]),
+    ]
+    baselines: list[float] = []
+    y = 636.0
+    for mark, lines in notes:
+        texts.append(Text(80, y + 2.6, mark, size=5.8, font="F3"))
+        for k, line in enumerate(lines):
+            texts.append(Text(84 if k == 0 else 72, y, line, size=7.1, font="F3"))
+            baselines.append(y)
+            y -= 9
+    texts.append(Text(72, y, "(", size=7.1, font="F3"))
+    texts.append(Text(75, y, "tom.idris@example.org", size=6.1, font="F6"))
+    texts.append(Text(152, y, ") by mail.", size=7.1, font="F3"))
+    right = [700 - 12 * k for k in range(5)] + [b + 4 for b in baselines] + [y + 4]
+    texts += [
+        Text(320, at, f"line {n} of the right column goes on with its text here", size=10)
+        for n, at in enumerate(right, start=1)
+    ]
+    return make_pdf([Page(texts)])
+
+
+def test_a_footnotes_mark_beside_the_other_columns_line_starts_its_footnote() -> None:
+    # A page's rows are as wide as the page: a mark at the left column's foot was taken into
+    # the right column's line at its height, and read as a paragraph of its own ("*").
+    text = parse_document(_two_column_page_with_footnotes(), "pdf/paper.pdf").text_layer
+    paragraphs = _paragraphs(text)
+    assert "*" not in paragraphs and "+" not in paragraphs, paragraphs
+    assert any(re.match(r"\* ?Supported by the River Survey Group", p) for p in paragraphs)
+    assert any(re.match(r"\+ ?Department of Geography", p) for p in paragraphs), paragraphs
+    assert not any(p.startswith("line") and ("*" in p or "+" in p) for p in paragraphs)
+
+
+def test_a_footnotes_last_line_mostly_in_typewriter_face_stays_in_its_footnote() -> None:
+    # "(tom.idris@example.org) by mail." measures smaller than its footnote (the address is most
+    # of it) but holds letters of the footnote's size, and the sentence runs on into it.
+    paragraphs = _paragraphs(
+        parse_document(_two_column_page_with_footnotes(), "pdf/paper.pdf").text_layer
+    )
+    assert any(
+        re.match(r"\+ ?Department", p) and p.endswith("reached at (tom.idris@example.org) by mail.")
+        for p in paragraphs
+    ), paragraphs
