@@ -78,4 +78,7 @@ SNAPSHOT_VERSION = "1"
 #: height is its footnote's again (it was a paragraph of its own: "∗"), and a mark at up to
 #: 0.85 of its text's size is a mark; a line set mostly in a smaller typewriter face goes on
 #: with its paragraph where the sentence runs into it and it holds letters of its size.
-PARSE_VERSION = "20"
+#: 21: PDF: a row centred over a two-column page's gutter, clear of it and of the columns' outer
+#: edges (two authors' names side by side), above the columns is read with the title block,
+#: not as the columns' first row (the second name was read atop the right column).
+PARSE_VERSION = "21"

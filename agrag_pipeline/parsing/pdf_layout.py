@@ -1033,6 +1033,32 @@ def _side_by_side(left: list[list[_Seg]], right: list[list[_Seg]]) -> bool:
     return bottom > top
 
 
+def _centred_over(row: list[_Seg], gutter: float, run: list[list[_Seg]]) -> bool:
+    """Whether a run's first row is centred over its gutter, clear of the gutter and of the
+    columns' outer edges on both sides: the names of two authors side by side above a paper's
+    two columns. A column's line starts at its column's edge or ends beside the gutter."""
+    left = [s for s in row if s.x1 <= gutter]
+    right = [s for s in row if s.x0 >= gutter]
+    if not left or not right or len(left) + len(right) != len(row):
+        return False
+    clear = _CENTRED_CLEAR * statistics.median(s.size for s in row)
+    x0, x1 = min(s.x0 for s in left), max(s.x1 for s in right)
+    if not (
+        gutter - max(s.x1 for s in left) >= clear
+        and min(s.x0 for s in right) - gutter >= clear
+        and abs((gutter - x0) - (x1 - gutter)) <= clear
+    ):
+        return False
+    lo = min(s.x0 for r in run for s in r)
+    hi = max(s.x1 for r in run for s in r)
+    return x0 - lo >= clear and hi - x1 >= clear
+
+
+#: How far (font sizes) a centred row stands clear of the gutter and of the columns' outer
+#: edges, and at most how far off centre it may be.
+_CENTRED_CLEAR = 1.5
+
+
 def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
     """Rows grouped into column blocks in reading order: each block a list of rows."""
     blocks: list[list[list[_Seg]]] = []
@@ -1056,6 +1082,14 @@ def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
             elif j - i > _MAX_WEAK_RUN and (best is None or j - best[0] > _MAX_WEAK_RUN):
                 break  # free strips but no columns beside them for long: bound the search
             j += 1
+        if (
+            best is not None
+            and best[0] - i > 3
+            and _centred_over(rows[i], best[1], rows[i : best[0]])
+        ):
+            full.append(rows[i])  # a title block's row above the columns, not their first
+            i += 1
+            continue
         if best is not None and best[0] - i >= 3 and depth < 3:
             end, gutter = best
             left = [r for r in ([s for s in row if s.x1 <= gutter] for row in rows[i:end]) if r]

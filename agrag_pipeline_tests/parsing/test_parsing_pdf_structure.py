@@ -364,3 +364,15 @@ def test_a_float_atop_a_page_under_its_running_head_comes_after_the_sentence_it_
     assert "float method finds the\nmean speed of the water" in text
     assert text.index("the flow is known.") < text.index("Table 1: Flows") < text.index("Another")
     assert text.count("Notes on small rivers") == 0
+
+
+def test_two_authors_side_by_side_above_the_columns_are_read_with_the_title() -> None:
+    # The second author's name stands right of the page's middle, above the right column; the
+    # gap between the two names lies on the gutter, so the row was the columns' first and the
+    # name was read at the top of the right column, after the whole left one.
+    path = _FIXTURES / "latex_two_column_paper.pdf"
+    text = _parse(path.read_bytes(), path.name).text_layer
+    assert text.startswith(
+        "Measuring Small Rivers with Volunteers and Oranges\n\nMara Quell Tom Idris\n\nAbstract"
+    ), text[:200]
+    assert text.count("Tom Idris") == 1
