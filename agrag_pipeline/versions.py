@@ -81,4 +81,6 @@ SNAPSHOT_VERSION = "1"
 #: 21: PDF: a row centred over a two-column page's gutter, clear of it and of the columns' outer
 #: edges (two authors' names side by side), above the columns is read with the title block,
 #: not as the columns' first row (the second name was read atop the right column).
-PARSE_VERSION = "21"
+#: 22: PDF: OT1's "ł" (a stroke glyph, which maps to a space, drawn over "l") is read "ł", not
+#: "Micha l".
+PARSE_VERSION = "22"

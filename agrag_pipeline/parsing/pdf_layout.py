@@ -386,6 +386,7 @@ def read_chars(
     #: (index, text object, origin, box) of the last character kept: a glyph's expansion.
     last: tuple[int, int, tuple[float, float], tuple[float, ...]] | None = None
     joined = -1  # a low surrogate joined to the high one before it
+    stroked = -1  # an "l" with a stroke drawn over it
     for i in range(count):
         if i == joined:
             continue
@@ -412,9 +413,19 @@ def read_chars(
             if named is not None:
                 ch, flagged = named, False
         if ch.isspace():
+            if (
+                code == 0x20
+                and i + 1 < count
+                and get_unicode(tp, i + 1) == 0x6C
+                and _stroke_over_next(tp, i, get_box)
+            ):
+                stroked = i + 1  # OT1's "ł": a stroke glyph (a space to PDFium) over "l"
+                continue
             if chars:
                 chars[-1].space = True
             continue
+        if i == stroked:
+            ch = "\u0142"
         bold, italic, mode, angle = fonts.of(obj)
         if fonts.drawing(obj):
             continue  # a box corner, not a character
@@ -489,6 +500,28 @@ def read_chars(
     chars = codes.settle(chars, out)
     out.chars = len(chars)
     return chars
+
+
+def _stroke_over_next(tp: Any, index: int, get_box: Any) -> bool:
+    """Whether the space glyph at ``index`` is drawn over the character after it: LaTeX's OT1
+    fonts have no "ł", so ``\\l`` draws a stroke (code 32, which maps to a space) over an
+    "l". A real space stands beside the letters it parts, over none (boxes are of the
+    unrotated page)."""
+    stroke, letter = pdfium_c.FS_RECTF(), pdfium_c.FS_RECTF()
+    if not (
+        get_box(tp, index, ctypes.byref(stroke)) and get_box(tp, index + 1, ctypes.byref(letter))
+    ):
+        return False
+    # Over it in both directions: along a turned line the two stand one above the other.
+    width, height = stroke.right - stroke.left, stroke.top - stroke.bottom
+    across = min(stroke.right, letter.right) - max(stroke.left, letter.left)
+    up = min(stroke.top, letter.top) - max(stroke.bottom, letter.bottom)
+    return (
+        width > 0
+        and height > 0
+        and across >= _ACCENT_OVERLAP * width
+        and up >= _ACCENT_OVERLAP * height
+    )
 
 
 def _arabic_letter(ch: str) -> bool:

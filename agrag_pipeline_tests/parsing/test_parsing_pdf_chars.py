@@ -67,13 +67,14 @@ def test_a_symbol_fonts_private_use_bullet_is_read_as_a_bullet() -> None:
 
 def test_a_latex_accent_drawn_over_its_letter_is_read_as_the_accented_letter() -> None:
     # LaTeX's default encoding (OT1) has no accented letters: "\'e" is "´" drawn over "e", which
-    # read as two characters gave "Poincar´e" and "Cˇ ech", words no search or name matches.
+    # read as two characters gave "Poincar´e" and "Cˇ ech", words no search or name matches;
+    # "\l" is a stroke (a space to PDFium) drawn over "l", read "Micha l".
     parsed = parse_checked((FIXTURES / "latex_ot1_accents.pdf").read_bytes(), "accents.pdf")
     text = parsed.text_layer
     for word in (
         "Poincaré", "Gödel", "Kähler", "Erdős", "Čech", "Pašić", "Kraków", "crème", "brûlée",
         "à la", "España", "naïve", "garçon", "Português", "São", "Tomé",
-        "Éric", "Ångström", "Östersund", "Álvaro", "Ávila", "Žižek",
+        "Éric", "Ångström", "Östersund", "Álvaro", "Ávila", "Žižek", "Michał", "Wałbrzych",
     ):  # fmt: skip
         assert word in text, word
     assert not any(accent in text for accent in "´¨˝ˇ¸˚"), text
