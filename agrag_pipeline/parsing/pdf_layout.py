@@ -61,9 +61,10 @@ MARK_RAISE = 0.6
 #: … a subscript's lowered at most this much below it.
 MARK_DROP = 0.3
 #: A mark (at most three characters) is smaller than the row it joins: at most this share of
-#: its size (a footnote's mark in 5.8 pt type before its 7.1 pt text measures 0.81); a short
-#: line of small print (a margin note's) at most 0.8.
+#: its size (a footnote's mark in 5.8 pt type before its 7.1 pt text measures 0.81) …
 _MARK_SIZE = 0.85
+#: … and a short line of small print (a margin note's, a limit) at most this share.
+_SMALL_PRINT = 0.8
 #: A mark that stands this many of its row's font sizes from the rest of its row, beside another
 #: row's text, is that row's (rows are as wide as the page: the other column's line at its height).
 _MARK_APART = 2.0
@@ -631,13 +632,15 @@ def _compose_accents(row: list[Char]) -> list[Char]:
         if accent.text not in _SPACING_ACCENTS:
             continue
         width = accent.x1 - accent.x0
+        if width <= 0:
+            continue
         best, best_overlap = -1, _ACCENT_OVERLAP * width
         for j in range(max(0, k - 3), min(len(ordered), k + 4)):
             letter = ordered[j]
             if j == k or j in dropped or not composed.get(j, letter.text)[:1].isalpha():
                 continue
             overlap = min(accent.x1, letter.x1) - max(accent.x0, letter.x0)
-            if width > 0 and overlap >= best_overlap:
+            if overlap >= best_overlap:
                 best, best_overlap = j, overlap
         if best < 0:
             continue
@@ -704,7 +707,7 @@ def _attach_small(rows: list[list[Char]]) -> list[list[Char]]:
     ) -> int:
         top, bottom, size, baseline = stat
         x0, x1 = min(c.x0 for c in chars), max(c.x1 for c in chars)
-        smaller = _MARK_SIZE if len(chars) <= 3 else 0.8  # a mark; else a line of small print
+        smaller = _MARK_SIZE if len(chars) <= 3 else _SMALL_PRINT
         near = [
             k
             for k in (i - 2, i - 1, i + 1, i + 2)
@@ -717,7 +720,7 @@ def _attach_small(rows: list[list[Char]]) -> list[list[Char]]:
             for k in near
             if -MARK_RAISE * stats[k][2] <= baseline - stats[k][3] <= MARK_DROP * stats[k][2]
         ]
-        clear = [k for k in near if stats[k][2] > size / 0.8 and stands_clear(k, x0, x1)]
+        clear = [k for k in near if stats[k][2] > size / _SMALL_PRINT and stands_clear(k, x0, x1)]
         for candidates in (marked, [] if marks_only else clear):
             if candidates:  # the largest type (the first of equals)
                 return max(candidates, key=lambda k: (stats[k][2], -candidates.index(k)))
@@ -778,7 +781,7 @@ def _marks_of_another_row(
         if len(piece) > 3 or not all(c.size < _MARK_SIZE * size for c in piece):
             continue
         x0, x1 = min(c.x0 for c in piece), max(c.x1 for c in piece)
-        before = max((c.x1 for c in pieces[k - 1]), default=-math.inf) if k else -math.inf
+        before = max(c.x1 for c in pieces[k - 1]) if k else -math.inf
         after = min(c.x0 for c in pieces[k + 1]) if k + 1 < len(pieces) else math.inf
         if min(x0 - before, after - x1) >= _MARK_APART * size:
             found.append(piece)
