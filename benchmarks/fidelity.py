@@ -6,6 +6,7 @@ Run::
     .venv/bin/python -m benchmarks.fidelity --formats pdf,ocr     # only these corpus folders
     .venv/bin/python -m benchmarks.fidelity --peers none          # ours only
     .venv/bin/python -m benchmarks.fidelity --write               # also BENCHMARKS.md "## Fidelity"
+    .venv/bin/python -m benchmarks.fidelity --corpus DIR          # another corpus, same layout
 
 It is generic over the corpus: every folder ``../shared/corpus/<format>/`` that has a
 ``groundtruth/`` holds ``<name>.md`` (docling's conversion of ``<name>.<ext>`` beside it), and
@@ -277,18 +278,25 @@ PEER_FORMATS: dict[str, set[str]] = {
 DEFAULT_PEERS = ("pdfplumber", "pypdfium2-raw", "docling-parse")
 
 
-def corpus_pairs(formats: Iterable[str] | None = None) -> list[tuple[str, Path, Path]]:
-    """(format folder, source file, reference Markdown) for every scored file."""
+def corpus_pairs(
+    formats: Iterable[str] | None = None, corpus: Path = CORPUS
+) -> list[tuple[str, Path, Path]]:
+    """(format folder, source file, reference Markdown) for every scored file.
+
+    Two layouts: ours (``<format>/<name>.<ext>`` beside ``<format>/groundtruth/<name>.md``) and
+    docling's test data (``<format>/sources/<name>.<ext>`` and
+    ``<format>/groundtruth/<name>.<ext>.md``), so a user can score against either."""
     wanted = set(formats) if formats else None
     pairs = []
-    for folder in sorted(p for p in CORPUS.iterdir() if (p / "groundtruth").is_dir()):
+    for folder in sorted(p for p in corpus.iterdir() if (p / "groundtruth").is_dir()):
         if wanted is not None and folder.name not in wanted:
             continue
+        beside = [p for p in folder.iterdir() if p.is_file()]
+        if (folder / "sources").is_dir():
+            beside += [p for p in (folder / "sources").iterdir() if p.is_file()]
         for reference in sorted((folder / "groundtruth").glob("*.md")):
-            sources = [
-                p
-                for p in folder.iterdir()
-                if p.is_file() and p.stem == reference.stem and p.suffix != ".md"
+            sources = [p for p in beside if p.name == reference.stem] or [
+                p for p in beside if p.stem == reference.stem and p.suffix != ".md"
             ]
             if sources:
                 pairs.append((folder.name, sorted(sources)[0], reference))
@@ -313,9 +321,10 @@ def run(
     peers: Iterable[str] = DEFAULT_PEERS,
     repeats: int = 1,
     files: str | None = None,
+    corpus: Path = CORPUS,
 ) -> list[Score]:
     scores = []
-    for fmt, source, reference in corpus_pairs(formats):
+    for fmt, source, reference in corpus_pairs(formats, corpus):
         if files and files not in source.name:
             continue
         ref = reference.read_text(encoding="utf-8")
@@ -471,6 +480,13 @@ def main(argv: list[str] | None = None) -> None:
         help=f"comma-separated peers, 'all' or 'none' (known: {', '.join(PEERS)})",
     )
     parser.add_argument("--files", help="only files whose name contains this")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS,
+        help="folder of <format>/ folders with groundtruth/ (default: ../shared/corpus; "
+        "docling's tests/data layout, sources/ beside groundtruth/, is read too)",
+    )
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--write", action="store_true", help="write BENCHMARKS.md ## Fidelity")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "BENCHMARKS.md")
@@ -486,7 +502,7 @@ def main(argv: list[str] | None = None) -> None:
         unknown = set(peers) - set(PEERS)
         if unknown:
             parser.error(f"unknown peers: {', '.join(sorted(unknown))}")
-    scores = run(formats, peers, args.repeats, args.files)
+    scores = run(formats, peers, args.repeats, args.files, args.corpus)
     rendered = table(scores)
     if args.memory:
         rendered += "\n\nPeak memory of one PDF parse against its page count (fresh process):\n\n"
