@@ -81,7 +81,10 @@ CHUNKER_NAME = "agrag-structure"
 #: Bump whenever the same settings would give different chunks: it changes ``chunker_hash``.
 #: 5: texts with the 361 code points tokie counts unlike HF tokenizers beside a word
 #: (``tokens._DISPUTED_RANGES``) are counted with HF, so their chunks can end elsewhere.
-CHUNKER_VERSION = "5"
+#: 6: the text between the tags of a Markdown file's raw HTML blocks (a table's cells, a
+#: figure's caption) is embedded, each block-level element on its own line; it was left out
+#: with the tags (``markdown.scan``), and a tag whose quoted attribute holds ``<T>`` is markup.
+CHUNKER_VERSION = "6"
 
 #: The retries allowed to cut an over-limit chunk finer before giving up (never hit with an
 #: additive tokenizer such as WordPiece; a safety net for others).

@@ -19,6 +19,17 @@ from agrag_pipeline.models.provenance import PageProvenance, TextProvenance
 _WHITESPACE_RUN = re.compile(r"\s+")
 _DASH_RUN = re.compile(r"-{3,}")
 
+#: A cut that holds a block-level HTML tag parts what it stood between by a line, as a browser
+#: shows it (table cells, list items, paragraphs of raw HTML in Markdown); one that holds
+#: whitespace outside its comments and tags, by a space.
+_BLOCK_TAG = re.compile(
+    r"<\/?(?:address|article|aside|blockquote|br|caption|dd|details|div|dl|dt|figcaption"
+    r"|figure|footer|h[1-6]|header|hr|li|main|nav|ol|p|pre|section|summary|table|tbody|td"
+    r"|tfoot|th|thead|tr|ul)\b",
+    re.IGNORECASE,
+)
+_COMMENT_OR_TAG = re.compile(r"<!--.*?-->|<[^<>]*>", re.DOTALL)
+
 #: How the headings of a path are joined into one line by ``section_label``.
 LABEL_SEPARATOR = " > "
 
@@ -142,26 +153,39 @@ def label_for(heading_path: list[str]) -> str | None:
 
 def embedded_text(text: str, spans: Any) -> str:
     """``text`` without ``spans`` (``[[start, end], ...]``, ascending); whitespace at each cut
-    becomes one blank line, one newline or one space, the widest it was."""
+    becomes one blank line, one newline or one space, the widest it was, counting what the cut
+    itself showed (``_cut_separator``)."""
     if not spans:
         return text
     parts: list[str] = []
+    shown: list[str] = []
     at = 0
     for start, end in spans:
         parts.append(text[at:start])
+        shown.append(_cut_separator(text[start:end]))
         at = max(at, end)
     parts.append(text[at:])
     out = parts[0]
-    for part in parts[1:]:
-        out = _join(out, part)
+    for part, cut in zip(parts[1:], shown, strict=True):
+        out = _join(out, part, cut)
     return out.strip()
 
 
-def _join(left: str, right: str) -> str:
-    ws = left[len(left.rstrip()) :] + right[: len(right) - len(right.lstrip())]
+def _cut_separator(cut: str) -> str:
+    """What a left-out span still shows between its neighbours: a line break, a space or
+    nothing (an inline comment or tag)."""
+    if "<" not in cut:
+        return ""
+    cut = _COMMENT_OR_TAG.sub(lambda m: "\n" if _BLOCK_TAG.match(m.group()) else "", cut)
+    return "\n" if "\n" in cut else " " if _WHITESPACE_RUN.search(cut) else ""
+
+
+def _join(left: str, right: str, cut: str = "") -> str:
+    ws = left[len(left.rstrip()) :] + right[: len(right) - len(right.lstrip())] + cut
     left, right = left.rstrip(), right.lstrip()
     if not left or not right:
-        return left + right
+        # A part of nothing but whitespace: what the cut showed goes on to the next join.
+        return left + (cut if left else "") + right
     sep = "\n\n" if ws.count("\n") >= 2 else "\n" if "\n" in ws else " " if ws else ""
     return left + sep + right
 

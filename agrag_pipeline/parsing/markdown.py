@@ -63,8 +63,18 @@ _VISIBLE_EVENTS = frozenset(
     {"Code", "InlineMath", "DisplayMath", "FootnoteReference", "TaskListMarker"}
 )
 _LEVELS = {"H1": 1, "H2": 2, "H3": 3, "H4": 4, "H5": 5, "H6": 6}
-#: Comments and tags inside an HTML block (the text between tags is visible and stays).
-_HTML_MARKUP = re.compile(rb"<!--.*?-->|<[^<>]*>", re.DOTALL)
+#: Comments and tags inside an HTML block (the text between tags is visible and stays), as
+#: CommonMark defines raw HTML: an attribute's quoted value may hold ``<`` and ``>`` (the
+#: Rust book's ``<Listing caption="... `Box<T>` ...">``). A script or style element is
+#: markup whole (its content is code no reader sees).
+_ATTRIBUTE = rb"""\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?"""
+_HTML_MARKUP = re.compile(
+    rb"<(script|style)\b.*?</(?i:\1)\s*>"
+    rb"|<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<![A-Za-z][^>]*>"
+    rb"|</[A-Za-z][A-Za-z0-9-]*\s*>"
+    rb"|<[A-Za-z][A-Za-z0-9-]*(?:" + _ATTRIBUTE + rb")*\s*/?>",
+    re.DOTALL | re.IGNORECASE,
+)
 #: A line that starts with ``>`` markers (after blanks): a block quote's, or one in HTML. A
 #: pattern that starts with a newline is searched fast (``^`` in multi-line mode is not).
 _QUOTE_LINE = re.compile(r"\n[ \t]*>")
@@ -207,9 +217,18 @@ def scan(text: str) -> MarkdownScan:
                 # The whole block at once: a comment may run over several lines (and events).
                 # On the UTF-8 bytes: the pattern's characters are ASCII, which no other
                 # character's bytes hold, so it matches the same text.
-                raw_markup.extend(
-                    m.span() for m in _HTML_MARKUP.finditer(data, rng["start"], rng["end"])
-                )
+                at = rng["start"]
+                for m in _HTML_MARKUP.finditer(data, at, rng["end"]):
+                    if seen < nest and data[at : m.start()].strip():
+                        seen = nest
+                    raw_markup.append(m.span())
+                    at = m.end()
+                # The text between tags is what the block shows (pyromark's ``Html`` events
+                # carry it with the tags, so no event marks it visible): without this mark the
+                # block was taken for one holding no visible text, and a raw HTML table's
+                # cells went out of what is embedded.
+                if seen < nest and data[at : rng["end"]].strip():
+                    seen = nest
             elif tag == "Heading":
                 if depth == 0:
                     heading = []

@@ -170,6 +170,47 @@ def test_markup_only_text_is_never_a_chunk_and_never_embedded(counter: TokenCoun
         assert "<" not in c.contextual_text and "---" not in c.contextual_text
 
 
+RAW_HTML_DOC = """## Famous ducks
+
+Here is a table:
+
+<table>
+  <tr><th>Character</th><th>Name in German</th></tr>
+  <tr>
+    <td>Scrooge McDuck</td>
+    <td>Dagobert Duck</td>
+  </tr>
+</table>
+
+<Listing number="15-7" caption="Using `Box<T>` and `Rc<T>`">
+
+<script>var hidden = "no reader sees this";</script>
+
+<figure><img src="a.svg"><figcaption>Figure 1: Pinning a future</figcaption></figure>
+
+See [the book][book]<!-- ignore
+--> and its appendix.
+
+[book]: https://doc.rust-lang.org/book/
+"""
+
+
+def test_raw_html_in_markdown_embeds_the_text_a_reader_sees_and_no_tag(
+    counter: TokenCounter,
+) -> None:
+    # A raw HTML table's cells, a figure's caption: shown by every renderer, so embedded,
+    # each cell on a line of its own (not "CharacterName in German"). A tag whose quoted
+    # attribute holds "<T>", a script and a comment are markup whole; a comment over a line
+    # end inside a sentence joins nothing apart.
+    _, chunks = chunks_of(RAW_HTML_DOC, counter)
+    embedded = "\n".join(c.contextual_text for c in chunks)
+    assert "Character\nName in German\nScrooge McDuck\nDagobert Duck" in embedded
+    assert "Figure 1: Pinning a future" in embedded
+    assert "See [the book][book] and its appendix." in embedded
+    for markup in ("<", "Listing", "caption=", "hidden", "ignore"):
+        assert markup not in embedded, markup
+
+
 def test_preamble_before_the_first_heading_is_its_own_section_under_the_title(
     counter: TokenCounter,
 ) -> None:
