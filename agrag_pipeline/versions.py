@@ -83,4 +83,6 @@ SNAPSHOT_VERSION = "1"
 #: not as the columns' first row (the second name was read atop the right column).
 #: 22: PDF: OT1's "ł" (a stroke glyph, which maps to a space, drawn over "l") is read "ł", not
 #: "Micha l".
-PARSE_VERSION = "22"
+#: 23: Word: a paragraph in LibreOffice's title style ("Heading", as a converted .doc's Title
+#: comes out) is the document's title heading, not body text.
+PARSE_VERSION = "23"

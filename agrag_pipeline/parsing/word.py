@@ -11,9 +11,9 @@ Text layer (what offsets index), in body order:
   line break. Tracked deletions, field codes and the header/footer parts (page furniture,
   repeated on every page) are left out;
 - headings: paragraphs whose style is a built-in heading (``heading 1``-``9``), or whose
-  outline level (direct or from the style chain) is 0-8; a ``Title`` paragraph is a heading
-  one level above them. Heading numbers are computed from ``numbering.xml`` and kept as text
-  (``"2.1 Scope"``);
+  outline level (direct or from the style chain) is 0-8; a ``Title`` paragraph (or one in
+  LibreOffice's title style, ``Heading``) is a heading one level above them. Heading numbers
+  are computed from ``numbering.xml`` and kept as text (``"2.1 Scope"``);
 - a paragraph set wholly in a monospaced font (directly or by its style) is code: it keeps
   its indentation, and consecutive code paragraphs are separated by a line break;
 - list items start with their computed marker (``"1."``, ``"a)"``, ``"iv."``, ``"-"`` for
@@ -84,6 +84,7 @@ MAX_COLUMNS = 1000
 _MAX_LEVELS = 9
 _SPACE = re.compile(r"\s+")
 _HEADING_NAME = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
+_TITLE_NAMES = frozenset({"title", "heading"})
 _FALSE = frozenset({"0", "false", "off", "none"})
 #: What the appendix sections are headed.
 FOOTNOTES, ENDNOTES, COMMENTS = "Footnotes", "Endnotes", "Comments"
@@ -231,7 +232,10 @@ class _Styles:
         # The style's name, else its id (a style used but not defined: "Heading1").
         names = [chain[0].name] if chain else []
         for text in (*names, style_id or ""):
-            if text.strip().lower() == "title":
+            # "Heading" alone is LibreOffice's title style: it writes a legacy .doc's Title
+            # paragraph with it (converted to DOCX, ``legacy_office.py``), and it is the
+            # parent of its "Heading N" styles, never body text.
+            if text.strip().lower() in _TITLE_NAMES:
                 return 0
             match = _HEADING_NAME.fullmatch(text.strip())
             if match:

@@ -123,6 +123,20 @@ def test_doc_is_read_with_its_words_and_headings(
     assert headers_doc.document.metadata["converted_by"] == "LibreOffice (.doc to .docx)"
 
 
+def test_a_docs_title_heads_its_headings_though_its_styles_are_named_in_greek() -> None:
+    # Word's Title comes out of LibreOffice's conversion in LibreOffice's title style
+    # ("Heading"), and the heading styles keep their Greek names ("Επικεφαλίδα 2"): the title
+    # was read as body text before, so the document had no title heading.
+    parsed = parse_checked(_fixture("greek_heading_styles.doc"), "docs/greek_heading_styles.doc")
+    title = "Überschriften in nicht-englischer Sprache"
+    assert headings(parsed) == [
+        (1, [title]),
+        (3, [title, "Problem mit lokalisierten Dokumenten"]),
+        (3, [title, "Vorgeschlagene Änderung"]),
+        (3, [title, "Verifizierung"]),
+    ]
+
+
 #: Each format's file and words it must give (read from the file in its application); the
 #: corpus-derived ones are scored against the source document's ground truth as well.
 _REAL_FILES = {
