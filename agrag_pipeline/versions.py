@@ -85,4 +85,6 @@ SNAPSHOT_VERSION = "1"
 #: "Micha l".
 #: 23: Word: a paragraph in LibreOffice's title style ("Heading", as a converted .doc's Title
 #: comes out) is the document's title heading, not body text.
-PARSE_VERSION = "23"
+#: 24: PDF: a line of a displayed formula (a relation or operator of mathematics and no word of
+#: four letters, or only one- and two-letter names) is never a heading by typography.
+PARSE_VERSION = "24"

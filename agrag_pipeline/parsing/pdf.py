@@ -110,6 +110,9 @@ _NUMBERED = re.compile(r"^(\d+(\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s")
 _SIGNATURE = re.compile(
     r"\w\s*\((\s*void\s*|[^()]*[*&_][^()]*)\)|\S\s+\[[A-Z][a-z]+( [A-Za-z]+)?\]$"
 )
+#: Mathematical symbols a heading may hold: ASCII ones (``C++``, ``<head>``, ``a | b``).
+_PLAIN_MATH = frozenset("+<>|~")
+_LETTER_RUN = re.compile(r"[^\W\d_]+")
 #: A sentence ending a line: where a paragraph may end.
 _SENTENCE_END = re.compile(r"[.:!?][\"'”’)\]]*$")
 #: Between paragraphs, beyond the usual line gap (in font sizes): clearly more space …
@@ -1637,7 +1640,27 @@ def _looks_like_heading(text: str) -> bool:
         return False  # an aside: "(Please select all that apply)"
     if _SIGNATURE.search(text):
         return False  # a function's definition line in an API reference
+    if _formula(text):
+        return False  # a displayed equation, set larger than the text around it
     return text[-1] not in ".,;" or bool(_NUMBERED.match(text) and len(text.split()) <= 2)
+
+
+def _formula(text: str) -> bool:
+    """A line of a displayed formula: a relation or an operator of mathematics (``=``, ``∑``,
+    ``≤``, ``−``; not an arrow) and no word of four letters or more, or nothing but names of
+    one or two letters (``dx``, ``C z``: a fraction's or a limit's part on a line of its own).
+    "Proof for n ≥ 3" and "3 × 3 matrices" are headings; "a²+b²=c²" is none."""
+    runs = _LETTER_RUN.findall(text)
+    if any(len(run) >= 4 for run in runs):
+        return False
+    if any(
+        unicodedata.category(c) == "Sm" and c not in _PLAIN_MATH and not "\u2190" <= c <= "\u21ff"
+        for c in text
+    ):
+        return True
+    # Latin names only: two-character words of Chinese or Japanese are words ("第1章 概要").
+    short = bool(runs) and all(len(run) <= 2 and run.isascii() for run in runs)
+    return short and not text.isupper() and (len(runs) > 1 or runs[0].islower())
 
 
 def _title_case(text: str) -> bool:

@@ -376,3 +376,13 @@ def test_two_authors_side_by_side_above_the_columns_are_read_with_the_title() ->
         "Measuring Small Rivers with Volunteers and Oranges\n\nMara Quell Tom Idris\n\nAbstract"
     ), text[:200]
     assert text.count("Tom Idris") == 1
+
+
+def test_displayed_equations_set_larger_than_the_text_are_no_headings() -> None:
+    # A Word document with equations and no heading, as LibreOffice exports it: its displayed
+    # equations are set larger than the text, so each line of one ("a 2 +b 2=c 2 ×23", a
+    # fraction's "dx") was taken for a heading by typography (15 of them).
+    path = _FIXTURES / "word_equations.pdf"
+    parsed = _parse(path.read_bytes(), path.name)
+    assert [s.heading for s in parsed.sections if s.heading] == []
+    assert "f ( x )=a + ∑ ∞ a cos nπx +b sin nπx" in parsed.text_layer
