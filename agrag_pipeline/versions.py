@@ -87,4 +87,6 @@ SNAPSHOT_VERSION = "1"
 #: comes out) is the document's title heading, not body text.
 #: 24: PDF: a line of a displayed formula (a relation or operator of mathematics and no word of
 #: four letters, or only one- and two-letter names) is never a heading by typography.
-PARSE_VERSION = "24"
+#: 25: PDF: a line that opens with a bullet or a dash (a list item; a slide's bullets are set as
+#: large as headings) is never a heading by typography.
+PARSE_VERSION = "25"

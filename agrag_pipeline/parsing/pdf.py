@@ -113,6 +113,8 @@ _SIGNATURE = re.compile(
 #: Mathematical symbols a heading may hold: ASCII ones (``C++``, ``<head>``, ``a | b``).
 _PLAIN_MATH = frozenset("+<>|~")
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
+#: What opens a list item of a PDF's text: bullets, dashes, check boxes.
+_BULLETS = frozenset("•◦‣▪▫■□●○◆◇►▶➢➤✓✔–—-*·")
 #: A sentence ending a line: where a paragraph may end.
 _SENTENCE_END = re.compile(r"[.:!?][\"'”’)\]]*$")
 #: Between paragraphs, beyond the usual line gap (in font sizes): clearly more space …
@@ -1642,6 +1644,8 @@ def _looks_like_heading(text: str) -> bool:
         return False  # a function's definition line in an API reference
     if _formula(text):
         return False  # a displayed equation, set larger than the text around it
+    if text[0] in _BULLETS:
+        return False  # a list item: a slide's bullets are set as large as headings elsewhere
     return text[-1] not in ".,;" or bool(_NUMBERED.match(text) and len(text.split()) <= 2)
 
 

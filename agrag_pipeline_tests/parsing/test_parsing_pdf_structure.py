@@ -386,3 +386,24 @@ def test_displayed_equations_set_larger_than_the_text_are_no_headings() -> None:
     parsed = _parse(path.read_bytes(), path.name)
     assert [s.heading for s in parsed.sections if s.heading] == []
     assert "f ( x )=a + ∑ ∞ a cos nπx +b sin nπx" in parsed.text_layer
+
+
+def test_a_slides_bullets_set_as_large_as_a_heading_are_no_headings() -> None:
+    # Slides exported as PDF: the bullets are set larger than the notes' text, so each bullet
+    # line stood out as a heading by typography ("• With foo").
+    slide = Page(
+        [
+            Text(72, 560, "Lets introduce a list", 28),
+            Text(90, 510, "\x95 With foo and its friends", 20),
+            Text(90, 480, "\x95 Bar and baz things", 20),
+            *(
+                Text(72, 400 - 14 * n, f"Speaker notes line {n} about the foo and the bar here")
+                for n in range(12)
+            ),
+        ],
+        width=792,
+        height=612,
+    )
+    parsed = _parse(make_pdf([slide]), "slides.pdf")
+    assert [s.heading for s in parsed.sections if s.heading] == ["Lets introduce a list"]
+    assert "• With foo and its friends" in parsed.text_layer
