@@ -28,7 +28,7 @@ _BLOCK_TAG = re.compile(
     r"|tfoot|th|thead|tr|ul)\b",
     re.IGNORECASE,
 )
-_COMMENT_OR_TAG = re.compile(r"<!--.*?-->|<[^<>]*>", re.DOTALL)
+_COMMENT_OR_TAG = re.compile(r"<!--.*?(?:-->|\Z)|<[^<>]*>", re.DOTALL)
 
 #: How the headings of a path are joined into one line by ``section_label``.
 LABEL_SEPARATOR = " > "

@@ -63,18 +63,67 @@ _VISIBLE_EVENTS = frozenset(
     {"Code", "InlineMath", "DisplayMath", "FootnoteReference", "TaskListMarker"}
 )
 _LEVELS = {"H1": 1, "H2": 2, "H3": 3, "H4": 4, "H5": 5, "H6": 6}
-#: Comments and tags inside an HTML block (the text between tags is visible and stays), as
-#: CommonMark defines raw HTML: an attribute's quoted value may hold ``<`` and ``>`` (the
-#: Rust book's ``<Listing caption="... `Box<T>` ...">``). A script or style element is
-#: markup whole (its content is code no reader sees).
-_ATTRIBUTE = rb"""\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?"""
-_HTML_MARKUP = re.compile(
-    rb"<(script|style)\b.*?</(?i:\1)\s*>"
-    rb"|<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<![A-Za-z][^>]*>"
-    rb"|</[A-Za-z][A-Za-z0-9-]*\s*>"
-    rb"|<[A-Za-z][A-Za-z0-9-]*(?:" + _ATTRIBUTE + rb")*\s*/?>",
-    re.DOTALL | re.IGNORECASE,
+#: A tag inside an HTML block, as CommonMark defines raw HTML: an attribute's quoted value may
+#: hold ``<`` and ``>`` (the Rust book's ``<Listing caption="... `Box<T>` ...">``), up to a
+#: bound, so that no tag is looked for across a whole block from every ``<`` in it.
+_ATTRIBUTE = (
+    rb"""\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:"[^"<]*"|"[^"]{0,2000}"|'[^'<]*'|'[^']{0,2000}'"""
+    rb"""|[^\s"'=<>`]+))?"""
 )
+_TAG = re.compile(
+    rb"</[A-Za-z][A-Za-z0-9-]*\s*>|<[A-Za-z][A-Za-z0-9-]*(?:" + _ATTRIBUTE + rb")*\s*/?>"
+)
+#: What opens markup that runs to its own closer (the block's end if there is none): a
+#: comment, CDATA, a processing instruction, a declaration, a script or style element (code no
+#: reader sees).
+_RUNS_TO = (
+    (b"<!--", b"-->"),
+    (b"<![cdata[", b"]]>"),
+    (b"<?", b"?>"),
+    (b"<script", b"</script"),
+    (b"<style", b"</style"),
+    (b"<!", b">"),
+)
+
+
+def _html_markup(data: bytes, start: int, end: int) -> list[Span]:
+    """Spans of comments, tags and scripts in an HTML block's bytes ``data[start:end]``; the
+    text between them is what the block shows. One pass: each closer is looked for once, from
+    its opener (a regex of lazy alternatives restarted at every ``<`` of an unclosed comment
+    took seconds on a 100 KB block)."""
+    spans: list[Span] = []
+    lower = data[start:end].lower()
+    at = start
+    while True:
+        lt = data.find(b"<", at, end)
+        if lt < 0:
+            return spans
+        for opener, closer in _RUNS_TO:
+            if lower.startswith(opener, lt - start):
+                if opener in (b"<script", b"<style"):
+                    after = lt + len(opener)
+                    if after < end and (data[after : after + 1].isalnum()):
+                        continue  # <scripts>: another tag
+                close = lower.find(closer, lt - start + len(opener))
+                if close < 0:
+                    spans.append((lt, end))
+                    return spans
+                stop = close + start + len(closer)
+                if closer.startswith(b"</"):
+                    gt = data.find(b">", stop, end)
+                    stop = end if gt < 0 else gt + 1
+                spans.append((lt, stop))
+                at = stop
+                break
+        else:
+            tag = _TAG.match(data, lt, end)
+            if tag is not None:
+                spans.append(tag.span())
+                at = tag.end()
+            else:
+                at = lt + 1
+
+
 #: A line that starts with ``>`` markers (after blanks): a block quote's, or one in HTML. A
 #: pattern that starts with a newline is searched fast (``^`` in multi-line mode is not).
 _QUOTE_LINE = re.compile(r"\n[ \t]*>")
@@ -218,11 +267,11 @@ def scan(text: str) -> MarkdownScan:
                 # On the UTF-8 bytes: the pattern's characters are ASCII, which no other
                 # character's bytes hold, so it matches the same text.
                 at = rng["start"]
-                for m in _HTML_MARKUP.finditer(data, at, rng["end"]):
-                    if seen < nest and data[at : m.start()].strip():
+                for a, b in _html_markup(data, at, rng["end"]):
+                    if seen < nest and data[at:a].strip():
                         seen = nest
-                    raw_markup.append(m.span())
-                    at = m.end()
+                    raw_markup.append((a, b))
+                    at = b
                 # The text between tags is what the block shows (pyromark's ``Html`` events
                 # carry it with the tags, so no event marks it visible): without this mark the
                 # block was taken for one holding no visible text, and a raw HTML table's
