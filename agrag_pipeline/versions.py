@@ -89,4 +89,6 @@ SNAPSHOT_VERSION = "1"
 #: four letters, or only one- and two-letter names) is never a heading by typography.
 #: 25: PDF: a line that opens with a bullet or a dash (a list item; a slide's bullets are set as
 #: large as headings) is never a heading by typography.
-PARSE_VERSION = "25"
+#: 26: LaTeX: sections inside an environment that wraps the body (``CJK*``, ``multicols``) are
+#: headings, and such an environment's arguments are no text.
+PARSE_VERSION = "26"

@@ -29,7 +29,7 @@ from pylatexenc.latexwalker import (
     LatexWalkerError,
 )
 from pylatexenc.latexwalker import get_default_latex_context_db as walker_context_db
-from pylatexenc.macrospec import MacroSpec
+from pylatexenc.macrospec import EnvironmentSpec, MacroSpec
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
@@ -178,9 +178,29 @@ def _walker_context() -> Any:
             MacroSpec("multicolumn", "{{{"),
             MacroSpec("multirow", "{{{"),
         ],
+        # Environments that wrap a document's body, with their arguments (which are no text:
+        # "UTF8gbsn" was read from ``\begin{CJK*}{UTF8}{gbsn}``).
+        environments=[
+            EnvironmentSpec("CJK", "*[{{"),
+            EnvironmentSpec("CJK*", "[{{"),
+            EnvironmentSpec("otherlanguage", "{"),
+            EnvironmentSpec("otherlanguage*", "{"),
+            EnvironmentSpec("multicols", "{[["),
+            EnvironmentSpec("multicols*", "{[["),
+            EnvironmentSpec("spacing", "{"),
+        ],
         prepend=True,
     )
     return context
+
+
+def _holds_sections(node: Any) -> bool:
+    """An environment with sectioning commands in it (outside groups): one that wraps the
+    body, as ``CJK*`` does a Chinese author's paper, or ``multicols`` a two-column part."""
+    return isinstance(node, LatexEnvironmentNode) and any(
+        (isinstance(n, LatexMacroNode) and n.macroname in _SECTIONS) or _holds_sections(n)
+        for n in node.nodelist or []
+    )
 
 
 class _BudgetedWalker(LatexWalker):
@@ -397,7 +417,10 @@ class _Writer:
                 self.layer.heading("Abstract", base_level)
                 self.pending.extend(node.nodelist or [])
                 self.flush()
-            elif isinstance(node, LatexEnvironmentNode) and node.environmentname == "document":
+            elif isinstance(node, LatexEnvironmentNode) and (
+                node.environmentname == "document" or _holds_sections(node)
+            ):
+                self.flush()
                 self.walk(list(node.nodelist or []), base_level)
             else:
                 self.pending.append(node)
@@ -405,11 +428,13 @@ class _Writer:
 
 
 def _section_ranks(nodes: list[Any]) -> list[int]:
-    return [
-        _SECTIONS[n.macroname]
-        for n in nodes
-        if isinstance(n, LatexMacroNode) and n.macroname in _SECTIONS
-    ]
+    ranks: list[int] = []
+    for n in nodes:
+        if isinstance(n, LatexMacroNode) and n.macroname in _SECTIONS:
+            ranks.append(_SECTIONS[n.macroname])
+        elif _holds_sections(n):
+            ranks.extend(_section_ranks(list(n.nodelist or [])))
+    return ranks
 
 
 def parse(text: str, document: Document) -> ParsedDocument:

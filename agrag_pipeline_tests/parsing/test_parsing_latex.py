@@ -132,3 +132,35 @@ def test_an_author_block_keeps_its_lines_and_its_thanks_note_is_a_line_of_its_ow
     note = next(line for line in lines if "Use footnote" in line)
     assert note.startswith("Use footnote for providing further information about author")
     assert "Hippocampus" not in note and "Department" not in note
+
+
+def test_sections_inside_an_environment_wrapping_the_body_are_headings() -> None:
+    # DeepSeek-V3's report wraps its whole body in \begin{CJK*}{UTF8}{gbsn} (to set Chinese):
+    # its 80 sections were read as text ("§ INTRODUCTION") under the title alone, and the
+    # environment's arguments as a line "UTF8gbsn".
+    source = r"""\documentclass{article}
+\usepackage{CJKutf8}
+\title{A Report}
+\begin{document}
+\begin{CJK*}{UTF8}{gbsn}
+\maketitle
+\section{Introduction}
+Language models grow.
+\begin{multicols}{2}
+\subsection{Method}
+We train it.
+\end{multicols}
+\section{Results}
+It works.
+\end{CJK*}
+\end{document}
+"""
+    parsed = parse_checked(source.encode(), "paper/report.tex")
+    assert [(s.level, s.heading) for s in parsed.sections if s.heading] == [
+        (1, "A Report"),
+        (2, "Introduction"),
+        (3, "Method"),
+        (2, "Results"),
+    ]
+    assert "UTF8" not in parsed.text_layer and "gbsn" not in parsed.text_layer
+    assert "We train it." in parsed.text_layer
