@@ -91,4 +91,7 @@ SNAPSHOT_VERSION = "1"
 #: large as headings) is never a heading by typography.
 #: 26: LaTeX: sections inside an environment that wraps the body (``CJK*``, ``multicols``) are
 #: headings, and such an environment's arguments are no text.
-PARSE_VERSION = "26"
+#: 27: USPTO patents in ICE XML (``us-patent-grant``, ``us-patent-application``) are read by
+#: ``patent.py`` (title, parties, abstract, the description's headings, claims), not as
+#: generic XML's element paths.
+PARSE_VERSION = "27"

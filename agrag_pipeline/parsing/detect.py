@@ -16,9 +16,10 @@
   other OLE2 file and other binary data (NUL bytes) have no parser: ``None``.
 - Text is sniffed for markup where the extension may lie (``.txt``, ``.xml``, ``.csv``, ``.tsv``,
   no extension): JATS by ``<!DOCTYPE article`` with a JATS/NLM DTD, or an ``<article>`` root
-  carrying ``dtd-version`` or JATS front matter; HTML by ``<!doctype html`` or an ``<html>``,
-  ``<head>`` or ``<body>`` root. A ``.md`` or ``.html`` file is trusted (Markdown may embed HTML;
-  an HTML fragment is still HTML).
+  carrying ``dtd-version`` or JATS front matter; a USPTO patent (ICE XML) by its
+  ``us-patent-grant`` or ``us-patent-application`` root; HTML by ``<!doctype html`` or an
+  ``<html>``, ``<head>`` or ``<body>`` root. A ``.md`` or ``.html`` file is trusted (Markdown
+  may embed HTML; an HTML fragment is still HTML).
 - Office's own XML, by its root element (in a ``.xml``, a sniffed file, or behind ``.doc``/
   ``.xls``): Word 2003 XML (``w:wordDocument``), Excel 2003 XML (a ``Workbook`` in the
   spreadsheet namespace), flat OPC (``pkg:package``, Word's "XML Document"). A web page behind
@@ -58,6 +59,7 @@ PLAIN = "text/plain"
 CSV = "text/csv"
 TSV = "text/tab-separated-values"
 JATS = "application/jats+xml"
+USPTO = "application/vnd.uspto.patent+xml"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 DOCM = "application/vnd.ms-word.document.macroEnabled.12"
 PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
@@ -566,7 +568,7 @@ def _head_text(head: bytes) -> str | None:
 
 
 def _markup_type(text: str) -> str | None:
-    """JATS or HTML when ``text`` opens as such a document, else None."""
+    """JATS, a USPTO patent or HTML when ``text`` opens as such a document, else None."""
     start = text.lstrip()[:1]
     if start != "<":
         return None
@@ -585,6 +587,8 @@ def _markup_type(text: str) -> str | None:
         return HTML
     if local == "article" and _is_jats_article(text):
         return JATS
+    if local in ("us-patent-grant", "us-patent-application"):
+        return USPTO
     return None
 
 
@@ -658,6 +662,7 @@ __all__ = [
     "SRT",
     "TOML",
     "TSV",
+    "USPTO",
     "VTT",
     "XLS",
     "XLSM",

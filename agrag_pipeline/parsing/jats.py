@@ -51,7 +51,7 @@ MEDIA_TYPE = "application/jats+xml"
 
 _MML = "http://www.w3.org/1998/Math/MathML"
 #: Left out of running text: TeX sources, MathML annotations, labels of floats written apart.
-_SKIP_INLINE = frozenset({"tex-math", "annotation", "annotation-xml", "object-id", "graphic"})
+SKIP_INLINE = frozenset({"tex-math", "annotation", "annotation-xml", "object-id", "graphic"})
 #: Blocks inside a section or paragraph that are written as their own blocks.
 _BLOCKS = frozenset(
     {
@@ -177,7 +177,7 @@ def parse_xml(raw: bytes, source_key: str) -> etree._Element:
     return root
 
 
-def _name(element: etree._Element) -> str:
+def local_name(element: etree._Element) -> str:
     tag = element.tag
     if not isinstance(tag, str):
         return ""
@@ -198,14 +198,14 @@ def _formula(element: etree._Element) -> str | None:
     """The LaTeX of a formula element (``<mml:math>``, ``<tex-math>``, or the ``<alternatives>``
     holding them), else None. The author's TeX wins over MathML where both are given (it is the
     formula as written); MathML becomes linear LaTeX (``mathml``)."""
-    name = _name(element)
+    name = local_name(element)
     if name == "tex-math":
         return mathml.clean_tex("".join(element.itertext()))
     if name == "math":
         return mathml.text(element)
     if name == "alternatives":
-        forms = [c for c in element if _name(c) in ("tex-math", "math")]
-        tex = [c for c in forms if _name(c) == "tex-math"]
+        forms = [c for c in element if local_name(c) in ("tex-math", "math")]
+        tex = [c for c in forms if local_name(c) == "tex-math"]
         for form in tex + [c for c in forms if c not in tex]:
             latex = _formula(form)
             if latex:
@@ -214,7 +214,7 @@ def _formula(element: etree._Element) -> str | None:
 
 
 def _pieces(element: etree._Element, skip: frozenset[str]) -> Iterator[str]:
-    spaced = _name(element) in _SPACED
+    spaced = local_name(element) in _SPACED
     if element.text:
         yield element.text
     for child in element:
@@ -222,25 +222,25 @@ def _pieces(element: etree._Element, skip: frozenset[str]) -> Iterator[str]:
             yield " "
         if isinstance(child, etree._Entity):
             yield _entity_text(child)
-        elif isinstance(child.tag, str) and _name(child) in _FORMULAS:
+        elif isinstance(child.tag, str) and local_name(child) in _FORMULAS:
             formula = _formula(child)
             if formula is None:
                 yield from _pieces(child, skip)
             elif formula:
                 # A trailing command keeps its space ("\\pi r", not "\\pir").
                 yield formula + (" " if _ENDS_IN_COMMAND.search(formula) else "")
-        elif isinstance(child.tag, str) and _name(child) == "disp-formula":
+        elif isinstance(child.tag, str) and local_name(child) == "disp-formula":
             # A display formula run into a caption's text is still apart from its words.
             yield " "
             yield from _pieces(child, skip)
             yield " "
-        elif isinstance(child.tag, str) and _name(child) not in skip:
+        elif isinstance(child.tag, str) and local_name(child) not in skip:
             yield from _pieces(child, skip)
         if child.tail:
             yield child.tail
 
 
-def inline(element: etree._Element | None, skip: frozenset[str] = _SKIP_INLINE) -> str:
+def inline(element: etree._Element | None, skip: frozenset[str] = SKIP_INLINE) -> str:
     """The text of ``element`` on one line.
 
     Recursion is safe: libxml2 (without huge-tree mode) refuses nesting past 256 levels."""
@@ -251,13 +251,13 @@ def inline(element: etree._Element | None, skip: frozenset[str] = _SKIP_INLINE) 
 
 def _child(element: etree._Element, name: str) -> etree._Element | None:
     for child in element:
-        if _name(child) == name:
+        if local_name(child) == name:
             return child
     return None
 
 
 def _children(element: etree._Element, name: str) -> list[etree._Element]:
-    return [child for child in element if _name(child) == name]
+    return [child for child in element if local_name(child) == name]
 
 
 class _Writer:
@@ -296,7 +296,7 @@ class _Writer:
             elif contrib.find("string-name") is not None:
                 authors.append(inline(contrib.find("string-name")))
         self.layer.paragraph(", ".join(a for a in authors if a))
-        affiliations = [inline(aff, _SKIP_INLINE | {"label"}) for aff in _author_affiliations(meta)]
+        affiliations = [inline(aff, SKIP_INLINE | {"label"}) for aff in _author_affiliations(meta)]
         self.layer.paragraph("; ".join(a for a in affiliations if a))
         for abstract in meta.iterfind("abstract"):
             title = _child(abstract, "title")
@@ -321,14 +321,14 @@ class _Writer:
     def content(self, element: etree._Element, level: int) -> None:
         """The blocks of a section-like element (its own title and label excluded)."""
         for child in element:
-            name = _name(child)
+            name = local_name(child)
             if name in ("title", "label", "sec-meta"):
                 continue
             self.block(child, level)
 
     def block(self, child: etree._Element, level: int) -> None:
         self._tick()
-        name = _name(child)
+        name = local_name(child)
         if name == "sec":
             self.section(child, level)
         elif name == "p":
@@ -355,7 +355,7 @@ class _Writer:
             self.section(child, level)
         elif name == "disp-formula":
             label = inline(_child(child, "label"))
-            formula = inline(child, _SKIP_INLINE | {"label"})
+            formula = inline(child, SKIP_INLINE | {"label"})
             self.layer.paragraph(" ".join(p for p in (formula, label) if p))
         elif name == "preformat":
             self.layer.lines((child.xpath("string()") or "").splitlines())
@@ -366,7 +366,7 @@ class _Writer:
 
     def paragraph(self, p: etree._Element, level: int) -> None:
         """A paragraph; blocks nested in it (lists, figures, formulas) are their own blocks."""
-        nested = [c for c in p if _name(c) in _BLOCKS or _name(c) == "disp-formula"]
+        nested = [c for c in p if local_name(c) in _BLOCKS or local_name(c) == "disp-formula"]
         if not nested:
             self.layer.paragraph(inline(p))
             return
@@ -378,7 +378,7 @@ class _Writer:
                 self.block(child, level)
             elif isinstance(child, etree._Entity):
                 pieces.append(_entity_text(child))
-            elif isinstance(child.tag, str) and _name(child) not in _SKIP_INLINE:
+            elif isinstance(child.tag, str) and local_name(child) not in SKIP_INLINE:
                 pieces.append(inline(child))
             pieces.append(child.tail or "")
         self.layer.paragraph("".join(pieces))
@@ -388,7 +388,7 @@ class _Writer:
         lines: list[str] = []
         for number, item in enumerate(_children(element, "list-item"), start=1):
             label = inline(_child(item, "label"))
-            text = inline(item, _SKIP_INLINE | {"label"})
+            text = inline(item, SKIP_INLINE | {"label"})
             marker = label or (f"{number}." if ordered else "-")
             lines.append(f"{marker} {text}")
         self.layer.lines(lines)
@@ -416,8 +416,8 @@ class _Writer:
         spans: dict[tuple[int, int], str] = {}  # cells covered by a rowspan from above
         for tr in table.iter("tr"):
             self._tick()
-            in_head = any(_name(a) == "thead" for a in tr.iterancestors())
-            cells = [c for c in tr if _name(c) in ("td", "th")]
+            in_head = any(local_name(a) == "thead" for a in tr.iterancestors())
+            cells = [c for c in tr if local_name(c) in ("td", "th")]
             row: list[str] = []
             col = 0
             r = len(rows)
@@ -437,7 +437,7 @@ class _Writer:
                 row.append(spans.pop((r, col)))
                 col += 1
             rows.append(row)
-            is_header = in_head or (bool(cells) and all(_name(c) == "th" for c in cells))
+            is_header = in_head or (bool(cells) and all(local_name(c) == "th" for c in cells))
             if leading and is_header:
                 header_rows += 1
             else:
@@ -451,9 +451,9 @@ class _Writer:
         for ref in ref_list.iter("ref"):
             self._tick()
             label = inline(_child(ref, "label"))
-            citation = " ".join(_citation(c) for c in ref if _name(c).endswith("citation"))
+            citation = " ".join(_citation(c) for c in ref if local_name(c).endswith("citation"))
             if not citation:
-                citation = inline(ref, _SKIP_INLINE | {"label"})
+                citation = inline(ref, SKIP_INLINE | {"label"})
             if citation:
                 lines.append(f"[{label}] {citation}" if label else citation)
         self.layer.lines(lines)
@@ -468,7 +468,7 @@ class _Writer:
         if body is not None:
             leading = next((c for c in body if isinstance(c.tag, str)), None)
             after_abstract = bool(self.layer.headings) and self.layer.headings[-1].level > 1
-            if after_abstract and leading is not None and _name(leading) != "sec":
+            if after_abstract and leading is not None and local_name(leading) != "sec":
                 # Body text before any section would read as the abstract's: give it a
                 # heading of its own (short articles have no sections at all).
                 self.layer.heading("Main text", 2)
@@ -476,7 +476,7 @@ class _Writer:
         back = _child(article, "back")
         if back is not None:
             for child in back:
-                name = _name(child)
+                name = local_name(child)
                 if name in ("title", "label"):
                     continue
                 if name == "ack" and _child(child, "title") is None:
@@ -522,15 +522,15 @@ def _span(value: str | None) -> int:
 def _citation(citation: etree._Element) -> str:
     """A reference's text: a ``mixed-citation`` as written; an ``element-citation`` (fields
     without punctuation) as its authors, then its other fields, joined by ". "."""
-    if _name(citation) != "element-citation":
+    if local_name(citation) != "element-citation":
         return inline(citation)
     authors: list[str] = []
     parts: list[str] = []
     for child in citation:
-        name = _name(child)
+        name = local_name(child)
         if name == "person-group":
             for person in child:
-                if _name(person) == "name":
+                if local_name(person) == "name":
                     surname = inline(person.find("surname"))
                     given = inline(person.find("given-names"))
                     authors.append(" ".join(p for p in (surname, given) if p))
@@ -550,10 +550,10 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     if not raw.strip():
         raise EmptyDocumentError(key, "the file is empty")
     root = parse_xml(raw, key)
-    _strip_namespaces(root)
-    if _name(root) != "article":
+    strip_namespaces(root)
+    if local_name(root) != "article":
         raise CorruptDocumentError(
-            key, f"not a JATS article: the root element is <{_name(root) or '?'}>"
+            key, f"not a JATS article: the root element is <{local_name(root) or '?'}>"
         )
     writer = _Writer(current_deadline(key))
     writer.article(root)
@@ -564,7 +564,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     return ParsedDocument(document=document, text_layer=text, sections=sections)
 
 
-def _strip_namespaces(root: etree._Element) -> None:
+def strip_namespaces(root: etree._Element) -> None:
     """JATS elements are un-namespaced; a file that puts them in a namespace reads the same."""
     for element in root.iter():
         tag = element.tag
@@ -572,4 +572,12 @@ def _strip_namespaces(root: etree._Element) -> None:
             element.tag = tag.rsplit("}", 1)[-1]
 
 
-__all__ = ["MEDIA_TYPE", "inline", "parse", "parse_xml"]
+__all__ = [
+    "MEDIA_TYPE",
+    "SKIP_INLINE",
+    "inline",
+    "local_name",
+    "parse",
+    "parse_xml",
+    "strip_namespaces",
+]
