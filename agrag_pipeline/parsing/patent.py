@@ -144,13 +144,18 @@ class _Writer:
         self._tick()
         self.layer.paragraph(jats.inline(element, jats.SKIP_INLINE | _BLOCKS))
         for child in element:
-            name = _name(child)
-            if name in ("tables", "table"):
-                self.tables(child)
-            elif name in ("ul", "ol"):
-                self.items(child)
-            elif name == "maths":
-                self.layer.paragraph(jats.inline(child))
+            if _name(child) in _BLOCKS:
+                self.block(child)
+
+    def block(self, element: etree._Element) -> None:
+        """A table, a list or a formula (one of ``_BLOCKS``) as a block of its own."""
+        name = _name(element)
+        if name in ("tables", "table"):
+            self.tables(element)
+        elif name in ("ul", "ol"):
+            self.items(element)
+        else:
+            self.layer.paragraph(jats.inline(element))
 
     def items(self, element: etree._Element) -> None:
         lines = []
@@ -190,12 +195,8 @@ class _Writer:
                     self.headed = True
                 if name == "p":
                     self.paragraph(child)
-                elif name in ("tables", "table"):
-                    self.tables(child)
-                elif name in ("ul", "ol"):
-                    self.items(child)
                 else:
-                    self.layer.paragraph(jats.inline(child))
+                    self.block(child)
 
     def claims(self, root: etree._Element, claims: etree._Element) -> None:
         self.layer.heading("Claims", 2)

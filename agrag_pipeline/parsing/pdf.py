@@ -1669,7 +1669,7 @@ def _formula(text: str) -> bool:
 
 def _title_case(text: str) -> bool:
     """Every word of four letters or more capitalised ("Boots Self-Locking Nut")."""
-    long_words = [w for w in re.findall(r"[^\W\d_]+", text) if len(w) >= 4]
+    long_words = [w for w in _LETTER_RUN.findall(text) if len(w) >= 4]
     return bool(long_words) and all(w[0].isupper() for w in long_words)
 
 

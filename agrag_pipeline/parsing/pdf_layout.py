@@ -679,27 +679,29 @@ def _attach_small(rows: list[list[Char]]) -> list[list[Char]]:
     stats = [_row_stats(r) for r in rows]
     extents: dict[int, tuple[list[float], list[float]]] = {}
 
-    def stands_clear(k: int, x0: float, x1: float) -> bool:
-        """Whether the strip from x0 to x1 lies within row ``k`` over at most one letter."""
+    def extent(k: int) -> tuple[list[float], list[float]]:
+        """Row ``k``'s letters' left and right edges, each sorted (made once per row)."""
         if k not in extents:
             extents[k] = (sorted(c.x0 for c in rows[k]), sorted(c.x1 for c in rows[k]))
-        starts, ends = extents[k]
+        return extents[k]
+
+    def stands_clear(k: int, x0: float, x1: float) -> bool:
+        """Whether the strip from x0 to x1 lies within row ``k`` over at most one letter."""
+        starts, ends = extent(k)
         if x0 < starts[0] or x1 > ends[-1]:
             return False
         return bisect.bisect_left(starts, x1) - bisect.bisect_right(ends, x0) <= 1
 
     def beside(k: int, piece: list[Char]) -> bool:
         """Whether ``piece`` stands just before or after text of row ``k``, over none of it."""
-        if k not in extents:
-            extents[k] = (sorted(c.x0 for c in rows[k]), sorted(c.x1 for c in rows[k]))
-        starts, ends = extents[k]
+        starts, ends = extent(k)
         x0, x1 = min(c.x0 for c in piece), max(c.x1 for c in piece)
-        if bisect.bisect_left(starts, x1) != bisect.bisect_right(ends, x0):
+        at, end = bisect.bisect_left(starts, x1), bisect.bisect_right(ends, x0)
+        if at != end:
             return False  # a letter of row k lies under the piece
         reach = stats[k][2]
-        at = bisect.bisect_left(starts, x1)
         return (at < len(starts) and starts[at] - x1 <= reach) or (
-            (end := bisect.bisect_right(ends, x0)) > 0 and x0 - ends[end - 1] <= reach
+            end > 0 and x0 - ends[end - 1] <= reach
         )
 
     def target_of(
