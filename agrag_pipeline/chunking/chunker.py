@@ -46,7 +46,7 @@ from agrag_pipeline.chunking.markup import (
     has_visible_text,
     heading_line,
     invisible_spans,
-    merged,
+    merged_touching,
     trim_span,
     visible_blocks,
     within,
@@ -84,7 +84,10 @@ CHUNKER_NAME = "agrag-structure"
 #: 6: the text between the tags of a Markdown file's raw HTML blocks (a table's cells, a
 #: figure's caption) is embedded, each block-level element on its own line; it was left out
 #: with the tags (``markdown.scan``), and a tag whose quoted attribute holds ``<T>`` is markup.
-CHUNKER_VERSION = "6"
+#: 7: a Markdown link's or image's syntax is not embedded, its text is: ``[``,
+#: ``](destination "title")``, ``][label]``, an autolink's ``<>`` (``markdown._link_markup``);
+#: fewer tokens, so chunks of link-heavy files can end elsewhere.
+CHUNKER_VERSION = "7"
 
 #: The retries allowed to cut an over-limit chunk finer before giving up (never hit with an
 #: additive tokenizer such as WordPiece; a safety net for others).
@@ -768,7 +771,9 @@ def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft
         if not hidden:
             out.append(d)
             continue
-        hidden = merged(text, hidden)
+        # Joined only where they touch: the space between two of a link's pieces is a word
+        # break (a heading line and markup parted by blank lines are trimmed off alike).
+        hidden = merged_touching(hidden)
         start, end = trim_span(text, d.start, d.end, hidden)
         if start >= end or not has_visible_text(text, start, end, hidden):
             if d.heading_path in context.carried:

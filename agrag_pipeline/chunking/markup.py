@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 
 from agrag_pipeline.models import Section
 from agrag_pipeline.parsing.markdown import MEDIA_TYPE as MARKDOWN
-from agrag_pipeline.parsing.markdown import Span, markup_spans, merged
+from agrag_pipeline.parsing.markdown import Span, markup_spans, merged, merged_touching
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "invisible_spans",
     "markdown_invisible_spans",
     "merged",
+    "merged_touching",
     "trim_span",
     "visible_blocks",
     "within",

@@ -183,11 +183,17 @@ def _cut_separator(cut: str) -> str:
 def _join(left: str, right: str, cut: str = "") -> str:
     ws = left[len(left.rstrip()) :] + right[: len(right) - len(right.lstrip())] + cut
     left, right = left.rstrip(), right.lstrip()
-    if not left or not right:
-        # A part of nothing but whitespace: what the cut showed goes on to the next join.
-        return left + (cut if left else "") + right
-    sep = "\n\n" if ws.count("\n") >= 2 else "\n" if "\n" in ws else " " if ws else ""
-    return left + sep + right
+    if not left:
+        return right
+    if not right:
+        # A part of nothing but whitespace (between two cuts, as between a link's pieces):
+        # the whitespace it and the cut showed goes on to the next join.
+        return left + _separator(ws)
+    return left + _separator(ws) + right
+
+
+def _separator(ws: str) -> str:
+    return "\n\n" if ws.count("\n") >= 2 else "\n" if "\n" in ws else " " if ws else ""
 
 
 def _clean_heading(heading: str) -> str:

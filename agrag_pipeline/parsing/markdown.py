@@ -16,10 +16,10 @@ Conventions:
   mistaken for a Setext heading.
 
 Markup no reader sees (``markup_spans``: HTML comments and tags, link reference definitions,
-front matter, blocks of nothing else) is found in the same walk over the parser's events as the
-headings and tables, and the walk of the last source is kept: the chunker asks for the markup
-of the text it was just given to chunk, and one walk is most of a parse (issue 25: a second
-walk made parse + chunk 1.6x slower).
+a link's syntax around its text, front matter, blocks of nothing else) is found in the same
+walk over the parser's events as the headings and tables, and the walk of the last source is
+kept: the chunker asks for the markup of the text it was just given to chunk, and one walk is
+most of a parse (issue 25: a second walk made parse + chunk 1.6x slower).
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ _TEXT_EVENTS = frozenset({"Code", "InlineMath", "DisplayMath", "FootnoteReferenc
 _VISIBLE_EVENTS = frozenset(
     {"Code", "InlineMath", "DisplayMath", "FootnoteReference", "TaskListMarker"}
 )
+#: Inline elements whose syntax around their text is markup (``_link_markup``).
+_LINKS = frozenset({"Link", "Image"})
 _LEVELS = {"H1": 1, "H2": 2, "H3": 3, "H4": 4, "H5": 5, "H6": 6}
 #: A tag inside an HTML block, as CommonMark defines raw HTML: an attribute's quoted value may
 #: hold ``<`` and ``>`` (the Rust book's ``<Listing caption="... `Box<T>` ...">``), up to a
@@ -162,7 +164,7 @@ class MarkdownScan:
     The markup spans are made ready when first asked for (a parse alone never asks).
     """
 
-    __slots__ = ("_data", "_markup", "_raw_markup", "_text", "headings", "tables")
+    __slots__ = ("_data", "_links", "_markup", "_raw_markup", "_text", "headings", "tables")
 
     def __init__(
         self,
@@ -171,6 +173,7 @@ class MarkdownScan:
         headings: tuple[HeadingMark, ...],
         tables: tuple[TableMark, ...],
         raw_markup: list[Span],
+        link_markup: list[Span],
     ) -> None:
         self.headings = headings
         self.tables = tables
@@ -178,20 +181,29 @@ class MarkdownScan:
         #: The source's UTF-8 bytes, for ``_byte_to_char``; None for ASCII.
         self._data = data
         self._raw_markup = raw_markup
+        self._links = link_markup
         self._markup: tuple[Span, ...] | None = None
 
     def markup(self) -> tuple[Span, ...]:
         """``markup_spans``: sorted, disjoint, each trimmed of whitespace."""
         if self._markup is None:
-            text, raw = self._text, self._raw_markup
-            if raw and self._data is not None:
-                char = _byte_to_char(self._data, set(itertools.chain.from_iterable(raw)))
+            text, raw, links = self._text, self._raw_markup, self._links
+            if (raw or links) and self._data is not None:
+                offsets = set(itertools.chain.from_iterable(raw))
+                offsets.update(itertools.chain.from_iterable(links))
+                char = _byte_to_char(self._data, offsets)
                 raw = [(char[a], char[b]) for a, b in raw]
+                links = [(char[a], char[b]) for a, b in links]
             if raw and (_QUOTE_FIRST_LINE.match(text) or _QUOTE_LINE.search(text)):
                 raw = [_with_quote_markers(text, a, b) for a, b in raw]
+            spans = merged(text, raw)
+            if links:
+                # A link's pieces are inline: the space between two of them is a word break a
+                # reader sees, so they join only what they touch.
+                spans = merged_touching(spans + links)
             # Two threads may both get here: each computes the same spans from fields that
             # stay as they are (clearing them would race with the other's reading).
-            self._markup = tuple(merged(text, raw))
+            self._markup = tuple(spans)
         return self._markup
 
 
@@ -206,9 +218,11 @@ def markup_spans(text: str) -> list[Span]:
 
     HTML comments and tags (inline, or inside an HTML block: the text between tags stays),
     YAML front matter, link reference definitions (what the parser consumes between top-level
-    blocks without an event), blocks holding no visible text (a list item or quote of a
-    comment), and the blank lines of a block quote. Each is trimmed of whitespace; spans
-    parted by whitespace only are joined. A ``<!--`` in a code span or fence is text.
+    blocks without an event), a link's or image's syntax around its text (its destination,
+    title and label), blocks holding no visible text (a list item or quote of a comment), and
+    the blank lines of a block quote. Each is trimmed of whitespace; spans parted by
+    whitespace only are joined, but for a link's pieces (the space between two links is a word
+    break). A ``<!--`` in a code span or fence is text.
     """
     return list(scan(text).markup())
 
@@ -223,6 +237,7 @@ def scan(text: str) -> MarkdownScan:
     raw_headings: list[tuple[int, int, int, str]] = []  # byte start, byte end, level, text
     raw_tables: list[tuple[int, int, int, list[tuple[int, int]]]] = []
     raw_markup: list[Span] = []  # UTF-8 byte ranges
+    link_markup: list[Span] = []  # UTF-8 byte ranges of inline link syntax
     top: list[Span] = []  # ranges of the top-level blocks, for the gaps between them
     quotes: list[Span] = []
     data = text.encode("utf-8")
@@ -234,6 +249,9 @@ def scan(text: str) -> MarkdownScan:
     heading: list[str] | None = None  # the open document heading's text parts
     heading_at: tuple[int, int, int] = (0, 0, 0)  # its byte start, byte end, level
     table: list[Any] | None = None  # byte start, byte end, head end, rows
+    #: Open links and images, innermost last: byte start, byte end, and the first and last
+    #: byte of what they hold (-1 before anything), for ``_link_markup``.
+    links: list[list[int]] = []
 
     # ~50 events per KB of source: text and breaks (most of them) are dismissed with as few
     # operations as possible. Typed loosely: the class checks below are what narrow an event
@@ -249,10 +267,16 @@ def scan(text: str) -> MarkdownScan:
                 seen = nest
             if heading is not None:
                 heading.append(event["Text"])
+            if links:
+                _holds(links[-1], rng)
             continue
         if "Start" in event:
             value = event["Start"]
             tag = value if value.__class__ is str else next(iter(value))
+            if links:
+                _holds(links[-1], rng)
+            if tag in _LINKS:
+                links.append([rng["start"], rng["end"], -1, -1])
             if nest == 0:
                 top.append((rng["start"], rng["end"]))
                 if tag == "MetadataBlock":
@@ -297,6 +321,11 @@ def scan(text: str) -> MarkdownScan:
             nest -= 1
             value = event["End"]
             tag = value if value.__class__ is str else next(iter(value))
+            if links:
+                if tag in _LINKS:
+                    link_markup.extend(_link_markup(links.pop()))
+                if links:
+                    _holds(links[-1], rng)
             if tag in _CONTAINERS:
                 depth -= 1
             elif heading is not None:
@@ -316,8 +345,12 @@ def scan(text: str) -> MarkdownScan:
                 seen = nest
             if heading is not None:
                 heading.append(event["Code"])
+            if links:
+                _holds(links[-1], rng)
             continue
         ((kind, value),) = event.items()
+        if links:
+            _holds(links[-1], rng)
         if kind == "InlineHtml":
             raw_markup.append((rng["start"], rng["end"]))
         elif kind in _VISIBLE_EVENTS:
@@ -356,8 +389,31 @@ def scan(text: str) -> MarkdownScan:
         for s, e, h, r in raw_tables
     ]
     return MarkdownScan(
-        text, None if ascii_only else data, tuple(headings), tuple(tables), raw_markup
+        text,
+        None if ascii_only else data,
+        tuple(headings),
+        tuple(tables),
+        raw_markup,
+        link_markup,
     )
+
+
+def _holds(link: list[int], rng: Any) -> None:
+    """Widen what the open ``link`` holds to an event's range inside it."""
+    if link[2] < 0:
+        link[2] = rng["start"]
+    if rng["end"] > link[3]:
+        link[3] = rng["end"]
+
+
+def _link_markup(link: list[int]) -> list[Span]:
+    """A link's or image's syntax around its text: ``[`` and ``](destination "title")``,
+    ``][label]``, an autolink's ``<`` and ``>``, an image's ``![``. A reader sees the text (an
+    image's alternative text), never the destination; a link of no text shows nothing."""
+    start, end, first, last = link
+    if first < 0:
+        return [(start, end)]
+    return [(start, first), (last, end)]
 
 
 def _with_quote_markers(text: str, start: int, end: int) -> Span:
@@ -380,6 +436,19 @@ def merged(text: str, spans: list[Span]) -> list[Span]:
         if a >= b:
             continue
         if out and (out[-1][1] >= a or not text[out[-1][1] : a].strip()):
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def merged_touching(spans: list[Span]) -> list[Span]:
+    """Spans sorted and joined where they overlap or touch (whitespace between stays)."""
+    out: list[Span] = []
+    for a, b in sorted(spans):
+        if a >= b:
+            continue
+        if out and out[-1][1] >= a:
             out[-1] = (out[-1][0], max(out[-1][1], b))
         else:
             out.append((a, b))

@@ -206,9 +206,49 @@ def test_raw_html_in_markdown_embeds_the_text_a_reader_sees_and_no_tag(
     embedded = "\n".join(c.contextual_text for c in chunks)
     assert "Character\nName in German\nScrooge McDuck\nDagobert Duck" in embedded
     assert "Figure 1: Pinning a future" in embedded
-    assert "See [the book][book] and its appendix." in embedded
+    assert "See the book and its appendix." in embedded
     for markup in ("<", "Listing", "caption=", "hidden", "ignore"):
         assert markup not in embedded, markup
+
+
+LINKS_DOC = """# Guide to [Rust](https://www.rust-lang.org)
+
+Read [the *book*][book] and see ![the logo](logo.png "Logo"), or [Cargo] [][empty].
+Mail <me@example.com>, or visit <https://example.com/a/b>.
+
+| Tool | Where |
+|---|---|
+| cargo | [crates.io](https://crates.io/search?q=serde) |
+
+- item [one](https://one.example.org/page.html)
+  [two](ch02-00-two.md)
+
+Code keeps its brackets: `[not a link](in code)`.
+
+[book]: https://doc.rust-lang.org/book/
+[Cargo]: https://doc.rust-lang.org/cargo/
+[empty]: https://example.com/empty
+"""
+
+
+def test_a_markdown_links_destination_is_not_embedded_and_its_text_is(
+    counter: TokenCounter,
+) -> None:
+    # A reader sees a link's text (an image's alternative text, an autolink's address), never
+    # its destination, title or reference label: those are markup, like an HTML file's href.
+    # The chunk's text and offsets still hold the source as written.
+    _, chunks = chunks_of(LINKS_DOC, counter)
+    embedded = "\n".join(c.contextual_text for c in chunks)
+    assert "Guide to Rust\n\nRead the *book* and see the logo, or Cargo ." in embedded
+    assert "Mail me@example.com, or visit https://example.com/a/b." in embedded
+    assert "| cargo | crates.io |" in embedded
+    assert "- item one\ntwo" in embedded  # words a line apart stay apart
+    assert "`[not a link](in code)`" in embedded
+    outside_code = embedded.replace("`[not a link](in code)`", "")
+    for markup in ("](", "][", "www.rust-lang", "logo.png", "Logo", "one.example", "ch02", "<"):
+        assert markup not in outside_code, markup
+    assert any("[the *book*][book]" in c.text for c in chunks)
+    assert all(c.heading_path[0] == "Guide to Rust" for c in chunks)
 
 
 def test_preamble_before_the_first_heading_is_its_own_section_under_the_title(
