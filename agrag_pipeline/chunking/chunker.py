@@ -86,7 +86,8 @@ CHUNKER_NAME = "agrag-structure"
 #: with the tags (``markdown.scan``), and a tag whose quoted attribute holds ``<T>`` is markup.
 #: 7: a Markdown link's or image's syntax is not embedded, its text is: ``[``,
 #: ``](destination "title")``, ``][label]``, an autolink's ``<>`` (``markdown._link_markup``);
-#: fewer tokens, so chunks of link-heavy files can end elsewhere.
+#: fewer tokens, so chunks of link-heavy files can end elsewhere. A notebook's text layer is
+#: Markdown too: its markdown cells' markup (links, HTML, comments) is left out likewise.
 CHUNKER_VERSION = "7"
 
 #: The retries allowed to cut an over-limit chunk finer before giving up (never hit with an

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from agrag_pipeline.models import Section
+from agrag_pipeline.parsing import notebook
 from agrag_pipeline.parsing.markdown import MEDIA_TYPE as MARKDOWN
 from agrag_pipeline.parsing.markdown import Span, markup_spans, merged, merged_touching
 from agrag_pipeline.parsing.parsed import ParsedDocument
@@ -44,9 +45,14 @@ _SETEXT_UNDERLINE = re.compile(r"[ \t]*(=+|-+)[ \t]*")
 _ALNUM = re.compile(r"\w+")
 
 
+#: Media types whose text layer is Markdown: a Markdown file, and a notebook (its cells
+#: written as Markdown, ``notebook.markdown_of``), whose markdown cells hold links and HTML too.
+MARKDOWN_TEXT_LAYERS = frozenset({MARKDOWN, notebook.MEDIA_TYPE})
+
+
 def invisible_spans(parsed: ParsedDocument) -> list[Span]:
     """Sorted, disjoint spans of ``parsed.text_layer`` that render to no reader-visible text."""
-    if parsed.document.media_type != MARKDOWN:
+    if parsed.document.media_type not in MARKDOWN_TEXT_LAYERS:
         return []
     return markdown_invisible_spans(parsed.text_layer)
 

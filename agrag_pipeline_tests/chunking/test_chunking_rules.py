@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from pydantic import ValidationError
@@ -249,6 +250,40 @@ def test_a_markdown_links_destination_is_not_embedded_and_its_text_is(
         assert markup not in outside_code, markup
     assert any("[the *book*][book]" in c.text for c in chunks)
     assert all(c.heading_path[0] == "Guide to Rust" for c in chunks)
+
+
+def test_a_notebooks_markdown_cells_embed_what_a_reader_sees_and_its_code_as_written(
+    counter: TokenCounter,
+) -> None:
+    # A notebook's text layer is Markdown (its cells, code fenced): the markup of its markdown
+    # cells is left out as in a Markdown file's, and code keeps every bracket and tag.
+    cells = [
+        {
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": [
+                "# Cleaning the survey\n",
+                "\n",
+                "Columns follow [the codebook](https://example.org/codebook.pdf) <!-- v2 -->"
+                " and <b>never</b> change.\n",
+            ],
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": 1,
+            "outputs": [],
+            "source": ['html = "<b>[x](y)</b>"  # <!-- kept -->'],
+        },
+    ]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    parsed = parse_document(json.dumps(notebook).encode(), "survey.ipynb")
+    chunker = StructureChunker(ChunkerSettings(), counter)
+    chunks = chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=None)
+    embedded = "\n".join(c.contextual_text for c in chunks)
+    assert "Columns follow the codebook and never change." in embedded
+    assert 'html = "<b>[x](y)</b>"  # <!-- kept -->' in embedded
+    assert "codebook.pdf" not in embedded and "v2" not in embedded
 
 
 def test_preamble_before_the_first_heading_is_its_own_section_under_the_title(
