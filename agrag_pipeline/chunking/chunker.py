@@ -30,12 +30,13 @@ is the count the embedder sees, special tokens included.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import sys
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
@@ -47,6 +48,7 @@ from agrag_pipeline.chunking.markup import (
     heading_line,
     invisible_spans,
     merged_touching,
+    replaced_spans,
     trim_span,
     visible_blocks,
     within,
@@ -77,6 +79,9 @@ from agrag_pipeline.models.provenance import HEADER_SEPARATOR, CharSpan
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.trusted import Uuid5Series, unvalidated
 
+#: ``(start, end, shown)``: text a reader sees otherwise than written (``markup.replaced_spans``).
+Replaced = tuple[int, int, str]
+
 CHUNKER_NAME = "agrag-structure"
 #: Bump whenever the same settings would give different chunks: it changes ``chunker_hash``.
 #: 5: texts with the 361 code points tokie counts unlike HF tokenizers beside a word
@@ -87,7 +92,10 @@ CHUNKER_NAME = "agrag-structure"
 #: 7: a Markdown link's or image's syntax is not embedded, its text is: ``[``,
 #: ``](destination "title")``, ``][label]``, an autolink's ``<>`` (``markdown._link_markup``);
 #: fewer tokens, so chunks of link-heavy files can end elsewhere. A notebook's text layer is
-#: Markdown too: its markdown cells' markup (links, HTML, comments) is left out likewise.
+#: Markdown too: its markdown cells' markup (links, HTML, comments) is left out likewise. An
+#: entity or numeric character reference outside code is embedded as its character
+#: (``&amp;`` as ``&``: ``Chunk.metadata["unembedded_spans"]`` entries of three items), and an
+#: escape's backslash is left out (``snake\_case`` as ``snake_case``).
 CHUNKER_VERSION = "7"
 
 #: The retries allowed to cut an over-limit chunk finer before giving up (never hit with an
@@ -103,7 +111,7 @@ def heading_label(heading_path: list[str] | tuple[str, ...]) -> str | None:
 
 
 def contextual(
-    heading_path: tuple[str, ...], text: str, unembedded: list[Span] | None = None
+    heading_path: tuple[str, ...], text: str, unembedded: Sequence[Sequence[Any]] | None = None
 ) -> str:
     """What ``Chunk.contextual_text`` returns for this heading path, text and left-out spans."""
     label = heading_label(heading_path)
@@ -141,6 +149,8 @@ class _Draft:
     exact: bool
     #: Spans of ``text`` (offsets into it) left out of what is embedded.
     unembedded: list[Span] = field(default_factory=list)
+    #: ``(start, end, shown)`` of ``text`` embedded as ``shown`` (entity references).
+    replaced: list[Replaced] = field(default_factory=list)
     #: The counted pieces of the text layer ``tokens`` was summed from, in order (apart by
     #: whitespace unless ``exact`` is False); None where not known (tables).
     units: Sequence[Piece] | None = None
@@ -262,7 +272,7 @@ class StructureChunker:
             text,
             groups,
             parsed.document.source_key,
-            _Context(invisible, carried, title, lines, sums_exact),
+            _Context(invisible, carried, title, lines, sums_exact, replaced_spans(parsed)),
         )
         return self._chunks(parsed, drafts, schema_fingerprint, extraction_fingerprint)
 
@@ -409,7 +419,7 @@ class StructureChunker:
                     else:
                         summed.append((d, *found))
             counts = self.counter.count_batch(
-                [contextual(d.heading_path, d.text, d.unembedded) for d in checks]
+                [contextual(d.heading_path, d.text, _left_out(d)) for d in checks]
             )
             for d, n in zip(checks, counts, strict=True):
                 d.tokens, d.exact = n - self._label_tokens(d.heading_path), True
@@ -617,8 +627,8 @@ class StructureChunker:
                     _TEXT_PROVENANCE_GIVEN,
                 )
             metadata: dict[str, object] = {"token_count": n}
-            if draft.unembedded:
-                metadata[UNEMBEDDED_SPANS] = [[a, b] for a, b in draft.unembedded]
+            if draft.unembedded or draft.replaced:
+                metadata[UNEMBEDDED_SPANS] = [list(span) for span in _left_out(draft)]
             chunk_fields = {
                 "id": chunk_id(str(index)),
                 "created_at": created_at,
@@ -668,8 +678,8 @@ def _embedded_tokens(text: str, d: _Draft) -> tuple[int, list[Span], list[Span]]
     to the tokens of the parts joined (``_Context.sums_exact``).
     """
     units = d.units
-    if units is None:
-        return None
+    if units is None or d.replaced:
+        return None  # a replacement's tokens are not a unit's
     start, end = d.start, d.end
     hidden = [(a + start, b + start) for a, b in d.unembedded]
     for a, b in hidden:
@@ -740,6 +750,8 @@ class _Context:
     #: Counts of parts apart by whitespace sum to the count of the parts joined: the counter
     #: is additive and the text holds no whitespace it does not split at.
     sums_exact: bool = False
+    #: ``markup.replaced_spans``: what a reader sees otherwise than written, sorted.
+    replaced: list[Replaced] = field(default_factory=list)
 
 
 def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft]:
@@ -758,8 +770,8 @@ def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft
     out: list[_Draft] = []
     for d in drafts:
         if d.kind == "table":
-            if invisible:
-                _mark_table_markup(d, invisible)
+            if invisible or context.replaced:
+                _mark_table_markup(d, invisible, context.replaced)
             out.append(d)
             continue
         markup = within(invisible, d.start, d.end) if invisible else []
@@ -770,6 +782,8 @@ def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft
                 if line is not None and line[0] < d.end and line[1] > d.start:
                     hidden.append((max(line[0], d.start), min(line[1], d.end)))
         if not hidden:
+            if context.replaced:
+                _mark_replaced(d, context.replaced, d.start, d.end, [])
             out.append(d)
             continue
         # Joined only where they touch: the space between two of a link's pieces is a word
@@ -792,23 +806,65 @@ def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft
             d.start, d.end, d.text = start, end, text[start:end]
         d.unembedded = [(a - start, b - start) for a, b in within(hidden, start, end)]
         d.exact = False
+        if context.replaced:
+            _mark_replaced(d, context.replaced, start, end, hidden)
         out.append(d)
     return out
 
 
-def _mark_table_markup(d: _Draft, invisible: list[Span]) -> None:
-    """Left-out spans of a table draft, whose text is ``[header + HEADER_SEPARATOR +] rows``."""
+def _left_out(d: _Draft) -> list[Span | Replaced]:
+    """What the draft's embedded text leaves out or shows otherwise, in order."""
+    if not d.replaced:
+        return list(d.unembedded)
+    return sorted([*d.unembedded, *d.replaced])
+
+
+def _replaced_within(
+    replaced: list[Replaced], start: int, end: int, hidden: Sequence[Span]
+) -> list[Replaced]:
+    """The replacements wholly inside ``[start, end)`` and outside every ``hidden`` span."""
+    i = bisect.bisect_left(replaced, (start,))
+    out: list[Replaced] = []
+    while i < len(replaced) and replaced[i][0] < end:
+        a, b, shown = replaced[i]
+        i += 1
+        if b <= end and not within(hidden, a, b):
+            out.append((a, b, shown))
+    return out
+
+
+def _mark_replaced(
+    d: _Draft, replaced: list[Replaced], start: int, end: int, hidden: Sequence[Span]
+) -> None:
+    """Record the replacements of a text draft spanning ``[start, end)``."""
+    found = _replaced_within(replaced, start, end, hidden)
+    if found:
+        d.replaced = [(a - start, b - start, shown) for a, b, shown in found]
+        d.exact = False
+
+
+def _mark_table_markup(d: _Draft, invisible: list[Span], replaced: list[Replaced]) -> None:
+    """Left-out and replaced spans of a table draft, whose text is ``[header +
+    HEADER_SEPARATOR +] rows``."""
     spans: list[Span] = []
+    shown: list[Replaced] = []
     offset = 0
     if d.header is not None:
         hs, he = d.header
         spans.extend((a - hs, b - hs) for a, b in within(invisible, hs, he))
+        shown.extend((a - hs, b - hs, t) for a, b, t in _replaced_within(replaced, hs, he, ()))
         offset = he - hs + len(HEADER_SEPARATOR)
     spans.extend(
         (a - d.start + offset, b - d.start + offset) for a, b in within(invisible, d.start, d.end)
     )
+    shown.extend(
+        (a - d.start + offset, b - d.start + offset, t)
+        for a, b, t in _replaced_within(replaced, d.start, d.end, ())
+    )
     if spans:
         d.unembedded, d.exact = spans, False
+    if shown:
+        d.replaced, d.exact = shown, False
 
 
 def _locate(parsed: ParsedDocument, draft: _Draft) -> tuple[list[int], list[PageBox]]:

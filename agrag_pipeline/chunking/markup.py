@@ -23,7 +23,7 @@ from pathlib import PurePosixPath
 from agrag_pipeline.models import Section
 from agrag_pipeline.parsing import notebook
 from agrag_pipeline.parsing.markdown import MEDIA_TYPE as MARKDOWN
-from agrag_pipeline.parsing.markdown import Span, markup_spans, merged, merged_touching
+from agrag_pipeline.parsing.markdown import Span, markup_spans, merged, merged_touching, scan
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "markdown_invisible_spans",
     "merged",
     "merged_touching",
+    "replaced_spans",
     "trim_span",
     "visible_blocks",
     "within",
@@ -55,6 +56,14 @@ def invisible_spans(parsed: ParsedDocument) -> list[Span]:
     if parsed.document.media_type not in MARKDOWN_TEXT_LAYERS:
         return []
     return markdown_invisible_spans(parsed.text_layer)
+
+
+def replaced_spans(parsed: ParsedDocument) -> list[tuple[int, int, str]]:
+    """``(start, end, shown)`` of ``parsed.text_layer`` that a reader sees otherwise than
+    written: a Markdown text layer's entity references (``markdown.MarkdownScan``)."""
+    if parsed.document.media_type not in MARKDOWN_TEXT_LAYERS:
+        return []
+    return list(scan(parsed.text_layer).replacements())
 
 
 def markdown_invisible_spans(text: str) -> list[Span]:

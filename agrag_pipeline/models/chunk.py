@@ -34,7 +34,9 @@ _COMMENT_OR_TAG = re.compile(r"<!--.*?(?:-->|\Z)|<[^<>]*>", re.DOTALL)
 LABEL_SEPARATOR = " > "
 
 #: ``metadata`` key the chunker sets: ``[start, end]`` offsets into ``text`` of what
-#: ``contextual_text`` leaves out (markup that renders to nothing, a heading the label repeats).
+#: ``contextual_text`` leaves out (markup that renders to nothing, a heading the label repeats),
+#: and ``[start, end, shown]`` for what it shows otherwise than written (a Markdown entity
+#: reference, ``&amp;``, by its character).
 UNEMBEDDED_SPANS = "unembedded_spans"
 
 #: Properties that ``to_node_record`` writes as JSON text, because graph stores hold no maps.
@@ -154,17 +156,26 @@ def label_for(heading_path: list[str]) -> str | None:
 def embedded_text(text: str, spans: Any) -> str:
     """``text`` without ``spans`` (``[[start, end], ...]``, ascending); whitespace at each cut
     becomes one blank line, one newline or one space, the widest it was, counting what the cut
-    itself showed (``_cut_separator``)."""
+    itself showed (``_cut_separator``). A span ``[start, end, shown]`` is replaced by ``shown``
+    where it stands (no cut)."""
     if not spans:
         return text
     parts: list[str] = []
     shown: list[str] = []
+    current: list[str] = []
     at = 0
-    for start, end in spans:
-        parts.append(text[at:start])
-        shown.append(_cut_separator(text[start:end]))
+    for span in spans:
+        start, end = span[0], span[1]
+        current.append(text[at:start])
+        if len(span) > 2:
+            current.append(span[2])
+        else:
+            parts.append("".join(current))
+            current = []
+            shown.append(_cut_separator(text[start:end]))
         at = max(at, end)
-    parts.append(text[at:])
+    current.append(text[at:])
+    parts.append("".join(current))
     out = parts[0]
     for part, cut in zip(parts[1:], shown, strict=True):
         out = _join(out, part, cut)

@@ -164,7 +164,17 @@ class MarkdownScan:
     The markup spans are made ready when first asked for (a parse alone never asks).
     """
 
-    __slots__ = ("_data", "_links", "_markup", "_raw_markup", "_text", "headings", "tables")
+    __slots__ = (
+        "_data",
+        "_links",
+        "_markup",
+        "_raw_markup",
+        "_replaced",
+        "_replacements",
+        "_text",
+        "headings",
+        "tables",
+    )
 
     def __init__(
         self,
@@ -173,7 +183,8 @@ class MarkdownScan:
         headings: tuple[HeadingMark, ...],
         tables: tuple[TableMark, ...],
         raw_markup: list[Span],
-        link_markup: list[Span],
+        inline_markup: list[Span],
+        replaced: list[tuple[int, int, str]],
     ) -> None:
         self.headings = headings
         self.tables = tables
@@ -181,8 +192,21 @@ class MarkdownScan:
         #: The source's UTF-8 bytes, for ``_byte_to_char``; None for ASCII.
         self._data = data
         self._raw_markup = raw_markup
-        self._links = link_markup
+        self._links = inline_markup
         self._markup: tuple[Span, ...] | None = None
+        self._replaced = replaced
+        self._replacements: tuple[tuple[int, int, str], ...] | None = None
+
+    def replacements(self) -> tuple[tuple[int, int, str], ...]:
+        """``(start, end, shown)`` of each entity or numeric character reference outside code
+        (``&amp;``, ``&#8217;``): a reader sees its character, not what is written."""
+        if self._replacements is None:
+            found = self._replaced
+            if found and self._data is not None:
+                char = _byte_to_char(self._data, {o for a, b, _ in found for o in (a, b)})
+                found = [(char[a], char[b], shown) for a, b, shown in found]
+            self._replacements = tuple(found)
+        return self._replacements
 
     def markup(self) -> tuple[Span, ...]:
         """``markup_spans``: sorted, disjoint, each trimmed of whitespace."""
@@ -237,7 +261,8 @@ def scan(text: str) -> MarkdownScan:
     raw_headings: list[tuple[int, int, int, str]] = []  # byte start, byte end, level, text
     raw_tables: list[tuple[int, int, int, list[tuple[int, int]]]] = []
     raw_markup: list[Span] = []  # UTF-8 byte ranges
-    link_markup: list[Span] = []  # UTF-8 byte ranges of inline link syntax
+    inline_markup: list[Span] = []  # UTF-8 byte ranges of links' syntax, escapes' backslashes
+    replaced: list[tuple[int, int, str]] = []  # UTF-8 byte ranges of entity references
     top: list[Span] = []  # ranges of the top-level blocks, for the gaps between them
     quotes: list[Span] = []
     data = text.encode("utf-8")
@@ -269,6 +294,9 @@ def scan(text: str) -> MarkdownScan:
                 heading.append(event["Text"])
             if links:
                 _holds(links[-1], rng)
+            at = rng["start"]
+            if data[at] == 38 or data[at - 1] == 92:  # "&", or after a backslash
+                _unescaped(data, at, rng["end"], event["Text"], replaced, inline_markup)
             continue
         if "Start" in event:
             value = event["Start"]
@@ -323,7 +351,7 @@ def scan(text: str) -> MarkdownScan:
             tag = value if value.__class__ is str else next(iter(value))
             if links:
                 if tag in _LINKS:
-                    link_markup.extend(_link_markup(links.pop()))
+                    inline_markup.extend(_link_markup(links.pop()))
                 if links:
                     _holds(links[-1], rng)
             if tag in _CONTAINERS:
@@ -394,7 +422,8 @@ def scan(text: str) -> MarkdownScan:
         tuple(headings),
         tuple(tables),
         raw_markup,
-        link_markup,
+        inline_markup,
+        replaced,
     )
 
 
@@ -404,6 +433,31 @@ def _holds(link: list[int], rng: Any) -> None:
         link[2] = rng["start"]
     if rng["end"] > link[3]:
         link[3] = rng["end"]
+
+
+#: ASCII punctuation, which a backslash escapes (CommonMark 2.4).
+_ESCAPABLE = frozenset(b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _unescaped(
+    data: bytes,
+    start: int,
+    end: int,
+    shown: str,
+    replaced: list[tuple[int, int, str]],
+    cuts: list[Span],
+) -> None:
+    """A text event of what the source writes otherwise: an entity or numeric character
+    reference (its own event, its character as text) is a replacement; the backslash of an
+    escape (the byte before the event, not itself escaped) is cut."""
+    if data[start] == 38 and data[end - 1] == 59 and data[start:end] != shown.encode("utf-8"):
+        replaced.append((start, end, shown))
+    if start > 0 and data[start - 1] == 92 and data[start] in _ESCAPABLE:
+        run = 1
+        while start - run - 1 >= 0 and data[start - run - 1] == 92:
+            run += 1
+        if run % 2:
+            cuts.append((start - 1, start))
 
 
 def _link_markup(link: list[int]) -> list[Span]:

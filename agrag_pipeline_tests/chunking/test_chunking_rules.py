@@ -252,6 +252,39 @@ def test_a_markdown_links_destination_is_not_embedded_and_its_text_is(
     assert all(c.heading_path[0] == "Guide to Rust" for c in chunks)
 
 
+ENTITIES_DOC = r"""# AT&amp;T \#1 guide
+
+AT&amp;T&#8217;s `&amp;` x&nope;y, a snake\_case name and a literal \\ backslash.
+
+| Operator | Meaning |
+|---|---|
+| <code>a &vert; b</code> | bitwise &lt;OR&gt; \| pipe |
+
+    &amp; in an indented code block
+"""
+
+
+def test_entity_references_embed_as_their_character_and_escapes_without_backslash(
+    counter: TokenCounter,
+) -> None:
+    # What a reader of the rendered file sees: "&amp;" is "&", "\_" is "_", "\\" is "\";
+    # in code both stay as written, and the chunk's text keeps the source.
+    _, chunks = chunks_of(ENTITIES_DOC, counter)
+    text, table, code = chunks
+    assert text.heading_path == ["AT&T #1 guide"]
+    assert text.contextual_text == (
+        "AT&T #1 guide\n\nAT&T’s `&amp;` x&nope;y, a snake_case name and a literal \\ backslash."
+    )
+    assert text.text.startswith("AT&amp;T&#8217;s")
+    assert table.contextual_text.endswith("| a | b | bitwise <OR> | pipe |")
+    assert code.contextual_text.endswith("&amp; in an indented code block")
+    for c in chunks:  # counted as embedded, not as written
+        embedded_tokens = counter.count(c.contextual_text) + counter.special_tokens
+        assert c.metadata["token_count"] == embedded_tokens
+    stored = Chunk.model_validate_json(text.model_dump_json())
+    assert stored.contextual_text == text.contextual_text
+
+
 def test_a_notebooks_markdown_cells_embed_what_a_reader_sees_and_its_code_as_written(
     counter: TokenCounter,
 ) -> None:
