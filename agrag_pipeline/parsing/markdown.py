@@ -24,6 +24,7 @@ most of a parse (issue 25: a second walk made parse + chunk 1.6x slower).
 
 from __future__ import annotations
 
+import html
 import itertools
 import re
 from collections.abc import Callable, Iterator
@@ -325,6 +326,8 @@ def scan(text: str) -> MarkdownScan:
                 for a, b in _html_markup(data, at, rng["end"]):
                     if seen < nest and data[at:a].strip():
                         seen = nest
+                    if unescapes:
+                        _html_references(data, at, a, replaced)
                     raw_markup.append((a, b))
                     at = b
                 # The text between tags is what the block shows (pyromark's ``Html`` events
@@ -333,6 +336,8 @@ def scan(text: str) -> MarkdownScan:
                 # cells went out of what is embedded.
                 if seen < nest and data[at : rng["end"]].strip():
                     seen = nest
+                if unescapes:
+                    _html_references(data, at, rng["end"], replaced)
             elif tag == "Heading":
                 if depth == 0:
                     heading = []
@@ -467,6 +472,18 @@ def _unescaped(
             run += 1
         if run % 2:
             cuts.append((start - 1, start))
+
+
+def _html_references(
+    data: bytes, start: int, end: int, replaced: list[tuple[int, int, str]]
+) -> None:
+    """The character references in the text an HTML block shows between two tags: a browser
+    shows their characters (``<td>&nbsp;</td>``), as CommonMark does outside HTML."""
+    for m in _REFERENCE.finditer(data, start, end):
+        written = m.group().decode("ascii")
+        shown = html.unescape(written)
+        if shown != written:
+            replaced.append((m.start(), m.end(), shown))
 
 
 def _link_markup(link: list[int]) -> list[Span]:

@@ -283,6 +283,11 @@ def test_entity_references_embed_as_their_character_and_escapes_without_backslas
         assert c.metadata["token_count"] == embedded_tokens
     stored = Chunk.model_validate_json(text.model_dump_json())
     assert stored.contextual_text == text.contextual_text
+    # In a raw HTML block a browser shows the characters too; a tag's attribute and a comment
+    # are markup whatever they hold.
+    block = '<p title="&amp;">Fish &amp; chips &#x2192; &bogus;</p>\n\n<!-- &lt;! -->\n'
+    (html_chunk,) = chunks_of(f"# Menu\n\n{block}", counter)[1]
+    assert html_chunk.contextual_text == "Menu\n\nFish & chips → &bogus;"
 
 
 def test_a_notebooks_markdown_cells_embed_what_a_reader_sees_and_its_code_as_written(
