@@ -46,7 +46,9 @@ from agrag_pipeline.chunking.markup import (
     document_title,
     has_visible_text,
     heading_line,
+    inline_spans,
     invisible_spans,
+    merged,
     merged_touching,
     replaced_spans,
     trim_span,
@@ -272,7 +274,15 @@ class StructureChunker:
             text,
             groups,
             parsed.document.source_key,
-            _Context(invisible, carried, title, lines, sums_exact, replaced_spans(parsed)),
+            _Context(
+                invisible,
+                carried,
+                title,
+                lines,
+                sums_exact,
+                replaced_spans(parsed),
+                inline_spans(parsed),
+            ),
         )
         return self._chunks(parsed, drafts, schema_fingerprint, extraction_fingerprint)
 
@@ -752,6 +762,8 @@ class _Context:
     sums_exact: bool = False
     #: ``markup.replaced_spans``: what a reader sees otherwise than written, sorted.
     replaced: list[Replaced] = field(default_factory=list)
+    #: ``markup.inline_spans``: left out of what is embedded, never trimmed off a chunk.
+    inline: list[Span] = field(default_factory=list)
 
 
 def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft]:
@@ -770,8 +782,8 @@ def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft
     out: list[_Draft] = []
     for d in drafts:
         if d.kind == "table":
-            if invisible or context.replaced:
-                _mark_table_markup(d, invisible, context.replaced)
+            if invisible or context.inline or context.replaced:
+                _mark_table_markup(d, invisible, context.inline, context.replaced)
             out.append(d)
             continue
         markup = within(invisible, d.start, d.end) if invisible else []
@@ -782,13 +794,10 @@ def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft
                 if line is not None and line[0] < d.end and line[1] > d.start:
                     hidden.append((max(line[0], d.start), min(line[1], d.end)))
         if not hidden:
-            if context.replaced:
-                _mark_replaced(d, context.replaced, d.start, d.end, [])
+            _mark_inline(d, context, d.start, d.end, [])
             out.append(d)
             continue
-        # Joined only where they touch: the space between two of a link's pieces is a word
-        # break (a heading line and markup parted by blank lines are trimmed off alike).
-        hidden = merged_touching(hidden)
+        hidden = merged(text, hidden)
         start, end = trim_span(text, d.start, d.end, hidden)
         if start >= end or not has_visible_text(text, start, end, hidden):
             if d.heading_path in context.carried:
@@ -806,8 +815,7 @@ def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft
             d.start, d.end, d.text = start, end, text[start:end]
         d.unembedded = [(a - start, b - start) for a, b in within(hidden, start, end)]
         d.exact = False
-        if context.replaced:
-            _mark_replaced(d, context.replaced, start, end, hidden)
+        _mark_inline(d, context, start, end, hidden)
         out.append(d)
     return out
 
@@ -833,19 +841,29 @@ def _replaced_within(
     return out
 
 
-def _mark_replaced(
-    d: _Draft, replaced: list[Replaced], start: int, end: int, hidden: Sequence[Span]
+def _mark_inline(
+    d: _Draft, context: _Context, start: int, end: int, hidden: Sequence[Span]
 ) -> None:
-    """Record the replacements of a text draft spanning ``[start, end)``."""
-    found = _replaced_within(replaced, start, end, hidden)
+    """Add to a text draft spanning ``[start, end)`` (its left-out ``hidden`` spans marked)
+    the inline markup inside it and its replacements; neither trims its text."""
+    inline = within(context.inline, start, end) if context.inline else []
+    if inline:
+        absolute = [(a + start, b + start) for a, b in d.unembedded]
+        d.unembedded = [(a - start, b - start) for a, b in merged_touching(absolute + inline)]
+        d.exact = False
+    found = _replaced_within(context.replaced, start, end, hidden) if context.replaced else []
     if found:
         d.replaced = [(a - start, b - start, shown) for a, b, shown in found]
         d.exact = False
 
 
-def _mark_table_markup(d: _Draft, invisible: list[Span], replaced: list[Replaced]) -> None:
+def _mark_table_markup(
+    d: _Draft, invisible: list[Span], inline: list[Span], replaced: list[Replaced]
+) -> None:
     """Left-out and replaced spans of a table draft, whose text is ``[header +
     HEADER_SEPARATOR +] rows``."""
+    if inline:
+        invisible = merged_touching([*invisible, *inline])
     spans: list[Span] = []
     shown: list[Replaced] = []
     offset = 0

@@ -31,6 +31,7 @@ __all__ = [
     "document_title",
     "has_visible_text",
     "heading_line",
+    "inline_spans",
     "invisible_spans",
     "markdown_invisible_spans",
     "merged",
@@ -56,6 +57,15 @@ def invisible_spans(parsed: ParsedDocument) -> list[Span]:
     if parsed.document.media_type not in MARKDOWN_TEXT_LAYERS:
         return []
     return markdown_invisible_spans(parsed.text_layer)
+
+
+def inline_spans(parsed: ParsedDocument) -> list[Span]:
+    """Spans of ``parsed.text_layer`` left out of what is embedded but never trimmed off a
+    chunk's text: a Markdown text layer's link syntax and escapes' backslashes
+    (``markdown.MarkdownScan.inline_markup``)."""
+    if parsed.document.media_type not in MARKDOWN_TEXT_LAYERS:
+        return []
+    return list(scan(parsed.text_layer).inline_markup())
 
 
 def replaced_spans(parsed: ParsedDocument) -> list[tuple[int, int, str]]:

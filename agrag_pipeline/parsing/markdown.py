@@ -16,10 +16,11 @@ Conventions:
   mistaken for a Setext heading.
 
 Markup no reader sees (``markup_spans``: HTML comments and tags, link reference definitions,
-a link's syntax around its text, front matter, blocks of nothing else) is found in the same
-walk over the parser's events as the headings and tables, and the walk of the last source is
-kept: the chunker asks for the markup of the text it was just given to chunk, and one walk is
-most of a parse (issue 25: a second walk made parse + chunk 1.6x slower).
+front matter, blocks of nothing else; and ``inline_markup``: a link's syntax around its text,
+an escape's backslash) is found in the same walk over the parser's events as the headings and
+tables, and the walk of the last source is kept: the chunker asks for the markup of the text
+it was just given to chunk, and one walk is most of a parse (issue 25: a second walk made
+parse + chunk 1.6x slower).
 """
 
 from __future__ import annotations
@@ -167,6 +168,7 @@ class MarkdownScan:
 
     __slots__ = (
         "_data",
+        "_inline",
         "_links",
         "_markup",
         "_raw_markup",
@@ -195,6 +197,7 @@ class MarkdownScan:
         self._raw_markup = raw_markup
         self._links = inline_markup
         self._markup: tuple[Span, ...] | None = None
+        self._inline: tuple[Span, ...] | None = None
         self._replaced = replaced
         self._replacements: tuple[tuple[int, int, str], ...] | None = None
 
@@ -212,24 +215,30 @@ class MarkdownScan:
     def markup(self) -> tuple[Span, ...]:
         """``markup_spans``: sorted, disjoint, each trimmed of whitespace."""
         if self._markup is None:
-            text, raw, links = self._text, self._raw_markup, self._links
-            if (raw or links) and self._data is not None:
-                offsets = set(itertools.chain.from_iterable(raw))
-                offsets.update(itertools.chain.from_iterable(links))
-                char = _byte_to_char(self._data, offsets)
+            text, raw = self._text, self._raw_markup
+            if raw and self._data is not None:
+                char = _byte_to_char(self._data, set(itertools.chain.from_iterable(raw)))
                 raw = [(char[a], char[b]) for a, b in raw]
-                links = [(char[a], char[b]) for a, b in links]
             if raw and (_QUOTE_FIRST_LINE.match(text) or _QUOTE_LINE.search(text)):
                 raw = [_with_quote_markers(text, a, b) for a, b in raw]
-            spans = merged(text, raw)
-            if links:
-                # A link's pieces are inline: the space between two of them is a word break a
-                # reader sees, so they join only what they touch.
-                spans = merged_touching(spans + links)
             # Two threads may both get here: each computes the same spans from fields that
             # stay as they are (clearing them would race with the other's reading).
-            self._markup = tuple(spans)
+            self._markup = tuple(merged(text, raw))
         return self._markup
+
+    def inline_markup(self) -> tuple[Span, ...]:
+        """A link's or image's syntax around its text (``[``, ``](destination "title")``,
+        ``][label]``, an autolink's ``<>``; a link of no text whole) and an escape's backslash:
+        sorted, joined only where they touch (the space between two of them is a word break
+        a reader sees). Unlike ``markup``, what stands at a chunk's edge is never trimmed off
+        its text: a chunk keeps a link whole and leaves these out of what it embeds."""
+        if self._inline is None:
+            found = self._links
+            if found and self._data is not None:
+                char = _byte_to_char(self._data, set(itertools.chain.from_iterable(found)))
+                found = [(char[a], char[b]) for a, b in found]
+            self._inline = tuple(merged_touching(found))
+        return self._inline
 
 
 def parse(text: str, document: Document) -> list[Section]:
@@ -243,11 +252,10 @@ def markup_spans(text: str) -> list[Span]:
 
     HTML comments and tags (inline, or inside an HTML block: the text between tags stays),
     YAML front matter, link reference definitions (what the parser consumes between top-level
-    blocks without an event), a link's or image's syntax around its text (its destination,
-    title and label), blocks holding no visible text (a list item or quote of a comment), and
-    the blank lines of a block quote. Each is trimmed of whitespace; spans parted by
-    whitespace only are joined, but for a link's pieces (the space between two links is a word
-    break). A ``<!--`` in a code span or fence is text.
+    blocks without an event), blocks holding no visible text (a list item or quote of a
+    comment), and the blank lines of a block quote. Each is trimmed of whitespace; spans
+    parted by whitespace only are joined. A ``<!--`` in a code span or fence is text. Links'
+    syntax and escapes: ``MarkdownScan.inline_markup``; references: ``replacements``.
     """
     return list(scan(text).markup())
 

@@ -250,6 +250,10 @@ def test_a_markdown_links_destination_is_not_embedded_and_its_text_is(
         assert markup not in outside_code, markup
     assert any("[the *book*][book]" in c.text for c in chunks)
     assert all(c.heading_path[0] == "Guide to Rust" for c in chunks)
+    # A chunk that begins and ends with a link keeps it whole in its text.
+    (contents,) = chunks_of("# Contents\n\n[Foreword](a.md)\n[Introduction](b.md)\n", counter)[1]
+    assert contents.text == "[Foreword](a.md)\n[Introduction](b.md)"
+    assert contents.contextual_text == "Contents\n\nForeword\nIntroduction"
 
 
 ENTITIES_DOC = r"""# AT&amp;T \#1 guide
