@@ -848,8 +848,10 @@ def _mark_inline(
     the inline markup inside it and its replacements; neither trims its text."""
     inline = within(context.inline, start, end) if context.inline else []
     if inline:
-        absolute = [(a + start, b + start) for a, b in d.unembedded]
-        d.unembedded = [(a - start, b - start) for a, b in merged_touching(absolute + inline)]
+        if d.unembedded:
+            absolute = [(a + start, b + start) for a, b in d.unembedded]
+            inline = merged_touching(absolute + inline)
+        d.unembedded = [(a - start, b - start) for a, b in inline]
         d.exact = False
     found = _replaced_within(context.replaced, start, end, hidden) if context.replaced else []
     if found:

@@ -167,6 +167,7 @@ class MarkdownScan:
     """
 
     __slots__ = (
+        "_char",
         "_data",
         "_inline",
         "_links",
@@ -200,6 +201,7 @@ class MarkdownScan:
         self._inline: tuple[Span, ...] | None = None
         self._replaced = replaced
         self._replacements: tuple[tuple[int, int, str], ...] | None = None
+        self._char: dict[int, int] | None = None
 
     def replacements(self) -> tuple[tuple[int, int, str], ...]:
         """``(start, end, shown)`` of each entity or numeric character reference outside code
@@ -207,17 +209,28 @@ class MarkdownScan:
         if self._replacements is None:
             found = self._replaced
             if found and self._data is not None:
-                char = _byte_to_char(self._data, {o for a, b, _ in found for o in (a, b)})
+                char = self._chars()
                 found = [(char[a], char[b], shown) for a, b, shown in found]
             self._replacements = tuple(found)
         return self._replacements
+
+    def _chars(self) -> dict[int, int]:
+        """The string index of every byte offset the spans hold (markup, inline markup,
+        replacements), in one decoding pass: the chunker asks for all three."""
+        if self._char is None:
+            assert self._data is not None
+            offsets = set(itertools.chain.from_iterable(self._raw_markup))
+            offsets.update(itertools.chain.from_iterable(self._links))
+            offsets.update(o for a, b, _ in self._replaced for o in (a, b))
+            self._char = _byte_to_char(self._data, offsets)
+        return self._char
 
     def markup(self) -> tuple[Span, ...]:
         """``markup_spans``: sorted, disjoint, each trimmed of whitespace."""
         if self._markup is None:
             text, raw = self._text, self._raw_markup
             if raw and self._data is not None:
-                char = _byte_to_char(self._data, set(itertools.chain.from_iterable(raw)))
+                char = self._chars()
                 raw = [(char[a], char[b]) for a, b in raw]
             if raw and (_QUOTE_FIRST_LINE.match(text) or _QUOTE_LINE.search(text)):
                 raw = [_with_quote_markers(text, a, b) for a, b in raw]
@@ -235,7 +248,7 @@ class MarkdownScan:
         if self._inline is None:
             found = self._links
             if found and self._data is not None:
-                char = _byte_to_char(self._data, set(itertools.chain.from_iterable(found)))
+                char = self._chars()
                 found = [(char[a], char[b]) for a, b in found]
             self._inline = tuple(merged_touching(found))
         return self._inline
