@@ -94,4 +94,6 @@ SNAPSHOT_VERSION = "1"
 #: 27: USPTO patents in ICE XML (``us-patent-grant``, ``us-patent-application``) are read by
 #: ``patent.py`` (title, parties, abstract, the description's headings, claims), not as
 #: generic XML's element paths.
-PARSE_VERSION = "27"
+#: 28: a Word document without heading styles gets the headings its author set by hand:
+#: short paragraphs in larger or bold type followed by body text (``word.typographic_headings``).
+PARSE_VERSION = "28"

@@ -13,7 +13,9 @@ Text layer (what offsets index), in body order:
 - headings: paragraphs whose style is a built-in heading (``heading 1``-``9``), or whose
   outline level (direct or from the style chain) is 0-8; a ``Title`` paragraph (or one in
   LibreOffice's title style, ``Heading``) is a heading one level above them. Heading numbers
-  are computed from ``numbering.xml`` and kept as text (``"2.1 Scope"``);
+  are computed from ``numbering.xml`` and kept as text (``"2.1 Scope"``). A document with no
+  heading style gets the headings set by hand in larger or bold type
+  (``typographic_headings``);
 - a paragraph set wholly in a monospaced font (directly or by its style) is code: it keeps
   its indentation, and consecutive code paragraphs are separated by a line break;
 - list items start with their computed marker (``"1."``, ``"a)"``, ``"iv."``, ``"-"`` for
@@ -190,12 +192,16 @@ class _Style:
     num_id: str | None
     ilvl: int | None
     font: str | None = None
+    #: Font size in half-points and boldness set by the style itself (None: inherited).
+    size: int | None = None
+    bold: bool | None = None
 
 
 class _Styles:
     def __init__(self, root: etree._Element | None) -> None:
         self.styles: dict[str, _Style] = {}
         self.default: str | None = None
+        self.default_size = _WORD_DEFAULT_SIZE
         if root is None:
             return
         for style in root.iter(_w("style")):
@@ -213,9 +219,13 @@ class _Styles:
                 num_id=_val(num_pr.find(_w("numId"))) if num_pr is not None else None,
                 ilvl=_int(_val(num_pr.find(_w("ilvl")))) if num_pr is not None else None,
                 font=_font(style.find(_w("rPr"))),
+                size=_size(style.find(_w("rPr"))),
+                bold=_bold(style.find(_w("rPr"))),
             )
             if _on_attr(style.get(_w("default"))):
                 self.default = sid
+        defaults = root.find(f"{_w('docDefaults')}/{_w('rPrDefault')}/{_w('rPr')}")
+        self.default_size = _size(defaults) or _WORD_DEFAULT_SIZE
 
     def chain(self, style_id: str | None) -> list[_Style]:
         out: list[_Style] = []
@@ -251,6 +261,15 @@ class _Styles:
                 return style.font
         return None
 
+    def look(self, style_id: str | None) -> tuple[int, bool]:
+        """The font size (half-points) and boldness a paragraph of this style inherits."""
+        size: int | None = None
+        bold: bool | None = None
+        for style in self.chain(style_id):
+            size = style.size if size is None else size
+            bold = style.bold if bold is None else bold
+        return size or self.default_size, bool(bold)
+
     def numbering(self, style_id: str | None) -> tuple[str, int | None] | None:
         for style in self.chain(style_id):
             if style.num_id is not None:
@@ -268,6 +287,21 @@ _MONOSPACE = re.compile(
 def _font(rpr: etree._Element | None) -> str | None:
     fonts = rpr.find(_w("rFonts")) if rpr is not None else None
     return (fonts.get(_w("ascii")) or fonts.get(_w("hAnsi"))) if fonts is not None else None
+
+
+#: Word's font size where neither the document's defaults nor a style set one (10 pt).
+_WORD_DEFAULT_SIZE = 20
+
+
+def _size(rpr: etree._Element | None) -> int | None:
+    """A run property's font size in half-points (``w:sz``), None where not set."""
+    return _int(_val(rpr.find(_w("sz")))) if rpr is not None else None
+
+
+def _bold(rpr: etree._Element | None) -> bool | None:
+    """A run property's boldness (``w:b``), None where not set."""
+    found = rpr.find(_w("b")) if rpr is not None else None
+    return None if found is None else _on(found)
 
 
 def _on_attr(value: str | None) -> bool:
@@ -447,11 +481,13 @@ class Writer:
         self.last = kind
         return start
 
-    def block(self, text: str, kind: str = "para") -> None:
-        """A block; a list item or code line keeps its leading indentation."""
+    def block(self, text: str, kind: str = "para") -> int | None:
+        """A block; a list item or code line keeps its leading indentation. Returns where it
+        starts in the text layer (None: nothing written)."""
         text = text.rstrip() if kind in ("list", "code") else text.strip()
         if text.strip():
-            self._emit(text, kind)
+            return self._emit(text, kind)
+        return None
 
     def heading(self, text: str, level: int) -> None:
         text = clean(text)
@@ -497,6 +533,8 @@ class _Para:
     ilvl: int
     boxes: list[etree._Element]
     code: bool = False
+    #: The size (half-points) most of its characters are set in, and whether all are bold.
+    look: tuple[int, bool] | None = None
 
 
 class _Converter:
@@ -511,6 +549,8 @@ class _Converter:
         self.warnings: list[str] = []
         self._main_rels: dict[str, tuple[str, str, bool]] | None = None
         self.blocks_seen = 0
+        #: Each body paragraph written: its span in the text layer and its look.
+        self.looks: list[tuple[int, int, tuple[int, bool]]] = []
 
     # inline content -> text (text boxes collected for after the paragraph)
 
@@ -661,7 +701,28 @@ class _Converter:
             found = self.numbering.marker(num_id, ilvl)
             if found is not None:
                 marker = found[0]
-        return _Para(text, heading, marker, ilvl, boxes, code)
+        look = self._look(p, style) if heading is None and marker is None and not code else None
+        return _Para(text, heading, marker, ilvl, boxes, code, look)
+
+    def _look(self, p: etree._Element, style: str | None) -> tuple[int, bool] | None:
+        """The size most of the paragraph's characters are set in and whether every one is
+        bold (run properties over the style's), for ``typographic_headings``."""
+        size, bold = self.styles.look(style)
+        sizes: dict[int, int] = {}
+        all_bold = True
+        for run in p.iter(_w("r")):
+            chars = sum(len((t.text or "").strip()) for t in run.iter(_w("t")))
+            if not chars:
+                continue
+            rpr = run.find(_w("rPr"))
+            run_size = _size(rpr) or size
+            sizes[run_size] = sizes.get(run_size, 0) + chars
+            run_bold = _bold(rpr)
+            if not (bold if run_bold is None else run_bold):
+                all_bold = False
+        if not sizes:
+            return None
+        return max(sizes, key=lambda k: (sizes[k], k)), all_bold
 
     def _monospace(self, p: etree._Element, style: str | None) -> bool:
         """Every run with text is set in a monospaced font: code (its indentation is kept)."""
@@ -734,7 +795,9 @@ class _Converter:
             elif para.marker is not None:
                 writer.block(f"{'  ' * para.ilvl}{para.marker} {para.text.strip()}", "list")
             else:
-                writer.block(para.text, "code" if para.code else "para")
+                start = writer.block(para.text, "code" if para.code else "para")
+                if start is not None and headings and para.look is not None:
+                    self.looks.append((start, writer.pos, para.look))
         for box in para.boxes:
             if box.tag == f"{{{C}}}chart":
                 title, rows = self.chart(box)
@@ -962,6 +1025,75 @@ def _blocks_in(parent: etree._Element) -> list[etree._Element]:
     return out
 
 
+#: A typographic heading: at most this many characters and words, set at least this much
+#: larger than the body, or bold at the body's size; at most this many levels.
+_TYPO_MAX_CHARS, _TYPO_MAX_WORDS, _TYPO_LARGER, _TYPO_LEVELS = 120, 14, 1.15, 3
+#: A paragraph that does not end a sentence reads as body text from this length on.
+_TYPO_BODY_CHARS = 60
+#: A heading does not end a sentence or lead into what follows.
+_SENTENCE_END = re.compile(r"[.!?;:,…]$")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def typographic_headings(
+    text: str, looks: list[tuple[int, int, tuple[int, bool]]]
+) -> list[_Heading]:
+    """Headings a document without heading styles sets by hand: short paragraphs, not ending
+    a sentence, larger than the body text or bold at its size, each followed by body text (a
+    paragraph that reads as prose, a list or a table) or by a heading of a smaller look. The
+    body is the size most characters are set in; levels follow the looks, larger first, then
+    bold. Two such headings at least, else none: one bold line is emphasis, a run of short
+    bold lines a list or a form, not an outline (what the PDF reader does by typography, here
+    on the run properties Word stores)."""
+    if len(looks) < 3:
+        return []
+    chars: dict[int, int] = {}
+    for start, end, (size, _) in looks:
+        chars[size] = chars.get(size, 0) + end - start
+    body = max(chars, key=lambda k: (chars[k], -k))
+
+    def candidate(i: int) -> bool:
+        start, end, (size, bold) = looks[i]
+        line = text[start:end]
+        return (
+            len(line) <= _TYPO_MAX_CHARS
+            and "\n" not in line
+            and len(line.split()) <= _TYPO_MAX_WORDS
+            and not _SENTENCE_END.search(line)
+            and _LETTER.search(line) is not None
+            and (size >= body * _TYPO_LARGER or (bold and size >= body))
+        )
+
+    candidates = {i for i in range(len(looks)) if candidate(i)}
+    at = {start: i for i, (start, _, _) in enumerate(looks)}
+
+    def followed_by_body(i: int) -> bool:
+        start, end, look = looks[i]
+        after = end + 2  # blocks are parted by a blank line
+        if after >= len(text):
+            return False
+        j = at.get(after)
+        if j is None:
+            return True  # a list, a table, code: content under the heading
+        if j in candidates:
+            return looks[j][2] < look  # a heading of a smaller look
+        following = text[looks[j][0] : looks[j][1]]
+        return _SENTENCE_END.search(following) is not None or len(following) >= max(
+            _TYPO_BODY_CHARS, 2 * (end - start)
+        )
+
+    kept = sorted(i for i in candidates if followed_by_body(i))
+    if len(kept) < 2 or sum(looks[i][1] - looks[i][0] for i in kept) * 4 > sum(chars.values()):
+        return []
+    ranked = sorted({looks[i][2] for i in kept}, reverse=True)[:_TYPO_LEVELS]
+    out: list[_Heading] = []
+    for i in kept:
+        start, end, look = looks[i]
+        level = ranked.index(look) + 1 if look in ranked else _TYPO_LEVELS
+        out.append(_Heading(start, end, level, clean(text[start:end])))
+    return out
+
+
 def parse(raw: bytes, document: Document) -> ParsedDocument:
     """The text layer and sections of a DOCX package."""
     key = document.source_key
@@ -983,6 +1115,10 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     if not text.strip():
         raise EmptyDocumentError(key, "the Word document has no text")
     marks = writer.headings
+    if all(h.level == 0 for h in marks):
+        marks = sorted(
+            [*marks, *typographic_headings(text, converter.looks)], key=lambda h: h.start
+        )
     # A title above the headings: every heading one level below it.
     shift = 1 if marks and marks[0].level == 0 else 0
     headings = [

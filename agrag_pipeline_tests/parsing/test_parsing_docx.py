@@ -164,6 +164,84 @@ def test_heading_styles_give_the_outline_under_the_title(corpus_dir: Path) -> No
     assert first.text_in(parsed.text_layer) == "Section 1\n\nParagraph 1.1\n\nParagraph 1.2"
 
 
+def _hand_formatted(*blocks: tuple[str, float | None, bool]) -> bytes:
+    """A Word document written as people write one without heading styles: each block a
+    paragraph of ``(text, size in points or None for the default, bold)``; a text starting
+    with "- " is a bulleted list item."""
+    from docx.shared import Pt
+
+    document = docx.Document()
+    for text, size, bold in blocks:
+        if text.startswith("- "):
+            document.add_paragraph(text[2:], style="List Bullet")
+            continue
+        run = document.add_paragraph().add_run(text)
+        run.bold = bold
+        if size is not None:
+            run.font.size = Pt(size)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+PROSE = "The survey ran for six weeks and every answer was checked by two readers."
+
+
+def test_headings_set_by_hand_in_larger_or_bold_type_give_the_outline() -> None:
+    # No heading style anywhere: the outline is read from the type, as in a PDF.
+    raw = _hand_formatted(
+        ("Field Survey Report 2026", 20, True),
+        ("Methods", 14, True),
+        (PROSE, None, False),
+        ("Sampling", None, True),
+        (PROSE, None, False),
+        ("- Two readers per answer", None, False),
+        ("Interviews", None, True),
+        ("- Forty households", None, False),
+        ("Results", 14, True),
+        (PROSE + " " + PROSE, None, False),
+    )
+    parsed = _parse(raw)
+    title = "Field Survey Report 2026"
+    assert _headings(parsed) == [
+        (1, [title]),
+        (2, [title, "Methods"]),
+        (3, [title, "Methods", "Sampling"]),
+        (3, [title, "Methods", "Interviews"]),
+        (2, [title, "Results"]),
+    ]
+
+
+def test_bold_words_labels_and_a_single_bold_line_are_not_headings(corpus_dir: Path) -> None:
+    # A form's bold labels with short values, a bold line inside prose, a lone bold line, and
+    # a document of formatting samples ("bold", "underline", ...): no outline.
+    form = _hand_formatted(
+        ("Name", None, True),
+        ("Ada Lovelace", None, False),
+        ("Department", None, True),
+        ("Analytical Engines", None, False),
+        ("Start date", None, True),
+        ("1843", None, False),
+    )
+    lone = _hand_formatted(("Summary", None, True), (PROSE, None, False), (PROSE, None, False))
+    for raw in (form, lone):
+        assert _headings(_parse(raw)) == []
+    assert _headings(_corpus(corpus_dir, "unit_test_formatting.docx")) == []
+
+
+def test_a_document_with_heading_styles_keeps_only_them() -> None:
+    document = docx.Document()
+    document.add_heading("Scope", level=1)
+    document.add_paragraph().add_run("Bold lead-in").bold = True
+    document.add_paragraph(PROSE)
+    document.add_heading("Terms", level=1)
+    document.add_paragraph().add_run("Another bold line").bold = True
+    document.add_paragraph(PROSE)
+    out = io.BytesIO()
+    document.save(out)
+    assert _headings(_parse(out.getvalue())) == [(1, ["Scope"]), (1, ["Terms"])]
+
+
 def test_numbered_headings_keep_their_numbers_from_numbering_xml(corpus_dir: Path) -> None:
     parsed = _corpus(corpus_dir, "list_after_num_headers.docx")
     assert _headings(parsed) == [
