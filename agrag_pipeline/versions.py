@@ -95,5 +95,6 @@ SNAPSHOT_VERSION = "1"
 #: ``patent.py`` (title, parties, abstract, the description's headings, claims), not as
 #: generic XML's element paths.
 #: 28: a Word document without heading styles gets the headings its author set by hand:
-#: short paragraphs in larger or bold type followed by body text (``word.typographic_headings``).
+#: short paragraphs in larger, bold or capital type followed by body text
+#: (``word.typographic_headings``).
 PARSE_VERSION = "28"

@@ -14,7 +14,7 @@ Text layer (what offsets index), in body order:
   outline level (direct or from the style chain) is 0-8; a ``Title`` paragraph (or one in
   LibreOffice's title style, ``Heading``) is a heading one level above them. Heading numbers
   are computed from ``numbering.xml`` and kept as text (``"2.1 Scope"``). A document with no
-  heading style gets the headings set by hand in larger or bold type
+  heading style gets the headings set by hand in larger, bold or capital type
   (``typographic_headings``);
 - a paragraph set wholly in a monospaced font (directly or by its style) is code: it keeps
   its indentation, and consecutive code paragraphs are separated by a line break;
@@ -1030,6 +1030,8 @@ def _blocks_in(parent: etree._Element) -> list[etree._Element]:
 _TYPO_MAX_CHARS, _TYPO_MAX_WORDS, _TYPO_LARGER, _TYPO_LEVELS = 120, 14, 1.15, 3
 #: A paragraph that does not end a sentence reads as body text from this length on.
 _TYPO_BODY_CHARS = 60
+#: Letters a line in capitals holds at least to stand out ("NOTE", not "OK").
+_TYPO_MIN_CAPITALS = 4
 #: A heading does not end a sentence or lead into what follows.
 _SENTENCE_END = re.compile(r"[.!?;:,…]$")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -1039,56 +1041,57 @@ def typographic_headings(
     text: str, looks: list[tuple[int, int, tuple[int, bool]]]
 ) -> list[_Heading]:
     """Headings a document without heading styles sets by hand: short paragraphs, not ending
-    a sentence, larger than the body text or bold at its size, each followed by body text (a
-    paragraph that reads as prose, a list or a table) or by a heading of a smaller look. The
-    body is the size most characters are set in; levels follow the looks, larger first, then
-    bold. Two such headings at least, else none: one bold line is emphasis, a run of short
-    bold lines a list or a form, not an outline (what the PDF reader does by typography, here
-    on the run properties Word stores)."""
+    a sentence, larger than the body text, or bold or in capitals at its size, each followed
+    by body text (a paragraph that reads as prose, a list or a table) or by a heading of a
+    smaller look. The body is the size most characters are set in; levels follow the looks:
+    larger first, then bold, then capitals. Two such headings at least, else none: one bold
+    line is emphasis, a run of short bold lines a list or a form, not an outline (what the PDF
+    reader does by typography, here on the run properties Word stores)."""
     if len(looks) < 3:
         return []
     chars: dict[int, int] = {}
     for start, end, (size, _) in looks:
         chars[size] = chars.get(size, 0) + end - start
     body = max(chars, key=lambda k: (chars[k], -k))
-
-    def candidate(i: int) -> bool:
-        start, end, (size, bold) = looks[i]
+    styled: list[tuple[int, bool, bool] | None] = []  # size, bold, capitals; None: body text
+    for start, end, (size, bold) in looks:
         line = text[start:end]
-        return (
+        letters = [c for c in line if c.isalpha()]
+        capitals = len(letters) >= _TYPO_MIN_CAPITALS and all(c.isupper() for c in letters)
+        short = (
             len(line) <= _TYPO_MAX_CHARS
             and "\n" not in line
             and len(line.split()) <= _TYPO_MAX_WORDS
             and not _SENTENCE_END.search(line)
-            and _LETTER.search(line) is not None
-            and (size >= body * _TYPO_LARGER or (bold and size >= body))
+            and bool(letters)
         )
-
-    candidates = {i for i in range(len(looks)) if candidate(i)}
+        stands_out = size >= body * _TYPO_LARGER or (size >= body and (bold or capitals))
+        styled.append((size, bold, capitals) if short and stands_out else None)
     at = {start: i for i, (start, _, _) in enumerate(looks)}
 
     def followed_by_body(i: int) -> bool:
-        start, end, look = looks[i]
+        start, end, _ = looks[i]
         after = end + 2  # blocks are parted by a blank line
         if after >= len(text):
             return False
         j = at.get(after)
         if j is None:
             return True  # a list, a table, code: content under the heading
-        if j in candidates:
-            return looks[j][2] < look  # a heading of a smaller look
+        mine, next_look = styled[i], styled[j]
+        if next_look is not None:
+            return mine is not None and next_look < mine  # a heading of a smaller look
         following = text[looks[j][0] : looks[j][1]]
         return _SENTENCE_END.search(following) is not None or len(following) >= max(
             _TYPO_BODY_CHARS, 2 * (end - start)
         )
 
-    kept = sorted(i for i in candidates if followed_by_body(i))
+    kept = {i: look for i, look in enumerate(styled) if look is not None and followed_by_body(i)}
     if len(kept) < 2 or sum(looks[i][1] - looks[i][0] for i in kept) * 4 > sum(chars.values()):
         return []
-    ranked = sorted({looks[i][2] for i in kept}, reverse=True)[:_TYPO_LEVELS]
+    ranked = sorted(set(kept.values()), reverse=True)[:_TYPO_LEVELS]
     out: list[_Heading] = []
-    for i in kept:
-        start, end, look = looks[i]
+    for i, look in kept.items():
+        start, end, _ = looks[i]
         level = ranked.index(look) + 1 if look in ranked else _TYPO_LEVELS
         out.append(_Heading(start, end, level, clean(text[start:end])))
     return out

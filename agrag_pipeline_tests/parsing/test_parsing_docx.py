@@ -43,6 +43,7 @@ NAMESPACES = (
     'xmlns:v="urn:schemas-microsoft-com:vml"'
 )
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def _parse(raw: bytes, key: str = "doc.docx") -> ParsedDocument:
@@ -209,6 +210,19 @@ def test_headings_set_by_hand_in_larger_or_bold_type_give_the_outline() -> None:
         (3, [title, "Methods", "Sampling"]),
         (3, [title, "Methods", "Interviews"]),
         (2, [title, "Results"]),
+    ]
+
+
+def test_a_real_handbooks_large_title_and_capitalised_sections_are_its_headings() -> None:
+    # U.S. Trustee Program handbook (Unstructured's example): no heading style; the chapter
+    # set in 25 pt bold, its sections "A.<tab>PURPOSE" in capitals at the body's size.
+    parsed = _parse((FIXTURES / "word" / "handbook-1p.docx").read_bytes())
+    chapter = "INTRODUCTION"
+    assert _headings(parsed) == [
+        (1, [chapter]),
+        (2, [chapter, "A. PURPOSE"]),
+        (2, [chapter, "B. ROLE OF THE UNITED STATES TRUSTEE"]),
+        (2, [chapter, "C. STATUTORY DUTIES OF A STANDING TRUSTEE"]),
     ]
 
 
