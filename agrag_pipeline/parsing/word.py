@@ -202,6 +202,7 @@ class _Styles:
         self.styles: dict[str, _Style] = {}
         self.default: str | None = None
         self.default_size = _WORD_DEFAULT_SIZE
+        self._looks: dict[str | None, tuple[int, bool]] = {}
         if root is None:
             return
         for style in root.iter(_w("style")):
@@ -263,12 +264,15 @@ class _Styles:
 
     def look(self, style_id: str | None) -> tuple[int, bool]:
         """The font size (half-points) and boldness a paragraph of this style inherits."""
-        size: int | None = None
-        bold: bool | None = None
-        for style in self.chain(style_id):
-            size = style.size if size is None else size
-            bold = style.bold if bold is None else bold
-        return size or self.default_size, bool(bold)
+        found = self._looks.get(style_id)
+        if found is None:
+            size: int | None = None
+            bold: bool | None = None
+            for style in self.chain(style_id):
+                size = style.size if size is None else size
+                bold = style.bold if bold is None else bold
+            found = self._looks[style_id] = (size or self.default_size, bool(bold))
+        return found
 
     def numbering(self, style_id: str | None) -> tuple[str, int | None] | None:
         for style in self.chain(style_id):
@@ -533,8 +537,8 @@ class _Para:
     ilvl: int
     boxes: list[etree._Element]
     code: bool = False
-    #: The size (half-points) most of its characters are set in, and whether all are bold.
-    look: tuple[int, bool] | None = None
+    #: A body paragraph's element and style, to read its look later (``typographic_headings``).
+    source: tuple[etree._Element, str | None] | None = None
 
 
 class _Converter:
@@ -549,8 +553,8 @@ class _Converter:
         self.warnings: list[str] = []
         self._main_rels: dict[str, tuple[str, str, bool]] | None = None
         self.blocks_seen = 0
-        #: Each body paragraph written: its span in the text layer and its look.
-        self.looks: list[tuple[int, int, tuple[int, bool]]] = []
+        #: Each body paragraph written: its span in the text layer, its element and style.
+        self.body: list[tuple[int, int, tuple[etree._Element, str | None]]] = []
 
     # inline content -> text (text boxes collected for after the paragraph)
 
@@ -701,13 +705,30 @@ class _Converter:
             found = self.numbering.marker(num_id, ilvl)
             if found is not None:
                 marker = found[0]
-        look = self._look(p, style) if heading is None and marker is None and not code else None
-        return _Para(text, heading, marker, ilvl, boxes, code, look)
+        source = (p, style) if heading is None and marker is None and not code else None
+        return _Para(text, heading, marker, ilvl, boxes, code, source)
 
-    def _look(self, p: etree._Element, style: str | None) -> tuple[int, bool] | None:
+    def looks(self) -> list[tuple[int, int, tuple[int, bool]]]:
+        """Each body paragraph written: its span in the text layer and its look. Read only
+        for a document without heading styles, so a styled one pays nothing for it."""
+        out: list[tuple[int, int, tuple[int, bool]]] = []
+        for start, end, (p, style) in self.body:
+            look = self._look(p, style, end - start <= _TYPO_MAX_CHARS)
+            if look is not None:
+                out.append((start, end, look))
+        return out
+
+    def _look(self, p: etree._Element, style: str | None, short: bool) -> tuple[int, bool] | None:
         """The size most of the paragraph's characters are set in and whether every one is
-        bold (run properties over the style's), for ``typographic_headings``."""
+        bold (run properties over the style's), for ``typographic_headings``. A paragraph
+        too long to be a heading only counts towards the body's size: its first run's size
+        stands for it (its runs are not all read again)."""
         size, bold = self.styles.look(style)
+        if not short:
+            for run in p.iter(_w("r")):
+                if any((t.text or "").strip() for t in run.iter(_w("t"))):
+                    return _size(run.find(_w("rPr"))) or size, False
+            return None
         sizes: dict[int, int] = {}
         all_bold = True
         for run in p.iter(_w("r")):
@@ -796,8 +817,8 @@ class _Converter:
                 writer.block(f"{'  ' * para.ilvl}{para.marker} {para.text.strip()}", "list")
             else:
                 start = writer.block(para.text, "code" if para.code else "para")
-                if start is not None and headings and para.look is not None:
-                    self.looks.append((start, writer.pos, para.look))
+                if start is not None and headings and para.source is not None:
+                    self.body.append((start, writer.pos, para.source))
         for box in para.boxes:
             if box.tag == f"{{{C}}}chart":
                 title, rows = self.chart(box)
@@ -1120,7 +1141,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     marks = writer.headings
     if all(h.level == 0 for h in marks):
         marks = sorted(
-            [*marks, *typographic_headings(text, converter.looks)], key=lambda h: h.start
+            [*marks, *typographic_headings(text, converter.looks())], key=lambda h: h.start
         )
     # A title above the headings: every heading one level below it.
     shift = 1 if marks and marks[0].level == 0 else 0
