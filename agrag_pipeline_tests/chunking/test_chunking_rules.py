@@ -34,6 +34,11 @@ def chunks_of(
     return parsed, chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=None)
 
 
+def embedded_of(chunks: list[Chunk]) -> str:
+    """Everything the chunks embed, one chunk after another."""
+    return "\n".join(c.contextual_text for c in chunks)
+
+
 def test_long_table_is_split_by_rows_with_the_header_repeated(counter: TokenCounter) -> None:
     header = "| crate | version | purpose |\n|---|---|---|"
     rows = [f"| crate{i} | 1.{i}.0 | {prose(6, i)} |" for i in range(60)]
@@ -204,7 +209,7 @@ def test_raw_html_in_markdown_embeds_the_text_a_reader_sees_and_no_tag(
     # attribute holds "<T>", a script and a comment are markup whole; a comment over a line
     # end inside a sentence joins nothing apart.
     _, chunks = chunks_of(RAW_HTML_DOC, counter)
-    embedded = "\n".join(c.contextual_text for c in chunks)
+    embedded = embedded_of(chunks)
     assert "Character\nName in German\nScrooge McDuck\nDagobert Duck" in embedded
     assert "Figure 1: Pinning a future" in embedded
     assert "See the book and its appendix." in embedded
@@ -239,7 +244,7 @@ def test_a_markdown_links_destination_is_not_embedded_and_its_text_is(
     # its destination, title or reference label: those are markup, like an HTML file's href.
     # The chunk's text and offsets still hold the source as written.
     _, chunks = chunks_of(LINKS_DOC, counter)
-    embedded = "\n".join(c.contextual_text for c in chunks)
+    embedded = embedded_of(chunks)
     assert "Guide to Rust\n\nRead the *book* and see the logo, or Cargo ." in embedded
     assert "Mail me@example.com, or visit https://example.com/a/b." in embedded
     assert "| cargo | crates.io |" in embedded
@@ -322,7 +327,7 @@ def test_a_notebooks_markdown_cells_embed_what_a_reader_sees_and_its_code_as_wri
     parsed = parse_document(json.dumps(notebook).encode(), "survey.ipynb")
     chunker = StructureChunker(ChunkerSettings(), counter)
     chunks = chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=None)
-    embedded = "\n".join(c.contextual_text for c in chunks)
+    embedded = embedded_of(chunks)
     assert "Columns follow the codebook and never change." in embedded
     assert 'html = "<b>[x](y)</b>"  # <!-- kept -->' in embedded
     assert "codebook.pdf" not in embedded and "v2" not in embedded
