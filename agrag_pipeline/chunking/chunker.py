@@ -238,6 +238,7 @@ class StructureChunker:
     ) -> list[Chunk]:
         text = parsed.text_layer
         invisible = invisible_spans(parsed)
+        inline = inline_spans(parsed)
         # Text before the first heading gets the document's title as its heading, so no chunk
         # of a document with headings is without a heading path (nor merges into one that is).
         headed = any(s.heading is not None for s in parsed.sections)
@@ -281,7 +282,8 @@ class StructureChunker:
                 lines,
                 sums_exact,
                 replaced_spans(parsed),
-                inline_spans(parsed),
+                inline,
+                merged_touching([*invisible, *inline]) if inline else invisible,
             ),
         )
         return self._chunks(parsed, drafts, schema_fingerprint, extraction_fingerprint)
@@ -764,6 +766,8 @@ class _Context:
     replaced: list[Replaced] = field(default_factory=list)
     #: ``markup.inline_spans``: left out of what is embedded, never trimmed off a chunk.
     inline: list[Span] = field(default_factory=list)
+    #: ``invisible`` and ``inline`` joined: what a table draft leaves out (never trimmed).
+    in_tables: list[Span] = field(default_factory=list)
 
 
 def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft]:
@@ -782,8 +786,8 @@ def _finished(text: str, drafts: list[_Draft], context: _Context) -> list[_Draft
     out: list[_Draft] = []
     for d in drafts:
         if d.kind == "table":
-            if invisible or context.inline or context.replaced:
-                _mark_table_markup(d, invisible, context.inline, context.replaced)
+            if context.in_tables or context.replaced:
+                _mark_table_markup(d, context.in_tables, context.replaced)
             out.append(d)
             continue
         markup = within(invisible, d.start, d.end) if invisible else []
@@ -859,13 +863,9 @@ def _mark_inline(
         d.exact = False
 
 
-def _mark_table_markup(
-    d: _Draft, invisible: list[Span], inline: list[Span], replaced: list[Replaced]
-) -> None:
+def _mark_table_markup(d: _Draft, invisible: list[Span], replaced: list[Replaced]) -> None:
     """Left-out and replaced spans of a table draft, whose text is ``[header +
     HEADER_SEPARATOR +] rows``."""
-    if inline:
-        invisible = merged_touching([*invisible, *inline])
     spans: list[Span] = []
     shown: list[Replaced] = []
     offset = 0
