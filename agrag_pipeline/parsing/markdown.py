@@ -170,7 +170,7 @@ class MarkdownScan:
         "_char",
         "_data",
         "_inline",
-        "_links",
+        "_inline_raw",
         "_markup",
         "_raw_markup",
         "_replaced",
@@ -196,7 +196,7 @@ class MarkdownScan:
         #: The source's UTF-8 bytes, for ``_byte_to_char``; None for ASCII.
         self._data = data
         self._raw_markup = raw_markup
-        self._links = inline_markup
+        self._inline_raw = inline_markup
         self._markup: tuple[Span, ...] | None = None
         self._inline: tuple[Span, ...] | None = None
         self._replaced = replaced
@@ -220,7 +220,7 @@ class MarkdownScan:
         if self._char is None:
             assert self._data is not None
             offsets = set(itertools.chain.from_iterable(self._raw_markup))
-            offsets.update(itertools.chain.from_iterable(self._links))
+            offsets.update(itertools.chain.from_iterable(self._inline_raw))
             offsets.update(o for a, b, _ in self._replaced for o in (a, b))
             self._char = _byte_to_char(self._data, offsets)
         return self._char
@@ -246,7 +246,7 @@ class MarkdownScan:
         a reader sees). Unlike ``markup``, what stands at a chunk's edge is never trimmed off
         its text: a chunk keeps a link whole and leaves these out of what it embeds."""
         if self._inline is None:
-            found = self._links
+            found = self._inline_raw
             if found and self._data is not None:
                 char = self._chars()
                 found = [(char[a], char[b]) for a, b in found]
