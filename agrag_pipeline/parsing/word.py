@@ -45,6 +45,7 @@ from __future__ import annotations
 import posixpath
 import re
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -291,6 +292,15 @@ _MONOSPACE = re.compile(
 def _font(rpr: etree._Element | None) -> str | None:
     fonts = rpr.find(_w("rFonts")) if rpr is not None else None
     return (fonts.get(_w("ascii")) or fonts.get(_w("hAnsi"))) if fonts is not None else None
+
+
+def _text_runs(p: etree._Element) -> Iterator[tuple[etree._Element, int]]:
+    """A paragraph's runs that hold text, each with its characters (whitespace at the edges of
+    its text pieces not counted)."""
+    for run in p.iter(_w("r")):
+        chars = sum(len((t.text or "").strip()) for t in run.iter(_w("t")))
+        if chars:
+            yield run, chars
 
 
 #: Word's font size where neither the document's defaults nor a style set one (10 pt).
@@ -725,16 +735,12 @@ class _Converter:
         stands for it (its runs are not all read again)."""
         size, bold = self.styles.look(style)
         if not short:
-            for run in p.iter(_w("r")):
-                if any((t.text or "").strip() for t in run.iter(_w("t"))):
-                    return _size(run.find(_w("rPr"))) or size, False
+            for run, _ in _text_runs(p):
+                return _size(run.find(_w("rPr"))) or size, False
             return None
         sizes: dict[int, int] = {}
         all_bold = True
-        for run in p.iter(_w("r")):
-            chars = sum(len((t.text or "").strip()) for t in run.iter(_w("t")))
-            if not chars:
-                continue
+        for run, chars in _text_runs(p):
             rpr = run.find(_w("rPr"))
             run_size = _size(rpr) or size
             sizes[run_size] = sizes.get(run_size, 0) + chars
@@ -749,9 +755,7 @@ class _Converter:
         """Every run with text is set in a monospaced font: code (its indentation is kept)."""
         inherited = self.styles.font(style)
         seen = False
-        for run in p.iter(_w("r")):
-            if not any((t.text or "").strip() for t in run.iter(_w("t"))):
-                continue
+        for run, _ in _text_runs(p):
             font = _font(run.find(_w("rPr"))) or inherited
             if font is None or not _MONOSPACE.search(font):
                 return False
@@ -1088,16 +1092,14 @@ def typographic_headings(
         )
         stands_out = size >= body * _TYPO_LARGER or (size >= body and (bold or capitals))
         styled.append((size, bold, capitals) if short and stands_out else None)
-    at = {start: i for i, (start, _, _) in enumerate(looks)}
 
     def followed_by_body(i: int) -> bool:
         start, end, _ = looks[i]
-        after = end + 2  # blocks are parted by a blank line
-        if after >= len(text):
-            return False
-        j = at.get(after)
-        if j is None:
+        j = i + 1
+        if text[end : looks[j][0] if j < len(looks) else len(text)].strip():
             return True  # a list, a table, code: content under the heading
+        if j == len(looks):
+            return False
         mine, next_look = styled[i], styled[j]
         if next_look is not None:
             return mine is not None and next_look < mine  # a heading of a smaller look
