@@ -42,6 +42,7 @@ from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import (
     delimited,
+    docbook,
     epub,
     flat_opc,
     html,
@@ -102,6 +103,8 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".csv": delimited.CSV_MEDIA_TYPE,
     ".tsv": delimited.TSV_MEDIA_TYPE,
     ".nxml": jats.MEDIA_TYPE,
+    ".dbk": docbook.MEDIA_TYPE,
+    ".docbook": docbook.MEDIA_TYPE,
     ".png": image.PNG,
     ".jpg": image.JPEG,
     ".jpeg": image.JPEG,
@@ -188,6 +191,7 @@ PARSERS: dict[str, Parser] = {
     delimited.CSV_MEDIA_TYPE: delimited.parse,
     delimited.TSV_MEDIA_TYPE: delimited.parse,
     jats.MEDIA_TYPE: jats.parse,
+    docbook.MEDIA_TYPE: docbook.parse,
     patent.MEDIA_TYPE: patent.parse,
     epub.MEDIA_TYPE: epub.parse,
     rst.MEDIA_TYPE: _text_parser(rst.parse),

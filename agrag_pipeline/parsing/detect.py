@@ -59,6 +59,7 @@ PLAIN = "text/plain"
 CSV = "text/csv"
 TSV = "text/tab-separated-values"
 JATS = "application/jats+xml"
+DOCBOOK = "application/docbook+xml"
 USPTO = "application/vnd.uspto.patent+xml"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 DOCM = "application/vnd.ms-word.document.macroEnabled.12"
@@ -118,6 +119,8 @@ EXTENSIONS: dict[str, str] = {
     ".tsv": TSV,
     ".tab": TSV,
     ".nxml": JATS,
+    ".dbk": DOCBOOK,
+    ".docbook": DOCBOOK,
     ".docx": DOCX,
     ".docm": DOCM,
     ".pptx": PPTX,
@@ -579,6 +582,8 @@ def _markup_type(text: str) -> str | None:
             return HTML
         if name == "article" and _JATS_DTD.search(doctype.group(2)):
             return JATS
+        if "docbook" in doctype.group(2).lower():
+            return DOCBOOK
     root = _root_name(text)
     if root is None:
         return None
@@ -589,7 +594,32 @@ def _markup_type(text: str) -> str | None:
         return JATS
     if local in ("us-patent-grant", "us-patent-application"):
         return USPTO
+    if _is_docbook(text, local):
+        return DOCBOOK
     return None
+
+
+_DOCBOOK_NAMESPACE = "http://docbook.org/ns/docbook"
+#: Roots a DocBook document has (``docbook.SECTIONS`` less the ones inside a book only).
+_DOCBOOK_ROOTS = frozenset(
+    {"book", "article", "chapter", "part", "set", "appendix", "preface", "section", "sect1"}
+    | {"refentry", "reference", "glossary", "bibliography"}
+)
+#: Elements of DocBook no other common vocabulary has, in a document without a namespace or
+#: DOCTYPE (DocBook 4 written by hand or by a tool that omits the DTD).
+_DOCBOOK_ELEMENTS = re.compile(
+    r"<(?:simpara|sect[1-5]|articleinfo|bookinfo|chapterinfo|programlisting|itemizedlist"
+    r"|orderedlist|variablelist|informaltable|refentrytitle)[\s>/]"
+)
+
+
+def _is_docbook(text: str, local: str) -> bool:
+    """DocBook 5 by its namespace; an un-namespaced one by its root and an element only
+    DocBook has (``<para>`` alone is not enough: other vocabularies have it)."""
+    head = text[:8192]
+    if _DOCBOOK_NAMESPACE in head:
+        return True
+    return local in _DOCBOOK_ROOTS and _DOCBOOK_ELEMENTS.search(head) is not None
 
 
 _MSO_APPLICATION = re.compile(r"<\?mso-application\s[^>]*progid=[\"']([\w.]+)", re.I)
@@ -641,6 +671,7 @@ def _is_jats_article(text: str) -> bool:
 __all__ = [
     "CSV",
     "DOC",
+    "DOCBOOK",
     "DOCM",
     "DOCX",
     "EPUB",

@@ -79,7 +79,13 @@ _BLOCKS = frozenset(
     }
 )
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
-_DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
+#: The document's own DOCTYPE: before its root, after the XML declaration, comments and
+#: processing instructions (a ``<!DOCTYPE`` further on is text: a CDATA section's example).
+_DOCTYPE = re.compile(
+    rb"\A(?:\xef\xbb\xbf)?(?:\s|<\?.*?\?>|<!--.*?-->)*(<!DOCTYPE)", re.IGNORECASE | re.DOTALL
+)
+#: What ends a DOCTYPE's head: ``[`` opens its internal subset, ``>`` ends it without one.
+_SUBSET_OR_END = re.compile(rb"[\[>]")
 _SPACE = re.compile(r"\s+")
 #: Formula elements written as linear LaTeX (``_formula``).
 _FORMULAS = frozenset({"math", "tex-math", "alternatives"})
@@ -117,7 +123,10 @@ def _declared_entities(raw: bytes, doctype_at: int, source_key: str) -> dict[str
     Raises:
         CorruptDocumentError: a declaration that could expand without bound or read a file.
     """
-    end = raw.find(b"]>", doctype_at)
+    opened = _SUBSET_OR_END.search(raw, doctype_at)
+    if opened is None or opened.group() == b">":
+        return {}  # no internal subset: nothing declared here
+    end = raw.find(b"]>", opened.end())
     subset = _UNPARSED_ENTITY.sub(b"", raw[doctype_at : end if end >= 0 else len(raw)])
     declared = {
         m.group(1).decode("ascii"): (m.group(2) or m.group(3) or b"")
@@ -164,8 +173,8 @@ def parse_xml(raw: bytes, source_key: str) -> etree._Element:
         CorruptDocumentError: entity declarations that could expand without bound or read
             files, or XML that is not well-formed.
     """
-    doctype = _DOCTYPE.search(raw, 0, 65536)
-    declared = _declared_entities(raw, doctype.start(), source_key) if doctype else {}
+    doctype = _DOCTYPE.match(raw, 0, 65536)
+    declared = _declared_entities(raw, doctype.start(1), source_key) if doctype else {}
     try:
         root = etree.fromstring(raw, hardened_xml_parser())
     except etree.XMLSyntaxError as exc:
@@ -177,6 +186,11 @@ def parse_xml(raw: bytes, source_key: str) -> etree._Element:
     return root
 
 
+def has_doctype(raw: bytes) -> bool:
+    """Whether the XML declares a DOCTYPE before its root element."""
+    return _DOCTYPE.match(raw, 0, 65536) is not None
+
+
 def local_name(element: etree._Element) -> str:
     tag = element.tag
     if not isinstance(tag, str):
@@ -184,7 +198,7 @@ def local_name(element: etree._Element) -> str:
     return tag.rsplit("}", 1)[-1] if tag.startswith("{") else tag
 
 
-def _entity_text(entity: etree._Entity) -> str:
+def entity_text(entity: etree._Entity) -> str:
     name = (entity.name or "").strip("&;")
     return html.entities.html5.get(name + ";", html.entities.html5.get(name, ""))
 
@@ -221,7 +235,7 @@ def _pieces(element: etree._Element, skip: frozenset[str]) -> Iterator[str]:
         if spaced:
             yield " "
         if isinstance(child, etree._Entity):
-            yield _entity_text(child)
+            yield entity_text(child)
         elif isinstance(child.tag, str) and local_name(child) in _FORMULAS:
             formula = _formula(child)
             if formula is None:
@@ -377,7 +391,7 @@ class _Writer:
                 pieces = []
                 self.block(child, level)
             elif isinstance(child, etree._Entity):
-                pieces.append(_entity_text(child))
+                pieces.append(entity_text(child))
             elif isinstance(child.tag, str) and local_name(child) not in SKIP_INLINE:
                 pieces.append(inline(child))
             pieces.append(child.tail or "")
@@ -575,6 +589,8 @@ def strip_namespaces(root: etree._Element) -> None:
 __all__ = [
     "MEDIA_TYPE",
     "SKIP_INLINE",
+    "entity_text",
+    "has_doctype",
     "inline",
     "local_name",
     "parse",

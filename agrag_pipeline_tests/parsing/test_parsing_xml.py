@@ -89,7 +89,15 @@ def test_text_around_entities_of_a_dtd_never_loaded_is_kept() -> None:
         b"<para>Caf&eacute; au lait</para></book>"
     )
     parsed = parse_checked(raw, "book.xml")
-    assert parsed.text_layer == "title: Costs and risks & more\npara: Café au lait"
+    # A DocBook book (by its DOCTYPE): read as a book, its entities as their characters.
+    assert parsed.document.media_type == "application/docbook+xml"
+    assert parsed.text_layer == "Costs and risks & more\n\nCafé au lait"
+    other = (
+        b'<?xml version="1.0"?>\n<!DOCTYPE book SYSTEM "book.dtd">\n'
+        b"<book><title>Costs&nbsp;and risks &amp; more</title><p>Caf&eacute; au lait</p></book>"
+    )
+    parsed = parse_checked(other, "book.xml")  # another vocabulary: generic XML
+    assert parsed.text_layer == "title: Costs and risks & more\np: Café au lait"
 
 
 #: The internal DTD subset of a real USPTO patent grant (pg06442728.xml in docling's test data;
