@@ -161,3 +161,29 @@ def test_broken_or_hostile_docbook_is_refused_with_the_file_named() -> None:
     )
     with pytest.raises(CorruptDocumentError, match="expand without bound"):
         _parse(bomb, "bomb.dbk")
+
+
+def test_a_chapter_file_using_its_books_entities_without_a_doctype_is_read() -> None:
+    # As "DocBook: The Definitive Guide" keeps its chapters: no DOCTYPE, the book's entities.
+    chapter = (
+        b"<chapter id='ch01'><title>Getting Started<sbr/>with &SGML;</title>"
+        b"<para>It&rsquo;s &ldquo;structured&rdquo; markup.</para>"
+        b"<sect1><title>Basics</title><para>Tags.</para></sect1></chapter>"
+    )
+    parsed = _parse(chapter, "ch01.xml")
+    assert parsed.document.media_type == "application/docbook+xml"
+    assert parsed.text_layer == (
+        "Getting Started with SGML\n\nIt’s “structured” markup.\n\nBasics\n\nTags."
+    )
+
+
+def test_a_doctype_and_entities_in_a_cdata_example_are_text_not_the_files_dtd() -> None:
+    # A chapter about DTDs shows declarations in a CDATA section: they are its text, and the
+    # file (which has no DTD of its own) is no entity attack.
+    chapter = (
+        b"<chapter><title>Entities</title><sect1><title>Declaring</title>"
+        b'<screen><![CDATA[<!DOCTYPE book [\n<!ENTITY ch01 SYSTEM "ch01.sgm">\n]>]]></screen>'
+        b"</sect1></chapter>"
+    )
+    parsed = _parse(chapter, "entities.xml")
+    assert '<!ENTITY ch01 SYSTEM "ch01.sgm">' in parsed.text_layer
