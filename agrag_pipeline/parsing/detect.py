@@ -60,6 +60,7 @@ CSV = "text/csv"
 TSV = "text/tab-separated-values"
 JATS = "application/jats+xml"
 DOCBOOK = "application/docbook+xml"
+FICTIONBOOK = "application/x-fictionbook+xml"
 USPTO = "application/vnd.uspto.patent+xml"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 DOCM = "application/vnd.ms-word.document.macroEnabled.12"
@@ -121,6 +122,7 @@ EXTENSIONS: dict[str, str] = {
     ".nxml": JATS,
     ".dbk": DOCBOOK,
     ".docbook": DOCBOOK,
+    ".fb2": FICTIONBOOK,
     ".docx": DOCX,
     ".docm": DOCM,
     ".pptx": PPTX,
@@ -564,10 +566,32 @@ def _head_text(head: bytes) -> str | None:
     try:
         text = decoder.decode(body, final=False)
     except UnicodeDecodeError:
-        return None
+        declared = _declared_xml_text(body)
+        if declared is None:
+            return None
+        text = declared
     if "\x00" in text:
         return None
     return text
+
+
+#: An XML declaration naming its encoding (``<?xml version="1.0" encoding="windows-1251"?>``).
+_XML_ENCODING = re.compile(
+    rb"""\A\s*<\?xml[^>]{0,200}?encoding\s*=\s*["']([A-Za-z0-9._-]{1,40})["']"""
+)
+
+
+def _declared_xml_text(body: bytes) -> str | None:
+    """An XML file's head in the single-byte or legacy encoding its declaration names (FB2 and
+    older JATS are often windows-1251 or ISO-8859-1), or None."""
+    declared = _XML_ENCODING.match(body)
+    if declared is None:
+        return None
+    try:
+        codec = codecs.lookup(declared.group(1).decode("ascii"))
+        return codec.incrementaldecoder().decode(body, final=False)
+    except (LookupError, UnicodeDecodeError):
+        return None
 
 
 def _markup_type(text: str) -> str | None:
@@ -596,6 +620,8 @@ def _markup_type(text: str) -> str | None:
         return USPTO
     if _is_docbook(text, local):
         return DOCBOOK
+    if root == "FictionBook" or local == "fictionbook":
+        return FICTIONBOOK
     return None
 
 
@@ -676,6 +702,7 @@ __all__ = [
     "DOCX",
     "EPUB",
     "EXTENSIONS",
+    "FICTIONBOOK",
     "HTML",
     "JATS",
     "JSON",
