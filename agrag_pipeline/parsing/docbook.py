@@ -141,42 +141,6 @@ _BLOCKS = frozenset(
 )
 _VERBATIM = frozenset({"programlisting", "screen", "literallayout", "synopsis", "address"})
 _ADMONITIONS = frozenset({"note", "tip", "warning", "caution", "important", "danger"})
-#: Blocks shown as their title (if any) and then their contents.
-_CONTAINERS = frozenset(
-    {
-        "example",
-        "informalexample",
-        "figure",
-        "informalfigure",
-        "sidebar",
-        "abstract",
-        "highlights",
-        "epigraph",
-        "equation",
-        "informalequation",
-        "mediaobject",
-        "inlinemediaobject",
-        "textobject",
-        "caption",
-        "partintro",
-        "qandaset",
-        "qandadiv",
-        "qandaentry",
-        "question",
-        "answer",
-        "task",
-        "tasksummary",
-        "taskprerequisites",
-        "taskrelated",
-        "msgset",
-        "productionset",
-        "segmentedlist",
-        "calloutlist",
-        "callout",
-        "glossentry",
-        "glossdef",
-    }
-)
 #: Synopses of a command or function: one line each ("chgrp -H -L group file").
 _SYNOPSES = frozenset({"cmdsynopsis", "funcsynopsis", "classsynopsis", "fieldsynopsis"})
 _SPACE = re.compile(r"\s+")
@@ -322,14 +286,13 @@ class _Writer:
             attribution = text(_child(child, "attribution"))
             if attribution:
                 self.layer.paragraph(f"— {attribution}")
-        elif name in _CONTAINERS or len(child):
-            self.layer.paragraph(title_of(child))
-            if any(isinstance(c.tag, str) for c in child):
-                self.blocks(child, level)
-            else:
-                self.layer.paragraph(text(child))
+        elif _has_own_text(child) or not any(isinstance(c.tag, str) for c in child):
+            # Mixed content (a ``bridgehead``, a ``caption`` of words and markup): one
+            # paragraph, blocks nested in it apart.
+            self.paragraph(child, level)
         else:
-            self.layer.paragraph(text(child))
+            self.layer.paragraph(title_of(child))
+            self.blocks(child, level)
 
     def paragraph(self, para: etree._Element, level: int) -> None:
         """A paragraph; lists, listings and tables nested in it are blocks of their own."""
@@ -483,6 +446,13 @@ def _is_block(element: etree._Element) -> bool:
     )
 
 
+def _has_own_text(element: etree._Element) -> bool:
+    """Whether ``element`` holds text of its own, not only in child elements."""
+    return bool((element.text or "").strip()) or any(
+        (c.tail or "").strip() for c in element if local_name(c) not in _LEFT_OUT
+    )
+
+
 def _has_blocks(element: etree._Element) -> bool:
     return any(isinstance(c.tag, str) and _is_block(c) for c in element)
 
@@ -519,10 +489,9 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
         raise CorruptDocumentError(key, "the XML holds no element")
     _resolve_cross_references(root)
     writer = _Writer(current_deadline(key))
-    if local_name(root) in SECTIONS:
-        writer.section(root, 1)
-    else:  # a chapter's worth of blocks under some other root (a module of a larger book)
-        writer.blocks(root, 1)
+    # A book, a chapter, a section; or one block of a larger book kept on its own (a
+    # ``para``, a ``table``, an example), read as that block.
+    writer.block(root, 1)
     value = writer.layer.value()
     if not value.strip():
         raise EmptyDocumentError(key, "the DocBook document holds no text")

@@ -26,6 +26,7 @@ DOCBOOK5 = """<?xml version="1.0" encoding="UTF-8"?>
     <title>Installing</title>
     <para>Run the <command>widgetd</command> installer<indexterm><primary>installer</primary>
       </indexterm> as root<footnote><para>Or with sudo.</para></footnote>.</para>
+    <bridgehead>Before you <emphasis>start</emphasis></bridgehead>
     <note><para>The installer needs 2 GB of disk.</para></note>
     <programlisting>./install --prefix /opt/widgets
 widgetd --check</programlisting>
@@ -89,7 +90,7 @@ def test_a_docbook_5_book_reads_as_its_chapters_sections_and_reference_pages() -
     ]
     text = parsed.text_layer
     assert "Run the widgetd installer as root (Or with sudo.)." in text  # no index term
-    assert "Note: The installer needs 2 GB of disk." in text
+    assert "Before you start\n\nNote: The installer needs 2 GB of disk." in text
     assert "./install --prefix /opt/widgets\nwidgetd --check" in text
     assert "--prefix: Where the files go.\n--quiet: Say nothing." in text
     assert "Install it first (see Installing)." in text  # the cross-reference's target title
@@ -187,3 +188,14 @@ def test_a_doctype_and_entities_in_a_cdata_example_are_text_not_the_files_dtd() 
     )
     parsed = _parse(chapter, "entities.xml")
     assert '<!ENTITY ch01 SYSTEM "ch01.sgm">' in parsed.text_layer
+
+
+def test_one_block_kept_as_a_file_of_its_own_is_read_as_that_block() -> None:
+    # As a book's examples are kept: a lone paragraph, markup inside words.
+    example = (
+        b'<!DOCTYPE para PUBLIC "-//OASIS//DTD DocBook XML V4.1.2//EN" "docbookx.dtd">\n'
+        b"<para>Select <guimenuitem><accel>Q</accel>uit</guimenuitem> from the "
+        b"<guimenu><accel>F</accel>ile</guimenu> menu.</para>"
+    )
+    parsed = _parse(example, "example.1.xml")
+    assert parsed.text_layer == "Select Quit from the File menu."
