@@ -82,6 +82,7 @@ RST = "text/x-rst"
 LATEX = "application/x-latex"
 ORG = "text/x-org"
 ASCIIDOC = "text/asciidoc"
+MEDIAWIKI = "text/x-mediawiki"
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
 PPT = "application/vnd.ms-powerpoint"
@@ -147,6 +148,9 @@ EXTENSIONS: dict[str, str] = {
     ".bbl": LATEX,  # a LaTeX bibliography (thebibliography), as BibTeX writes it
     ".latex": LATEX,
     ".org": ORG,
+    ".wiki": MEDIAWIKI,
+    ".mediawiki": MEDIAWIKI,
+    ".wikitext": MEDIAWIKI,
     ".adoc": ASCIIDOC,
     ".asciidoc": ASCIIDOC,
     ".asc": ASCIIDOC,
@@ -707,6 +711,7 @@ __all__ = [
     "JATS",
     "JSON",
     "MARKDOWN",
+    "MEDIAWIKI",
     "NDJSON",
     "NOTEBOOK",
     "ODP",

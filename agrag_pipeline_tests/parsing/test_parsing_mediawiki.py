@@ -1,0 +1,60 @@
+"""A MediaWiki page (``.wiki``) is read as the rendered page reads: headings, paragraphs,
+lists, tables with spans, link labels; templates, references and category links left out."""
+
+from __future__ import annotations
+
+from agrag_pipeline.parsing import parse_document
+
+#: A page written for these tests in Wikipedia's style.
+PAGE = """{{Infobox software | name = Widget | license = MIT}}
+'''Widget''' is a [[Server (computing)|server]] for [[widget]]s, written in
+[[Python (programming language)|Python]].<ref>{{cite web|url=https://example.org|title=Home}}</ref>
+__TOC__
+== History ==
+Started in 2019 at [https://example.org Example Corp]; see https://example.org/history.
+<!-- editors: keep this short -->
+
+=== Releases ===
+* 1.0 &ndash; first release
+* 2.0 with ''plugins''
+# numbered step
+
+== Ports ==
+{| class="wikitable"
+|+ Default ports
+! Service !! Port
+|-
+| rowspan="2" | widgetd || 8080
+|-
+| 8443
+|}
+
+ widgetd --port 8080
+ widgetd --check
+
+<syntaxhighlight lang="python">
+if a &lt; b:
+    run()
+</syntaxhighlight>
+
+[[Category:Servers]]
+[[fr:Widget]]
+"""
+
+
+def test_a_wiki_page_reads_as_its_rendered_text_under_its_headings() -> None:
+    parsed = parse_document(PAGE.encode(), "wiki/Widget.wiki")
+    assert parsed.document.media_type == "text/x-mediawiki"
+    paths = list(dict.fromkeys(" > ".join(s.heading_path) for s in parsed.sections))
+    assert paths == ["", "History", "History > Releases", "Ports"]
+    text = parsed.text_layer
+    assert text.startswith("Widget is a server for widgets, written in Python.\n\nHistory\n\n")
+    assert "Started in 2019 at Example Corp; see https://example.org/history." in text
+    assert "- 1.0 – first release\n- 2.0 with plugins\n- numbered step" in text
+    assert "Default ports\n\n| Service | Port |\n| - | - |\n" in text
+    assert "| widgetd | 8080 |\n| widgetd | 8443 |" in text  # the rowspan spread
+    assert "widgetd --port 8080\nwidgetd --check" in text
+    assert "if a < b:" in text
+    for left_out in ("Infobox", "MIT", "cite web", "Home", "__TOC__", "editors", "Category"):
+        assert left_out not in text, left_out
+    assert "fr:" not in text and "Servers" not in text
