@@ -39,7 +39,7 @@ from mwparserfromhell.nodes import (
 from mwparserfromhell.wikicode import Wikicode
 
 from agrag_pipeline.models import Document
-from agrag_pipeline.parsing.budget import Deadline, current_deadline
+from agrag_pipeline.parsing.budget import Deadline, check_size, current_deadline
 from agrag_pipeline.parsing.errors import EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
@@ -201,9 +201,22 @@ def _span(cell: Tag, name: str) -> int:
         return 1
 
 
+#: The parser's C tokenizer cannot be stopped by the parse deadline, and two shapes of input
+#: cost it far more than their size (measured here): unclosed table openings nest, quadratic
+#: (10,000 ``{|`` lines: 4.6 s), and every list marker is a node (200,000 markers: 8 s). A
+#: real page has tens of each: a page over these is refused before the tokenizer sees it.
+MAX_TABLE_OPENINGS = 2_000
+MAX_LIST_MARKERS = 50_000
+_TABLE_OPENING = re.compile(r"^[ \t]*\{\|", re.MULTILINE)
+_LIST_MARKERS = re.compile(r"^[*#:;]+", re.MULTILINE)
+
+
 def parse(text: str, document: Document) -> ParsedDocument:
     """The text layer and sections of a MediaWiki page."""
     key = document.source_key
+    check_size(key, "table openings ({|)", len(_TABLE_OPENING.findall(text)), MAX_TABLE_OPENINGS)
+    markers = sum(len(m) for m in _LIST_MARKERS.findall(text))
+    check_size(key, "list markers", markers, MAX_LIST_MARKERS)
     writer = _Writer(current_deadline(key))
     writer.page(mwparserfromhell.parse(text))
     value = writer.layer.value()

@@ -3,7 +3,12 @@ lists, tables with spans, link labels; templates, references and category links 
 
 from __future__ import annotations
 
+import time
+
+import pytest
+
 from agrag_pipeline.parsing import parse_document
+from agrag_pipeline.parsing.errors import DocumentTooLargeError
 
 #: A page written for these tests in Wikipedia's style.
 PAGE = """{{Infobox software | name = Widget | license = MIT}}
@@ -58,3 +63,21 @@ def test_a_wiki_page_reads_as_its_rendered_text_under_its_headings() -> None:
     for left_out in ("Infobox", "MIT", "cite web", "Home", "__TOC__", "editors", "Category"):
         assert left_out not in text, left_out
     assert "fr:" not in text and "Servers" not in text
+
+
+@pytest.mark.parametrize(
+    ("shape", "text"),
+    [
+        ("table openings", "{|\n" * 20_000),
+        ("list markers", "\n".join("*" * 200 + " x" for _ in range(2_000))),
+    ],
+)
+def test_a_page_shaped_to_stall_the_wiki_tokenizer_is_refused_at_once(
+    shape: str, text: str
+) -> None:
+    # The tokenizer is C code the parse deadline cannot stop: these took 15 s and 70 s.
+    started = time.monotonic()
+    with pytest.raises(DocumentTooLargeError, match=shape) as error:
+        parse_document(text.encode(), "wiki/hostile.wiki")
+    assert str(error.value).startswith("wiki/hostile.wiki: ")
+    assert time.monotonic() - started < 5
