@@ -31,7 +31,6 @@ from agrag_pipeline.parsing.errors import (
 )
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
-from agrag_pipeline.parsing.tree import build_sections
 
 CSV_MEDIA_TYPE = "text/csv"
 TSV_MEDIA_TYPE = "text/tab-separated-values"
@@ -140,11 +139,7 @@ def parse(raw: bytes, document: Document, *, delimiter: str | None = None) -> Pa
         ) from exc
     layer = TextLayer()
     layer.table(rows, header_rows=1 if has_header(rows) else 0)
-    text_layer = layer.value()
-    if not text_layer.strip():
-        raise EmptyDocumentError(key, "the file holds no cell with text")
-    sections = build_sections(text_layer, document, layer.headings, layer.tables)
-    return ParsedDocument(document=document, text_layer=text_layer, sections=sections)
+    return layer.parsed(document, "the file holds no cell with text")
 
 
 __all__ = [

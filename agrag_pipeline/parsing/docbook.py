@@ -44,7 +44,6 @@ from agrag_pipeline.parsing.jats import (
 )
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
-from agrag_pipeline.parsing.tree import build_sections
 
 MEDIA_TYPE = "application/docbook+xml"
 
@@ -492,11 +491,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     # A book, a chapter, a section; or one block of a larger book kept on its own (a
     # ``para``, a ``table``, an example), read as that block.
     writer.block(root, 1)
-    value = writer.layer.value()
-    if not value.strip():
-        raise EmptyDocumentError(key, "the DocBook document holds no text")
-    sections = build_sections(value, document, writer.layer.headings, writer.layer.tables)
-    return ParsedDocument(document=document, text_layer=value, sections=sections)
+    return writer.layer.parsed(document, "the DocBook document holds no text")
 
 
 __all__ = ["MEDIA_TYPE", "SECTIONS", "parse", "text", "title_of"]

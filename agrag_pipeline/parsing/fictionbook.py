@@ -27,7 +27,6 @@ from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentErr
 from agrag_pipeline.parsing.jats import entity_text, local_name, parse_xml, strip_namespaces
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
-from agrag_pipeline.parsing.tree import build_sections
 
 MEDIA_TYPE = "application/x-fictionbook+xml"
 
@@ -149,11 +148,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
         )
     writer = _Writer(current_deadline(key))
     writer.book(root)
-    value = writer.layer.value()
-    if not value.strip():
-        raise EmptyDocumentError(key, "the FictionBook holds no text")
-    sections = build_sections(value, document, writer.layer.headings, writer.layer.tables)
-    return ParsedDocument(document=document, text_layer=value, sections=sections)
+    return writer.layer.parsed(document, "the FictionBook holds no text")
 
 
 __all__ = ["MEDIA_TYPE", "parse"]

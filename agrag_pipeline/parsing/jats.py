@@ -45,7 +45,6 @@ from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
-from agrag_pipeline.parsing.tree import build_sections
 
 MEDIA_TYPE = "application/jats+xml"
 
@@ -571,11 +570,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
         )
     writer = _Writer(current_deadline(key))
     writer.article(root)
-    text = writer.layer.value()
-    if not text.strip():
-        raise EmptyDocumentError(key, "the article holds no text")
-    sections = build_sections(text, document, writer.layer.headings, writer.layer.tables)
-    return ParsedDocument(document=document, text_layer=text, sections=sections)
+    return writer.layer.parsed(document, "the article holds no text")
 
 
 def strip_namespaces(root: etree._Element) -> None:

@@ -33,10 +33,9 @@ from pylatexenc.macrospec import EnvironmentSpec, MacroSpec
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
-from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
+from agrag_pipeline.parsing.errors import CorruptDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
-from agrag_pipeline.parsing.tree import build_sections
 
 MEDIA_TYPE = "application/x-latex"
 
@@ -473,11 +472,7 @@ def parse(text: str, document: Document) -> ParsedDocument:
         ) from exc
     except LatexWalkerError as exc:
         raise CorruptDocumentError(key, f"not readable LaTeX: {exc}") from exc
-    layer = writer.layer.value()
-    if not layer.strip():
-        raise EmptyDocumentError(key, "the LaTeX source holds no text")
-    sections = build_sections(layer, document, writer.layer.headings, writer.layer.tables)
-    return ParsedDocument(document=document, text_layer=layer, sections=sections)
+    return writer.layer.parsed(document, "the LaTeX source holds no text")
 
 
 __all__ = ["MEDIA_TYPE", "parse"]

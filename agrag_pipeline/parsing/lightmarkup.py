@@ -27,10 +27,8 @@ from dataclasses import dataclass
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import current_deadline
-from agrag_pipeline.parsing.errors import EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
-from agrag_pipeline.parsing.tree import build_sections
 
 ORG_MEDIA_TYPE = "text/x-org"
 ASCIIDOC_MEDIA_TYPE = "text/asciidoc"
@@ -72,14 +70,6 @@ class _Blocks:
 def _table(layer: TextLayer, rows: list[list[str]], header: bool) -> None:
     if rows:
         layer.table(rows, header_rows=1 if header else 0)
-
-
-def _finish(layer: TextLayer, document: Document, what: str) -> ParsedDocument:
-    text = layer.value()
-    if not text.strip():
-        raise EmptyDocumentError(document.source_key, f"the {what} holds no text")
-    sections = build_sections(text, document, layer.headings, layer.tables)
-    return ParsedDocument(document=document, text_layer=text, sections=sections)
 
 
 # --- Org ------------------------------------------------------------------------------------
@@ -201,7 +191,7 @@ def parse_org(text: str, document: Document) -> ParsedDocument:
             continue
         blocks.text(line)
     blocks.flush()
-    return _finish(layer, document, "Org document")
+    return layer.parsed(document, "the Org document holds no text")
 
 
 # --- AsciiDoc -------------------------------------------------------------------------------
@@ -423,7 +413,7 @@ def parse_asciidoc(text: str, document: Document) -> ParsedDocument:
             continue
         blocks.text(line)
     blocks.flush()
-    return _finish(layer, document, "AsciiDoc document")
+    return layer.parsed(document, "the AsciiDoc document holds no text")
 
 
 __all__ = ["ASCIIDOC_MEDIA_TYPE", "ORG_MEDIA_TYPE", "parse_asciidoc", "parse_org"]

@@ -40,10 +40,8 @@ from mwparserfromhell.wikicode import Wikicode
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import Deadline, check_size, current_deadline
-from agrag_pipeline.parsing.errors import EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
-from agrag_pipeline.parsing.tree import build_sections
 
 MEDIA_TYPE = "text/x-mediawiki"
 
@@ -219,11 +217,7 @@ def parse(text: str, document: Document) -> ParsedDocument:
     check_size(key, "list markers", markers, MAX_LIST_MARKERS)
     writer = _Writer(current_deadline(key))
     writer.page(mwparserfromhell.parse(text))
-    value = writer.layer.value()
-    if not value.strip():
-        raise EmptyDocumentError(key, "the wiki page holds no text (only templates or markup)")
-    sections = build_sections(value, document, writer.layer.headings, writer.layer.tables)
-    return ParsedDocument(document=document, text_layer=value, sections=sections)
+    return writer.layer.parsed(document, "the wiki page holds no text (only templates or markup)")
 
 
 __all__ = ["MEDIA_TYPE", "parse"]

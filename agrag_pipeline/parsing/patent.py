@@ -33,7 +33,7 @@ from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
-from agrag_pipeline.parsing.tree import MAX_HEADING_LEVEL, build_sections
+from agrag_pipeline.parsing.tree import MAX_HEADING_LEVEL
 
 MEDIA_TYPE = "application/vnd.uspto.patent+xml"
 #: The roots of the ICE format's two documents.
@@ -242,11 +242,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     claims = _find(root, "claims")
     if claims is not None:
         writer.claims(root, claims)
-    text = writer.layer.value()
-    if not text.strip():
-        raise EmptyDocumentError(key, "the patent holds no text")
-    sections = build_sections(text, document, writer.layer.headings, writer.layer.tables)
-    return ParsedDocument(document=document, text_layer=text, sections=sections)
+    return writer.layer.parsed(document, "the patent holds no text")
 
 
 __all__ = ["MEDIA_TYPE", "ROOTS", "parse"]

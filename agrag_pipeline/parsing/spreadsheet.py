@@ -58,10 +58,9 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.archive import HARDENED_XML_OPTIONS, open_zip, parse_xml, refuse_dtd
 from agrag_pipeline.parsing.budget import Deadline, check_size, current_deadline
 from agrag_pipeline.parsing.delimited import has_header
-from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
+from agrag_pipeline.parsing.errors import CorruptDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
-from agrag_pipeline.parsing.tree import build_sections
 
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 XLSM_MEDIA_TYPE = "application/vnd.ms-excel.sheet.macroEnabled.12"
@@ -901,11 +900,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
             if comments:
                 layer.heading("Comments", 2)
                 layer.lines([_comment_line(*c) for c in comments])
-    text = layer.value()
-    if not text.strip():
-        raise EmptyDocumentError(key, "the workbook holds no cell with a value")
-    sections = build_sections(text, document, layer.headings, layer.tables)
-    return ParsedDocument(document=document, text_layer=text, sections=sections)
+    return layer.parsed(document, "the workbook holds no cell with a value")
 
 
 def _comment_line(ref: str, author: str, when: str, text: str) -> str:

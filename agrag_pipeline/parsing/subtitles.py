@@ -15,10 +15,8 @@ import re
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import current_deadline
-from agrag_pipeline.parsing.errors import EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
-from agrag_pipeline.parsing.tree import build_sections
 
 VTT_MEDIA_TYPE = "text/vtt"
 SRT_MEDIA_TYPE = "application/x-subrip"
@@ -95,8 +93,4 @@ def parse(text: str, document: Document) -> ParsedDocument:
         last_speaker = speaker if speaker is not None else last_speaker
         last_end = end
     flush()
-    value = layer.value()
-    if not value.strip():
-        raise EmptyDocumentError(document.source_key, "the subtitle file holds no cue text")
-    sections = build_sections(value, document, layer.headings, layer.tables)
-    return ParsedDocument(document=document, text_layer=value, sections=sections)
+    return layer.parsed(document, "the subtitle file holds no cue text")

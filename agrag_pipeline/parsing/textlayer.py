@@ -16,7 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agrag_pipeline.parsing.tree import HeadingMark, TableMark
+from agrag_pipeline.models import Document
+from agrag_pipeline.parsing.errors import EmptyDocumentError
+from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 
 _SPACE = re.compile(r"\s+")
 
@@ -113,6 +116,19 @@ class TextLayer:
 
     def value(self) -> str:
         return "".join(self.parts)
+
+    def parsed(self, document: Document, empty: str) -> ParsedDocument:
+        """The document this layer was written for, its sections built from the marks.
+
+        Raises:
+            EmptyDocumentError: with ``empty`` as the reason, when nothing but whitespace was
+                written.
+        """
+        text = self.value()
+        if not text.strip():
+            raise EmptyDocumentError(document.source_key, empty)
+        sections = build_sections(text, document, self.headings, self.tables)
+        return ParsedDocument(document=document, text_layer=text, sections=sections)
 
 
 __all__ = ["TextLayer", "cell_text", "pipe_row"]
