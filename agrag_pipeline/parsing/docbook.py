@@ -140,6 +140,22 @@ _BLOCKS = frozenset(
 )
 _VERBATIM = frozenset({"programlisting", "screen", "literallayout", "synopsis", "address"})
 _ADMONITIONS = frozenset({"note", "tip", "warning", "caution", "important", "danger"})
+#: Blocks a paragraph may hold that are written as blocks of their own (``_Writer.paragraph``).
+_NESTED_BLOCKS = (
+    _VERBATIM
+    | _ADMONITIONS
+    | {
+        "itemizedlist",
+        "orderedlist",
+        "variablelist",
+        "table",
+        "informaltable",
+        "figure",
+        "informalfigure",
+        "example",
+        "informalexample",
+    }
+)
 #: Synopses of a command or function: one line each ("chgrp -H -L group file").
 _SYNOPSES = frozenset({"cmdsynopsis", "funcsynopsis", "classsynopsis", "fieldsynopsis"})
 _SPACE = re.compile(r"\s+")
@@ -151,20 +167,25 @@ def _pieces(element: etree._Element) -> Iterator[str]:
     if element.text:
         yield element.text
     for child in element:
-        name = local_name(child)
-        if isinstance(child, etree._Entity):  # of a DTD never loaded: ``&nbsp;``, ``&eacute;``
-            yield _entity(child)
-        elif isinstance(child.tag, str) and name not in _SKIP_INLINE:
-            if name == "footnote":  # where it is referred to, in brackets: no page to foot
-                yield f" ({text(child)})"
-            elif name in _BLOCKS:
-                yield " "
-                yield from _pieces(child)
-                yield " "
-            else:
-                yield from _pieces(child)
+        yield from _child_pieces(child)
         if child.tail:
             yield child.tail
+
+
+def _child_pieces(child: etree._Element) -> Iterator[str]:
+    """The text one child shows inside its parent's line (its tail not included)."""
+    name = local_name(child)
+    if isinstance(child, etree._Entity):  # of a DTD never loaded: ``&nbsp;``, ``&eacute;``
+        yield _entity(child)
+    elif isinstance(child.tag, str) and name not in _SKIP_INLINE:
+        if name == "footnote":  # where it is referred to, in brackets: no page to foot
+            yield f" ({text(child)})"
+        elif name in _BLOCKS:
+            yield " "
+            yield from _pieces(child)
+            yield " "
+        else:
+            yield from _pieces(child)
 
 
 def _entity(entity: etree._Entity) -> str:
@@ -305,12 +326,8 @@ class _Writer:
                 self.layer.paragraph("".join(pieces))
                 pieces = []
                 self.block(child, level)
-            elif isinstance(child, etree._Entity):
-                pieces.append(_entity(child))
-            elif local_name(child) == "footnote":
-                pieces.append(f" ({text(child)})")
-            elif isinstance(child.tag, str) and local_name(child) not in _SKIP_INLINE:
-                pieces.append(text(child))
+            else:
+                pieces.extend(_child_pieces(child))
             pieces.append(child.tail or "")
         self.layer.paragraph("".join(pieces))
 
@@ -430,19 +447,7 @@ def _resolve_cross_references(root: etree._Element) -> None:
 
 
 def _is_block(element: etree._Element) -> bool:
-    name = local_name(element)
-    return name in _VERBATIM or name in (
-        "itemizedlist",
-        "orderedlist",
-        "variablelist",
-        "table",
-        "informaltable",
-        "figure",
-        "informalfigure",
-        "example",
-        "informalexample",
-        *_ADMONITIONS,
-    )
+    return local_name(element) in _NESTED_BLOCKS
 
 
 def _has_own_text(element: etree._Element) -> bool:
