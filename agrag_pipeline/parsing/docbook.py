@@ -36,6 +36,7 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.jats import (
+    child_named,
     entity_text,
     has_doctype,
     local_name,
@@ -203,30 +204,21 @@ def text(element: etree._Element | None) -> str:
     return _SPACE.sub(" ", "".join(_pieces(element))).strip()
 
 
-def _child(element: etree._Element, *names: str) -> etree._Element | None:
-    for child in element:
-        if local_name(child) in names:
-            return child
-    return None
-
-
 def title_of(element: etree._Element) -> str:
     """An element's title: its ``title``, else its info element's; a reference page's
     ``refentrytitle`` or first ``refname``."""
-    own = _child(element, "title")
+    own = child_named(element, "title")
     if own is not None and text(own):
         return text(own)
     for child in element:
         if _INFO.match(local_name(child)):
-            found = _child(child, "title")
+            found = child_named(child, "title")
             if found is not None and text(found):
                 return text(found)
     if local_name(element) == "refentry":
-        meta = _child(element, "refmeta")
-        found = _child(meta, "refentrytitle") if meta is not None else None
+        found = child_named(child_named(element, "refmeta"), "refentrytitle")
         if found is None:
-            names = _child(element, "refnamediv")
-            found = _child(names, "refname") if names is not None else None
+            found = child_named(child_named(element, "refnamediv"), "refname")
         return text(found)
     return ""
 
@@ -275,7 +267,7 @@ class _Writer:
         elif name in ("para", "simpara"):
             self.paragraph(child, level)
         elif name == "formalpara":
-            heading = text(_child(child, "title"))
+            heading = text(child_named(child, "title"))
             body = " ".join(text(p) for p in child if local_name(p) in ("para", "simpara"))
             joiner = " " if heading.endswith((".", ":", "?", "!")) else ". "
             self.layer.paragraph(joiner.join(p for p in (heading, body) if p))
@@ -296,14 +288,14 @@ class _Writer:
             self.table(child)
         elif name == "refnamediv":
             names = ", ".join(text(n) for n in child if local_name(n) == "refname")
-            purpose = text(_child(child, "refpurpose"))
+            purpose = text(child_named(child, "refpurpose"))
             self.layer.paragraph(" — ".join(p for p in (names, purpose) if p))
         elif name in ("blockquote", "epigraph"):
             self.layer.paragraph(title_of(child))
             for part in child:
                 if local_name(part) != "attribution" and isinstance(part.tag, str):
                     self.block(part, level)
-            attribution = text(_child(child, "attribution"))
+            attribution = text(child_named(child, "attribution"))
             if attribution:
                 self.layer.paragraph(f"— {attribution}")
         elif _has_own_text(child) or not any(isinstance(c.tag, str) for c in child):
@@ -351,9 +343,9 @@ class _Writer:
             name = local_name(entry)
             if name == "varlistentry":
                 terms = ", ".join(text(t) for t in entry if local_name(t) == "term")
-                definition = text(_child(entry, "listitem"))
+                definition = text(child_named(entry, "listitem"))
             elif name == "glossentry":
-                terms = text(_child(entry, "glossterm"))
+                terms = text(child_named(entry, "glossterm"))
                 definition = " ".join(
                     text(d) for d in entry if local_name(d) in ("glossdef", "glosssee")
                 )

@@ -24,7 +24,13 @@ from lxml import etree
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
-from agrag_pipeline.parsing.jats import entity_text, local_name, parse_xml, strip_namespaces
+from agrag_pipeline.parsing.jats import (
+    child_named,
+    entity_text,
+    local_name,
+    parse_xml,
+    strip_namespaces,
+)
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.textlayer import TextLayer
 
@@ -48,18 +54,11 @@ def _text(element: etree._Element | None) -> str:
     return _SPACE.sub(" ", "".join(parts)).strip()
 
 
-def _child(element: etree._Element | None, name: str) -> etree._Element | None:
-    if element is None:
-        return None
-    for child in element:
-        if local_name(child) == name:
-            return child
-    return None
-
-
 def _author(author: etree._Element) -> str:
-    names = [_text(_child(author, part)) for part in ("first-name", "middle-name", "last-name")]
-    return " ".join(n for n in names if n) or _text(_child(author, "nickname"))
+    names = [
+        _text(child_named(author, part)) for part in ("first-name", "middle-name", "last-name")
+    ]
+    return " ".join(n for n in names if n) or _text(child_named(author, "nickname"))
 
 
 class _Writer:
@@ -73,21 +72,21 @@ class _Writer:
         self.deadline.tick(f"element {self.count:,}")
 
     def book(self, root: etree._Element) -> None:
-        info = _child(_child(root, "description"), "title-info")
-        title = _text(_child(info, "book-title"))
+        info = child_named(child_named(root, "description"), "title-info")
+        title = _text(child_named(info, "book-title"))
         if title:
             self.layer.heading(title, 1)
         if info is not None:
             authors = [_author(a) for a in info if local_name(a) == "author"]
             self.layer.paragraph(", ".join(a for a in authors if a))
-            annotation = _child(info, "annotation")
+            annotation = child_named(info, "annotation")
             if annotation is not None:
                 self.blocks(annotation, 2)
         level = 2 if title else 1
         for body in root:
             if local_name(body) != "body":
                 continue
-            heading = _text(_child(body, "title"))
+            heading = _text(child_named(body, "title"))
             if body.get("name") and not heading:
                 heading = body.get("name", "").capitalize()
             if heading and heading != title:
@@ -105,7 +104,7 @@ class _Writer:
         self._tick()
         name = local_name(element)
         if name == "section":
-            heading = _text(_child(element, "title"))
+            heading = _text(child_named(element, "title"))
             if heading:
                 self.layer.heading(heading, min(level, 6))
             self.blocks(element, level + 1 if heading else level)
@@ -117,7 +116,7 @@ class _Writer:
             for part in element:
                 part_name = local_name(part)
                 if part_name == "stanza":
-                    self.layer.paragraph(_text(_child(part, "title")))
+                    self.layer.paragraph(_text(child_named(part, "title")))
                     self.layer.lines([_text(v) for v in part if local_name(v) == "v"])
                 elif part_name in ("title", "text-author"):
                     self.layer.paragraph(_text(part))

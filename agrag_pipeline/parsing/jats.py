@@ -262,7 +262,10 @@ def inline(element: etree._Element | None, skip: frozenset[str] = SKIP_INLINE) -
     return _SPACE.sub(" ", "".join(_pieces(element, skip))).strip()
 
 
-def _child(element: etree._Element, name: str) -> etree._Element | None:
+def child_named(element: etree._Element | None, name: str) -> etree._Element | None:
+    """The first child element of that local name (None for no element or no such child)."""
+    if element is None:
+        return None
     for child in element:
         if local_name(child) == name:
             return child
@@ -312,11 +315,11 @@ class _Writer:
         affiliations = [inline(aff, SKIP_INLINE | {"label"}) for aff in _author_affiliations(meta)]
         self.layer.paragraph("; ".join(a for a in affiliations if a))
         for abstract in meta.iterfind("abstract"):
-            title = _child(abstract, "title")
+            title = child_named(abstract, "title")
             self.layer.heading(inline(title) if title is not None else "Abstract", 2)
             self.content(abstract, level=3)
         for abstract in meta.iterfind("trans-abstract"):
-            title = _child(abstract, "title")
+            title = child_named(abstract, "title")
             self.layer.heading(inline(title) if title is not None else "Abstract", 2)
             self.content(abstract, level=3)
 
@@ -324,8 +327,8 @@ class _Writer:
 
     def section(self, sec: etree._Element, level: int) -> None:
         self._tick()
-        label = inline(_child(sec, "label"))
-        title = inline(_child(sec, "title"))
+        label = inline(child_named(sec, "label"))
+        title = inline(child_named(sec, "title"))
         heading = " ".join(p for p in (label, title) if p)
         if heading:
             self.layer.heading(heading, min(level, 6))
@@ -367,7 +370,7 @@ class _Writer:
         elif name in ("fn-group", "glossary", "notes", "app-group", "app", "ack"):
             self.section(child, level)
         elif name == "disp-formula":
-            label = inline(_child(child, "label"))
+            label = inline(child_named(child, "label"))
             formula = inline(child, SKIP_INLINE | {"label"})
             self.layer.paragraph(" ".join(p for p in (formula, label) if p))
         elif name == "preformat":
@@ -400,15 +403,15 @@ class _Writer:
         ordered = element.get("list-type", "") in ("order", "arabic", "alpha-lower", "roman-lower")
         lines: list[str] = []
         for number, item in enumerate(_children(element, "list-item"), start=1):
-            label = inline(_child(item, "label"))
+            label = inline(child_named(item, "label"))
             text = inline(item, SKIP_INLINE | {"label"})
             marker = label or (f"{number}." if ordered else "-")
             lines.append(f"{marker} {text}")
         self.layer.lines(lines)
 
     def caption_text(self, element: etree._Element) -> str:
-        label = inline(_child(element, "label"))
-        caption = _child(element, "caption")
+        label = inline(child_named(element, "label"))
+        caption = child_named(element, "caption")
         text = inline(caption) if caption is not None else ""
         return " ".join(p for p in (label, text) if p)
 
@@ -418,7 +421,7 @@ class _Writer:
             self.layer.paragraph(caption)
         for table in element.iter("table"):
             self.table(table)
-        foot = _child(element, "table-wrap-foot")
+        foot = child_named(element, "table-wrap-foot")
         if foot is not None:
             self.layer.paragraph(inline(foot))
 
@@ -458,12 +461,12 @@ class _Writer:
         self.layer.table(rows, header_rows=header_rows)
 
     def references(self, ref_list: etree._Element, level: int) -> None:
-        title = inline(_child(ref_list, "title")) or "References"
+        title = inline(child_named(ref_list, "title")) or "References"
         self.layer.heading(title, min(level, 6))
         lines: list[str] = []
         for ref in ref_list.iter("ref"):
             self._tick()
-            label = inline(_child(ref, "label"))
+            label = inline(child_named(ref, "label"))
             citation = " ".join(_citation(c) for c in ref if local_name(c).endswith("citation"))
             if not citation:
                 citation = inline(ref, SKIP_INLINE | {"label"})
@@ -477,7 +480,7 @@ class _Writer:
 
     def article(self, article: etree._Element) -> None:
         self.front(article)
-        body = _child(article, "body")
+        body = child_named(article, "body")
         if body is not None:
             leading = next((c for c in body if isinstance(c.tag, str)), None)
             after_abstract = bool(self.layer.headings) and self.layer.headings[-1].level > 1
@@ -486,18 +489,18 @@ class _Writer:
                 # heading of its own (short articles have no sections at all).
                 self.layer.heading("Main text", 2)
             self.content(body, level=2)
-        back = _child(article, "back")
+        back = child_named(article, "back")
         if back is not None:
             for child in back:
                 name = local_name(child)
                 if name in ("title", "label"):
                     continue
-                if name == "ack" and _child(child, "title") is None:
+                if name == "ack" and child_named(child, "title") is None:
                     self.layer.heading("Acknowledgments", 2)
                     self.content(child, level=3)
                 else:
                     self.block(child, 2)
-        floats = _child(article, "floats-group")
+        floats = child_named(article, "floats-group")
         if floats is not None:
             self.content(floats, level=2)
         for sub in _children(article, "sub-article"):
@@ -584,6 +587,7 @@ def strip_namespaces(root: etree._Element) -> None:
 __all__ = [
     "MEDIA_TYPE",
     "SKIP_INLINE",
+    "child_named",
     "entity_text",
     "has_doctype",
     "inline",
