@@ -97,4 +97,11 @@ SNAPSHOT_VERSION = "1"
 #: 28: a Word document without heading styles gets the headings its author set by hand:
 #: short paragraphs in larger, bold or capital type followed by body text
 #: (``word.typographic_headings``).
-PARSE_VERSION = "28"
+#: 29: code keeps its lines and indentation (``TextLayer.preformatted``) in DocBook listings,
+#: JATS ``preformat``/``code``, Org and AsciiDoc literal blocks (Org's ``: `` lines and
+#: AsciiDoc's indented paragraphs, read as prose before, among them) and MediaWiki code;
+#: LaTeX's code environments (``verbatim``, ``lstlisting``, ``minted``, ``Verbatim``) are read
+#: as written (a ``verbatim``'s text was lost) and a ``comment`` environment is left out. The first
+#: version with the DocBook, FictionBook and MediaWiki readers (such files read as generic XML
+#: or plain text under 28).
+PARSE_VERSION = "29"

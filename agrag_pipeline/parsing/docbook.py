@@ -274,7 +274,7 @@ class _Writer:
         elif name in _SYNOPSES:
             self.layer.paragraph(text(child))
         elif name in _VERBATIM:
-            self.layer.lines("".join(_pieces(child)).splitlines())
+            self.layer.preformatted("".join(_pieces(child)).splitlines())
         elif name in ("itemizedlist", "orderedlist", "procedure", "substeps", "simplelist"):
             self.items(child, level)
         elif name in ("variablelist", "glosslist"):

@@ -373,8 +373,8 @@ class _Writer:
             label = inline(child_named(child, "label"))
             formula = inline(child, SKIP_INLINE | {"label"})
             self.layer.paragraph(" ".join(p for p in (formula, label) if p))
-        elif name == "preformat":
-            self.layer.lines((child.xpath("string()") or "").splitlines())
+        elif name in ("preformat", "code"):  # JATS 1.1's ``code`` as a block: a listing
+            self.layer.preformatted((child.xpath("string()") or "").splitlines())
         elif name in ("caption", "alternatives", "supplementary-material"):
             self.content(child, level)
         else:

@@ -8,7 +8,10 @@ the document body and write the text layer ourselves (``textlayer``), so every s
 - everything else is pylatexenc's text rendering with mathematics kept verbatim (``$x^2$``,
   ``\\begin{equation}…\\end{equation}``): macros become their text (``\\emph{a}`` -> ``a``,
   accents -> letters), comments go, paragraphs are split at blank lines; list items and table
-  rows keep their own lines; ``\\verb`` keeps its characters.
+  rows keep their own lines; ``\\verb`` keeps its characters;
+- code environments (``verbatim``, ``lstlisting``, ``minted``, fancyvrb's ``Verbatim``) are
+  written as they stand in the source, lines and indentation kept; a ``comment``
+  environment's text is left out.
 ``\\input`` and ``\\include`` are never followed: the parser reads no file (an ``\\input``
 loop cannot loop), and only the file given is the document. A source nested past Python's
 recursion limit is an error naming the file; the parse checks the document's time budget
@@ -53,6 +56,16 @@ _NOT_IN_HEADINGS = frozenset({"footnote", "thanks", "label", "index"})
 _BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
 _END_DOCUMENT = re.compile(r"\\end\s*\{document\}")
 _VERB = re.compile(r"\\verb\*?([^\sA-Za-z*])(.*?)\1")
+#: An environment whose body is code, with the options it may take (``[...]``; minted's
+#: ``{language}``): pylatexenc drops a ``verbatim``'s text and reads a ``lstlisting``'s as
+#: LaTeX, so ``%`` ended a line of code and ``{`` opened a group.
+_CODE_ENVIRONMENT = re.compile(
+    r"\\begin\s*\{(verbatim\*?|Verbatim\*?|BVerbatim|LVerbatim|spverbatim|lstlisting|minted"
+    r"|comment)\}([ \t]*\[[^\]\n]*\])?"
+)
+_MINTED_LANGUAGE = re.compile(r"[ \t]*\{[^{}\n]*\}")
+#: What stands for a code environment's body while the rest is parsed (its index as argument).
+_LISTING_MACRO = "agraglisting"
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _LIST_LINE = re.compile(r"^\s*(?:[*•\-]|\d+[.)])\s")
 _ESCAPES = {
@@ -68,6 +81,8 @@ class _Text(LatexNodes2Text):
 
     #: Macros rendered as nothing while set (an author block's ``\\thanks``, written after it).
     left_out: frozenset[str] = frozenset()
+    #: The code environments' bodies (``_listings_apart``), for a listing inside a paragraph.
+    listings: tuple[str, ...] = ()
 
     def read_input_file(self, fn: str) -> str:
         return ""
@@ -75,7 +90,15 @@ class _Text(LatexNodes2Text):
     def macro_node_to_text(self, node: Any) -> Any:
         if node.macroname in self.left_out:
             return ""
+        if node.macroname == _LISTING_MACRO:
+            return "\n" + self.listings[_listing_index(node)] + "\n"
         return super().macro_node_to_text(node)
+
+
+def _listing_index(node: LatexMacroNode) -> int:
+    """The N of ``\\agraglisting{N}`` (written by ``_listings_apart``, so always digits)."""
+    argument = node.nodeargd.argnlist[0] if node.nodeargd and node.nodeargd.argnlist else None
+    return int(argument.latex_verbatim().strip("{}")) if argument is not None else 0
 
 
 def _macros_named(nodes: list[Any] | None, name: str) -> list[Any]:
@@ -159,6 +182,36 @@ def _verb_as_text(source: str) -> str:
     )
 
 
+def _listings_apart(source: str) -> tuple[str, list[str]]:
+    """``source`` with each code environment replaced by ``\\agraglisting{N}`` and the bodies
+    (N-th at N), taken before anything else reads the source: a body is code, not LaTeX. A
+    ``comment`` environment leaves nothing; one never closed is left to the parser."""
+    listings: list[str] = []
+    out: list[str] = []
+    last = 0
+    for match in _CODE_ENVIRONMENT.finditer(source):
+        if match.start() < last:  # inside a listing already taken
+            continue
+        name = match.group(1)
+        start = match.end()
+        if name == "minted":
+            language = _MINTED_LANGUAGE.match(source, start)
+            start = language.end() if language else start
+        end = source.find(f"\\end{{{name}}}", start)
+        if end < 0:
+            continue
+        out.append(source[last : match.start()])
+        if name != "comment":
+            body = source[start:end]
+            out.append(f"\n\n\\{_LISTING_MACRO}{{{len(listings)}}}\n\n")
+            listings.append(body[1:] if body.startswith("\n") else body)
+        last = end + len(name) + 6
+    if not out:
+        return source, listings
+    out.append(source[last:])
+    return "".join(out), listings
+
+
 def _walker_context() -> Any:
     """pylatexenc's parsing specs, plus the arguments of macros its text specs expect."""
     context = walker_context_db()
@@ -176,6 +229,7 @@ def _walker_context() -> Any:
             MacroSpec("cmidrule", "{"),
             MacroSpec("multicolumn", "{{{"),
             MacroSpec("multirow", "{{{"),
+            MacroSpec(_LISTING_MACRO, "{"),
         ],
         # Environments that wrap a document's body, with their arguments (which are no text:
         # "UTF8gbsn" was read from ``\begin{CJK*}{UTF8}{gbsn}``).
@@ -407,7 +461,10 @@ class _Writer:
         for index, node in enumerate(nodes):
             if not index % 64:
                 self.deadline.check(f"LaTeX node {index:,}")
-            if isinstance(node, LatexMacroNode) and node.macroname in _SECTIONS:
+            if isinstance(node, LatexMacroNode) and node.macroname == _LISTING_MACRO:
+                self.flush()
+                self.layer.preformatted(self.renderer.listings[_listing_index(node)].splitlines())
+            elif isinstance(node, LatexMacroNode) and node.macroname in _SECTIONS:
                 self.flush()
                 level = base_level + _SECTIONS[node.macroname] - self.top_rank
                 self.layer.heading(self.text_of(_argument(node)), max(1, min(level, 6)))
@@ -439,7 +496,8 @@ def _section_ranks(nodes: list[Any]) -> list[int]:
 def parse(text: str, document: Document) -> ParsedDocument:
     """The text layer and sections of decoded LaTeX ``text``."""
     key = document.source_key
-    source = _without_code_definitions(_verb_as_text(text))
+    source, listings = _listings_apart(text)
+    source = _without_code_definitions(_verb_as_text(source))
     begin = _BEGIN_DOCUMENT.search(source)
     preamble, body = (
         ("", source) if begin is None else (source[: begin.start()], source[begin.end() :])
@@ -448,6 +506,7 @@ def parse(text: str, document: Document) -> ParsedDocument:
     if end is not None:
         body = body[: end.start()]
     renderer = _renderer(_definitions(preamble))
+    renderer.listings = tuple(listings)
     writer = _Writer(renderer, key)
     try:
         context = _walker_context()

@@ -9,8 +9,9 @@ sees is kept, the markup goes:
   a document title (Org ``#+title:``, AsciiDoc ``= Title``) is the level-1 heading, and the
   other headings nest below it;
 - paragraphs are joined into one line each; list items keep their own lines (``- item``);
-- literal and source blocks (Org ``#+begin_src``/``#+begin_example``, AsciiDoc ``----`` and
-  ``....``) keep their lines as written; comments, property drawers, attribute entries and
+- literal and source blocks (Org ``#+begin_src``/``#+begin_example`` and ``: `` lines,
+  AsciiDoc ``----`` and ``....`` and paragraphs whose first line is indented) keep their lines
+  and indentation as written; comments, property drawers, attribute entries and
   block attributes leave nothing;
 - tables are pipe rows (``| a | b |``) with their header when the source marks one;
 - inline markup (``*bold*``, ``~code~``, ``` `mono` ```, links as their text) is reduced to its
@@ -86,6 +87,8 @@ _ORG_LIST = re.compile(r"^(\s*)(?:[-+]|\d+[.)]|(?<=\s)\*)\s+(.*)$")
 _ORG_LINK = re.compile(r"\[\[([^\]]*)\](?:\[([^\]]*)\])?\]")
 _ORG_EMPHASIS = re.compile(r"(?<![\w\\])([~=*/+_])(?=\S)(.+?)(?<=\S)\1(?![\w])")
 _VERBATIM_BLOCKS = frozenset({"src", "example", "export"})
+#: A fixed-width line (``: code``): an example written without a block.
+_ORG_FIXED_WIDTH = re.compile(r"^\s*:(?: |$)")
 
 
 def _org_link(match: re.Match[str]) -> str:
@@ -149,7 +152,7 @@ def parse_org(text: str, document: Document) -> ParsedDocument:
                 index += 1
             index += 1
             if kind in _VERBATIM_BLOCKS:
-                layer.lines(body)
+                layer.preformatted(body)
             elif kind != "comment":
                 layer.paragraph(_org_inline(" ".join(body)))
             continue
@@ -184,6 +187,14 @@ def parse_org(text: str, document: Document) -> ParsedDocument:
                 line = lines[index]
                 index += 1
             _table(layer, rows, header)
+            continue
+        if _ORG_FIXED_WIDTH.match(line):
+            blocks.flush()
+            body = [line]
+            while index < len(lines) and _ORG_FIXED_WIDTH.match(lines[index]):
+                body.append(lines[index])
+                index += 1
+            layer.preformatted([_ORG_FIXED_WIDTH.sub("", b, count=1) for b in body])
             continue
         item = _ORG_LIST.match(line)
         if item:
@@ -385,7 +396,7 @@ def parse_asciidoc(text: str, document: Document) -> ParsedDocument:
                 if fence.startswith("++++"):  # passthrough: raw HTML, read as its text
                     layer.lines([_HTML_TAG.sub(" ", line) for line in body])
                 elif not fence.startswith("////"):
-                    layer.lines(body)
+                    layer.preformatted(body)
             continue  # quote, sidebar, example and open blocks: their content reads as text
         if stripped.startswith("|==="):
             blocks.flush()
@@ -406,6 +417,19 @@ def parse_asciidoc(text: str, document: Document) -> ParsedDocument:
         if item:
             marker = "-" if not item.group(1)[0].isdigit() and item.group(1)[0] != "." else "1."
             blocks.item(f"{marker} {item.group(2)}")
+            continue
+        if line[:1] in " \t" and (index < 2 or not lines[index - 2].strip()):
+            # A paragraph whose first line is indented is a literal one: code as written, to
+            # the next blank line (an indented line under a list item or a ``+`` is not).
+            body = [line]
+            while (
+                index < len(lines)
+                and lines[index].strip()
+                and not _ADOC_DELIMITER.match(lines[index].strip())
+            ):
+                body.append(lines[index])
+                index += 1
+            layer.preformatted(body)
             continue
         description = _ADOC_DESCRIPTION.match(stripped)
         if description and not stripped.startswith("http"):

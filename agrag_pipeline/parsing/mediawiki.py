@@ -11,8 +11,9 @@ templates, tables and tags; ~0.1 s for a long Wikipedia article here). The text 
   ``!`` cells;
 - bold and italic read through, a link as its label (``[[Page|label]]`` "label",
   ``[[Page]]`` "Page", ``[https://… label]`` "label", a bare URL as written), character
-  references as their characters, ``<pre>``/``<syntaxhighlight>`` code and ``<math>``
-  LaTeX as written.
+  references as their characters, ``<math>`` LaTeX as written;
+- code as the wiki shows it, lines and indentation kept: ``<pre>``, ``<syntaxhighlight>`` and
+  ``<source>`` blocks, and lines the source starts with a space.
 Left out: templates (``{{cite web|…}}``, infoboxes: what they show is rendered by the wiki from
 pages we do not have), references (``<ref>``), comments, category, file and interlanguage
 links, magic words (``__TOC__``).
@@ -21,7 +22,9 @@ links, magic words (``__TOC__``).
 from __future__ import annotations
 
 import html
+import itertools
 import re
+from typing import TypeGuard
 
 import mwparserfromhell
 from mwparserfromhell.nodes import (
@@ -58,8 +61,27 @@ _MAGIC_WORD = re.compile(r"__[A-Z]+__")
 #: A list item's marker, one a nesting level, until ``flush`` writes the run as "- ".
 _ITEM = "\x00"
 _ITEMS = re.compile(r"\x00+\s*")
+#: A line the source starts with a space (the wiki's preformatted text), until ``flush``.
+_PRE = "\x01"
+_PRE_LINE = re.compile(r"(?<=\n) ")
+#: Tags whose content is a block of code (``<code>`` and ``<nowiki>`` are inline).
+_BLOCK_CODE_TAGS = frozenset({"pre", "syntaxhighlight", "source"})
 _BLANK_LINES = re.compile(r"\n[ \t]*\n")
 _SPACES = re.compile(r"[ \t]+")
+
+
+def _is_table(node: Node) -> TypeGuard[Tag]:
+    return isinstance(node, Tag) and str(node.tag).lower() == "table"
+
+
+def _is_code_block(node: Node) -> TypeGuard[Tag]:
+    """``<pre>``, or a ``<syntaxhighlight>``/``<source>`` not marked ``inline``."""
+    return (
+        isinstance(node, Tag)
+        and node.contents is not None
+        and str(node.tag).lower() in _BLOCK_CODE_TAGS
+        and not node.has("inline")
+    )
 
 
 class _Writer:
@@ -74,14 +96,26 @@ class _Writer:
         self.deadline.tick(f"node {self.count:,}")
 
     def page(self, code: Wikicode) -> None:
+        line_start = True  # the next node starts a line of the source
         for node in code.nodes:
             self._tick()
+            if isinstance(node, Text):
+                # A line the source starts with a space is preformatted (not one whose space
+                # follows a list's ``:`` or a template on the same line).
+                value = _PRE_LINE.sub(_PRE, str(node.value))
+                self.pending.append(_PRE + value[1:] if line_start and value[:1] == " " else value)
+                line_start = value.endswith("\n")
+                continue
+            line_start = isinstance(node, Heading) or _is_code_block(node) or _is_table(node)
             if isinstance(node, Heading):
                 self.flush()
                 self.layer.heading(self.inline(node.title), node.level)
-            elif isinstance(node, Tag) and str(node.tag).lower() == "table":
+            elif _is_table(node):
                 self.flush()
                 self.table(node)
+            elif _is_code_block(node):
+                self.flush()
+                self.layer.preformatted(html.unescape(str(node.contents)).splitlines())
             else:
                 self.pending.append(self.node(node))
         self.flush()
@@ -92,16 +126,22 @@ class _Writer:
         text = _ITEMS.sub("- ", text)
         self.pending = []
         for block in _BLANK_LINES.split(text):
-            raw = [line for line in block.split("\n") if line.strip()]
-            lines = [_SPACES.sub(" ", line).strip() for line in raw]
-            # A list, or lines that start with a space (preformatted: code as the wiki shows
-            # it), stay lines; anything else is a paragraph.
-            if any(line.startswith("- ") for line in lines) or any(
-                line.startswith(" ") for line in raw
-            ):
-                self.layer.lines(lines)
-            else:
-                self.layer.paragraph(" ".join(lines))
+            # A line of only the wiki's leading space is an empty line of the code around it.
+            raw = [line for line in block.split("\n") if line.strip(" \t")]
+            for preformatted, run in itertools.groupby(raw, key=lambda r: r.startswith(_PRE)):
+                if preformatted:
+                    self.layer.preformatted([line[1:] for line in run])
+                    continue
+                raw_run = list(run)
+                lines = [_SPACES.sub(" ", line).strip() for line in raw_run]
+                # A list stays lines, and so do lines indented inside an HTML block or after
+                # a ``:``; anything else is a paragraph.
+                if any(line.startswith("- ") for line in lines) or any(
+                    line[:1] in " \t" for line in raw_run
+                ):
+                    self.layer.lines(lines)
+                else:
+                    self.layer.paragraph(" ".join(lines))
 
     def node(self, node: Node) -> str:
         """What a reader sees of one inline node."""

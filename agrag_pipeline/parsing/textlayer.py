@@ -8,7 +8,9 @@ marks as we go, so every span is exact by construction. Conventions shared by th
   person and an embedder alike; a header row is followed by a ``| - | - |`` delimiter row, and
   the table's header span holds both lines (so a repeated header still reads as a table header);
 - a cell's text is kept on its row's line: line breaks and tabs become spaces, runs of spaces
-  collapse, and a literal ``|`` is written ``\\|``.
+  collapse, and a literal ``|`` is written ``\\|``;
+- code and other preformatted text keeps its lines and their indentation (``preformatted``), as
+  Markdown's fenced code and HTML's ``<pre>`` do: indentation is what a listing means.
 """
 
 from __future__ import annotations
@@ -76,6 +78,26 @@ class TextLayer:
         kept = [c for c in (_SPACE.sub(" ", line).strip() for line in lines) if c]
         if kept:
             self._emit("\n".join(kept))
+
+    def preformatted(self, lines: Sequence[str]) -> None:
+        """A listing as written: every line's indentation and inner spacing kept.
+
+        The indentation all lines share is removed (a listing indented to sit inside its
+        markup, as Org's and MediaWiki's are), tabs expanded to 8 columns first so a shared
+        prefix is a prefix on screen; trailing whitespace goes, blank lines at the ends go and
+        blank runs inside become one empty line.
+        """
+        kept: list[str] = []
+        for line in lines:
+            clean = line.expandtabs(8).rstrip() if "\t" in line else line.rstrip()
+            if clean or (kept and kept[-1]):
+                kept.append(clean)
+        while kept and not kept[-1]:
+            kept.pop()
+        if not kept:
+            return
+        indent = min(len(line) - len(line.lstrip()) for line in kept if line)
+        self._emit("\n".join(line[indent:] for line in kept))
 
     def table(self, rows: Sequence[Sequence[str]], header_rows: int = 1) -> None:
         """A table of raw cell texts; the first ``header_rows`` rows are its header.

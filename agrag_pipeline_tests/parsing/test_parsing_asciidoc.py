@@ -35,7 +35,8 @@ def test_asciidoc_titles_are_headings_and_markup_is_gone() -> None:
     # "{s}[syntax page]" with ":s: link:/projects/markdown/syntax" reads as its link text.
     assert "The syntax page provides complete, detailed documentation for every feature" in text
     assert "Markdown offers two styles of headers: Setext and atx." in text
-    assert "### Header 3\n> This is a blockquote." in text  # a literal block keeps its lines
+    # A literal block keeps its lines, its empty lines included, as written.
+    assert "### Header 3\n\n> This is a blockquote.\n>\n> This is the second" in text
     for markup in ("{s}", "link:", ":src:", "[listing]", "....", "++++", "// converted"):
         assert markup not in text
 
@@ -85,3 +86,25 @@ def test_asciidoc_cells_span_columns_and_rows_and_repeat() -> None:
         "|  | c | d |",
         "| rep | rep | rep |",
     ]
+
+
+def test_listings_and_literal_paragraphs_keep_their_indentation() -> None:
+    source = (
+        b"= Usage\n\n"
+        b"Run it:\n\n"
+        b"----\n"
+        b"def run(x):\n"
+        b"    return x\n"
+        b"----\n\n"
+        b"Or by hand:\n\n"
+        b"  $ run \\\n"
+        b"      --quiet\n\n"
+        b"* an item\n"
+        b"  continued on an indented line\n"
+    )
+    text = parse_checked(source, "usage.adoc").text_layer
+    assert text == (
+        "Usage\n\nRun it:\n\ndef run(x):\n    return x\n\n"
+        "Or by hand:\n\n$ run \\\n    --quiet\n\n"
+        "- an item continued on an indented line"
+    )

@@ -199,3 +199,21 @@ def test_one_block_kept_as_a_file_of_its_own_is_read_as_that_block() -> None:
     )
     parsed = _parse(example, "example.1.xml")
     assert parsed.text_layer == "Select Quit from the File menu."
+
+
+def test_a_program_listing_keeps_its_indentation() -> None:
+    source = b"""<?xml version="1.0"?>
+<article xmlns="http://docbook.org/ns/docbook" version="5.0"><title>Loops</title>
+<para>A loop:</para>
+<programlisting>
+    for x in xs:
+        if x:
+            print(x)
+
+    done()
+</programlisting>
+<para>And on.</para></article>"""
+    text = parse_document(source, "loops.dbk").text_layer
+    assert text == (
+        "Loops\n\nA loop:\n\nfor x in xs:\n    if x:\n        print(x)\n\ndone()\n\nAnd on."
+    )

@@ -223,3 +223,18 @@ def test_body_without_sections_is_not_read_as_the_abstract() -> None:
     expected = "Main text\n\nWe write to report\n\nE=m (1)\n\nas shown."
     assert main.text_in(parsed.text_layer) == expected
     assert "We write" not in _section(parsed, "Abstract").text_in(parsed.text_layer)
+
+
+def test_preformatted_text_and_block_code_keep_their_indentation() -> None:
+    raw = b"""<article><front><article-meta><title-group><article-title>Code</article-title>
+</title-group></article-meta></front><body><sec><title>Methods</title>
+<p>We ran:</p>
+<preformat>for f in *.fq; do
+    trim "$f"
+done</preformat>
+<code language="python">def fit(x):
+    return x  # the model</code>
+</sec></body></article>"""
+    text = _parse(raw).text_layer
+    assert 'We ran:\n\nfor f in *.fq; do\n    trim "$f"\ndone\n\n' in text
+    assert text.endswith("def fit(x):\n    return x  # the model")

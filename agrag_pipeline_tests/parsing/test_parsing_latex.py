@@ -164,3 +164,35 @@ It works.
     ]
     assert "UTF8" not in parsed.text_layer and "gbsn" not in parsed.text_layer
     assert "We train it." in parsed.text_layer
+
+
+def test_code_environments_are_read_as_written_and_comments_left_out() -> None:
+    source = rb"""\documentclass{article}
+\begin{document}
+\section{Usage}
+Run it:
+\begin{verbatim}
+def run(x):
+    return {x}  % kept: code, not a comment
+\end{verbatim}
+\begin{lstlisting}[language=C, caption={Main}]
+int main() {
+    return 0;
+}
+\end{lstlisting}
+\begin{minted}[linenos]{python}
+import os
+\end{minted}
+\begin{comment}
+A draft nobody should read.
+\end{comment}
+Done.
+\end{document}
+"""
+    text = parse_checked(source, "guide.tex").text_layer
+    assert text == (
+        "Usage\n\nRun it:\n\n"
+        "def run(x):\n    return {x}  % kept: code, not a comment\n\n"
+        "int main() {\n    return 0;\n}\n\n"
+        "import os\n\nDone."
+    )

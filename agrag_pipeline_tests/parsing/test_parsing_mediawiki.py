@@ -81,3 +81,31 @@ def test_a_page_shaped_to_stall_the_wiki_tokenizer_is_refused_at_once(
         parse_document(text.encode(), "wiki/hostile.wiki")
     assert str(error.value).startswith("wiki/hostile.wiki: ")
     assert time.monotonic() - started < 5
+
+
+def test_wiki_code_keeps_its_indentation_apart_from_the_prose_around_it() -> None:
+    page = (
+        "== Usage ==\n"
+        "Call it like this:\n"
+        " def run(x):\n"
+        "     if x:\n"
+        "         return 1\n"
+        " \n"
+        "     return 2\n"
+        "{{Note}} A line after a template is prose.\n"
+        '<syntaxhighlight lang="c">\n'
+        "int main() {\n"
+        "\treturn a &lt; b;\n"
+        "}\n"
+        "</syntaxhighlight>\n"
+        "Use <code>run  ()</code> inline.\n"
+        ": An indented remark, not code.\n"
+    )
+    text = parse_document(page.encode(), "wiki/Usage.wiki").text_layer
+    assert text == (
+        "Usage\n\nCall it like this:\n\n"
+        "def run(x):\n    if x:\n        return 1\n\n    return 2\n\n"
+        "A line after a template is prose.\n\n"
+        "int main() {\n        return a < b;\n}\n\n"
+        "Use run () inline.\n\nAn indented remark, not code."
+    )

@@ -48,4 +48,24 @@ def test_truncated_org_file_still_reads() -> None:
     cut = raw[: raw.index(b"https://www.sec.gov")]
     parsed = parse_checked(cut, "cut.org")
     assert [s.heading for s in parsed.sections if s.heading] == ["Example Docs", "XBRL 10-K"]
-    assert parsed.text_layer.endswith("curl -O \\\n-A '${organization} ${email}'")
+    assert parsed.text_layer.endswith("curl -O \\\n  -A '${organization} ${email}'")
+
+
+def test_source_blocks_and_fixed_width_lines_keep_their_indentation() -> None:
+    source = (
+        b"* Usage\n"
+        b"Run it:\n"
+        b"#+begin_src python\n"
+        b"  def run(x):\n"
+        b"      return x\n"
+        b"#+end_src\n"
+        b"Or by hand:\n"
+        b": $ run \\\n"
+        b":     --quiet\n"
+        b"Done.\n"
+    )
+    text = parse_checked(source, "usage.org").text_layer
+    assert text == (
+        "Usage\n\nRun it:\n\ndef run(x):\n    return x\n\n"
+        "Or by hand:\n\n$ run \\\n    --quiet\n\nDone."
+    )
