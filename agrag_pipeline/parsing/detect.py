@@ -83,6 +83,7 @@ LATEX = "application/x-latex"
 ORG = "text/x-org"
 ASCIIDOC = "text/asciidoc"
 MEDIAWIKI = "text/x-mediawiki"
+MANPAGE = "text/troff"
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
 PPT = "application/vnd.ms-powerpoint"
@@ -151,6 +152,8 @@ EXTENSIONS: dict[str, str] = {
     ".wiki": MEDIAWIKI,
     ".mediawiki": MEDIAWIKI,
     ".wikitext": MEDIAWIKI,
+    ".man": MANPAGE,
+    ".mdoc": MANPAGE,
     ".adoc": ASCIIDOC,
     ".asciidoc": ASCIIDOC,
     ".asc": ASCIIDOC,
@@ -192,6 +195,11 @@ _AUDIO_VIDEO = {
 }
 _COMPRESSED = frozenset({".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar", ".lz4"})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
+#: A manual page's section suffix (``.1``, ``.3p``, ``.1ssl``, Tcl's ``.n``) and the title
+#: request its roff starts its content with (``.TH``; mdoc's ``.Dd``/``.Dt``): both, since
+#: ``notes.1`` alone says little.
+_MAN_SECTION = re.compile(r"^\.(?:[1-9][a-z0-9]{0,11}|n|l)$")
+_MAN_TITLE = re.compile(r"^[.'][ \t]*(?:TH|Dd|Dt|so)[ \t]", re.MULTILINE)
 _SNIFFED = frozenset({".txt", ".text", ".xml", ".nxml", ".csv", ".tsv", ".tab", ""})
 
 #: Image signatures (scans as images): the first bytes of each format.
@@ -302,6 +310,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             return XML, None  # generic XML (``xmldoc``): element text under its path
     if claimed is not None:
         return claimed, None
+    if _MAN_SECTION.match(ext) and _MAN_TITLE.search(text[:8192]):
+        return MANPAGE, None  # ``ls.1``, ``ssh_config.5``: roff with a page title request
     if ext == "":
         return PLAIN, None
     return None, f"no parser for {_ext_words(ext)}"
@@ -710,6 +720,7 @@ __all__ = [
     "HTML",
     "JATS",
     "JSON",
+    "MANPAGE",
     "MARKDOWN",
     "MEDIAWIKI",
     "NDJSON",
