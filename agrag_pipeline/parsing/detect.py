@@ -84,6 +84,7 @@ ORG = "text/x-org"
 ASCIIDOC = "text/asciidoc"
 MEDIAWIKI = "text/x-mediawiki"
 MANPAGE = "text/troff"
+TYPST = "text/x-typst"
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
 PPT = "application/vnd.ms-powerpoint"
@@ -154,6 +155,7 @@ EXTENSIONS: dict[str, str] = {
     ".wikitext": MEDIAWIKI,
     ".man": MANPAGE,
     ".mdoc": MANPAGE,
+    ".typ": TYPST,
     ".adoc": ASCIIDOC,
     ".asciidoc": ASCIIDOC,
     ".asc": ASCIIDOC,
@@ -736,6 +738,7 @@ __all__ = [
     "SRT",
     "TOML",
     "TSV",
+    "TYPST",
     "USPTO",
     "VTT",
     "XLS",

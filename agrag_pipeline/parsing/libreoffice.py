@@ -16,17 +16,15 @@ Each conversion is one ``soffice --headless --convert-to`` process with
   killing only the first would leave the others running). The group is killed after a normal
   exit too, so a straggler never outlives its conversion;
 - no network where the machine allows a network namespace (``unshare --net``, else an
-  unprivileged ``unshare --map-root-user --net``): a document's linked images or remote
-  references cannot be fetched while it is converted. Where neither works (a container
-  without namespaces) the conversion runs with the machine's network and a warning is logged
-  once.
+  unprivileged ``unshare --map-root-user --net``; ``sandbox.offline_prefix``): a document's
+  linked images or remote references cannot be fetched while it is converted. Where neither
+  works (a container without namespaces) the conversion runs with the machine's network and a
+  warning is logged once.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import logging
 import os
 import re
 import shutil
@@ -41,6 +39,7 @@ from agrag_pipeline.parsing.errors import (
     ParseTimeoutError,
     UnsupportedFormatError,
 )
+from agrag_pipeline.parsing.sandbox import memory_limited, offline_prefix
 
 #: Longest one conversion may run, in seconds (the parse's own deadline may cut it shorter).
 #: LibreOffice starts in 2-3 s; a large real document converts in well under a minute.
@@ -53,32 +52,10 @@ _OUTPUT_TAIL = 600
 #: Lines of converter output that say nothing about the document.
 _NOISE = re.compile(r"failed to launch javaldx|java may not function correctly")
 
-_log = logging.getLogger(__name__)
-
 
 def soffice_path() -> str | None:
     """The ``soffice`` (or ``libreoffice``) executable on PATH, or None."""
     return shutil.which("soffice") or shutil.which("libreoffice")
-
-
-@functools.cache
-def offline_prefix() -> tuple[str, ...]:
-    """The command prefix that runs a program without network (``unshare``), or ``()``."""
-    unshare = shutil.which("unshare")
-    if unshare is not None:
-        for flags in (("--net",), ("--map-root-user", "--net")):
-            try:
-                probe = subprocess.run(
-                    [unshare, *flags, "--", "true"], capture_output=True, timeout=30, check=False
-                )
-            except (OSError, subprocess.SubprocessError):
-                continue
-            if probe.returncode == 0:
-                return (unshare, *flags, "--")
-    _log.warning(
-        "no network namespace available (unshare): LibreOffice converts with network access"
-    )
-    return ()
 
 
 def convert(
@@ -115,22 +92,23 @@ def convert(
         out_dir = work / "out"
         command = [
             *offline_prefix(),
-            "/bin/sh",
-            "-c",
-            'ulimit -v "$0" && exec "$@"',
-            str(max(memory_bytes // 1024, 1)),
-            program,
-            "--headless",
-            "--norestore",
-            "--nologo",
-            "--nolockcheck",
-            "--nodefault",
-            f"-env:UserInstallation={(work / 'profile').as_uri()}",
-            "--convert-to",
-            target,
-            "--outdir",
-            str(out_dir),
-            str(source),
+            *memory_limited(
+                [
+                    program,
+                    "--headless",
+                    "--norestore",
+                    "--nologo",
+                    "--nolockcheck",
+                    "--nodefault",
+                    f"-env:UserInstallation={(work / 'profile').as_uri()}",
+                    "--convert-to",
+                    target,
+                    "--outdir",
+                    str(out_dir),
+                    str(source),
+                ],
+                memory_bytes,
+            ),
         ]
         log_path = work / "soffice.log"
         env = {**os.environ, "HOME": str(work), "SAL_USE_VCLPLUGIN": "svp"}

@@ -13,7 +13,8 @@ keep their lines.
 No other file is ever read: ``.so`` requests (a page that includes another, or is only a link to
 one) are removed before mandoc sees the page, mandoc runs in an empty folder with the page on its
 standard input, and it runs no programs. A page that was only a ``.so`` link is empty, with the
-page it names in the error. The run is bounded by the parse's deadline and 1 GiB of memory.
+page it names in the error. mandoc runs offline, bounded by the parse's deadline and 1 GiB of
+memory (``sandbox``).
 """
 
 from __future__ import annotations
@@ -21,19 +22,17 @@ from __future__ import annotations
 import html as html_text
 import re
 import shutil
-import subprocess
 import tempfile
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import html
-from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     EmptyDocumentError,
-    ParseTimeoutError,
     UnsupportedFormatError,
 )
 from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.sandbox import run_offline
 
 MEDIA_TYPE = "text/troff"
 
@@ -77,37 +76,17 @@ def _format(source: str, source_key: str) -> str:
             "reading manual pages needs mandoc, which is not installed (bin/setup installs it: "
             "apt-get install mandoc)",
         )
-    budget = min(FORMAT_TIMEOUT_S, current_deadline(source_key).remaining)
-    if budget <= 0:
-        raise ParseTimeoutError(source_key, "no time left in the budget to format the page")
-    command = [
-        "/bin/sh",
-        "-c",
-        'ulimit -v "$0" && exec "$@"',
-        str(FORMAT_MEMORY_BYTES // 1024),
-        program,
-        "-T",
-        "html",
-        "-O",
-        "fragment",
-        "-K",
-        "utf-8",
-    ]
     with tempfile.TemporaryDirectory(prefix="agrag-mandoc-") as empty:
-        try:
-            done = subprocess.run(
-                command,
-                input=source.encode("utf-8"),
-                capture_output=True,
-                cwd=empty,
-                env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
-                timeout=budget,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise ParseTimeoutError(
-                source_key, f"mandoc did not format the page within {budget:g} s (time budget)"
-            ) from None
+        done = run_offline(
+            [program, "-T", "html", "-O", "fragment", "-K", "utf-8"],
+            stdin=source.encode("utf-8"),
+            source_key=source_key,
+            what="mandoc",
+            timeout_s=FORMAT_TIMEOUT_S,
+            memory_bytes=FORMAT_MEMORY_BYTES,
+            cwd=empty,
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
+        )
     # mandoc exits 2-4 for warnings, errors and unsupported requests, and still formats what
     # it can; only no output at all is a failure.
     output = done.stdout.decode("utf-8", "replace")
