@@ -64,7 +64,19 @@ MAX_CHILDREN = 1000
 #: At most this many bytes are extracted from one file, its nested containers included.
 MAX_EXTRACTED_BYTES = 256 * 1024 * 1024
 #: Media types whose children are documents.
-CONTAINER_TYPES = frozenset({"message/rfc822", "application/vnd.ms-outlook", "application/zip"})
+CONTAINER_TYPES = frozenset(
+    {
+        "message/rfc822",
+        "application/vnd.ms-outlook",
+        "application/zip",
+        # tar archives, compressed or not, and single gzip/bzip2/xz files (``tararchive``)
+        "application/x-tar",
+        "application/gzip",
+        "application/x-bzip2",
+        "application/x-xz",
+    }
+)
+_ZIP = "application/zip"
 _MESSAGES = frozenset({"message/rfc822", "application/vnd.ms-outlook"})
 
 Detect = Callable[[str, bytes], tuple[str | None, str | None]]
@@ -330,6 +342,9 @@ def _children(
             note = None if a.data is not None else f"not read: {a.note}"
             yield attachment_key(key, a.index, name), a.data, note
         return
+    if media_type != _ZIP:
+        yield from _unpacked_members(key, raw, media_type)
+        return
     yield from _members(key, raw)
 
 
@@ -362,6 +377,30 @@ def _members(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | No
                 yield child_key, None, exc.problem
                 continue
             yield child_key, data, None
+
+
+def _unpacked_members(
+    key: str, raw: bytes, media_type: str
+) -> Iterator[tuple[str, bytes | None, str | None]]:
+    """Each member of a tar archive or single compressed file (decompressed within budget)."""
+    from agrag_pipeline.parsing.tararchive import members
+
+    seen: set[str] = set()
+    for member in members(raw, media_type, key):
+        if not member.name:
+            continue  # past the entries looked at: MAX_CHILDREN stops the reading first
+        child_key = member_key(key, member.name)
+        if child_key is None:
+            shown = f"{key}/{MEMBERS}/{member.name}"
+            yield shown, None, f"member {member.name!r}: {member_problem(member.name)}"
+            continue
+        if is_hidden_member(member.name):
+            continue
+        if member.name in seen:
+            yield child_key, None, "a second member of the same name: not read"
+            continue
+        seen.add(member.name)
+        yield child_key, member.data, member.problem
 
 
 def read_derived(raw_root: Path, source_key: str, max_bytes: int | None = None) -> bytes:
@@ -431,6 +470,14 @@ def _extract(key: str, raw: bytes, media_type: str, step: Step, wanted: str) -> 
     problem = member_problem(step.name)
     if problem is not None or is_hidden_member(step.name):
         raise DocumentError(wanted, f"member {step.name!r}: {problem or 'hidden'}")
+    if media_type != _ZIP:
+        wanted_key = f"{key}/{MEMBERS}/{step.name}"
+        for found_key, found, why_not in _unpacked_members(key, raw, media_type):
+            if found_key == wanted_key:
+                if found is None:
+                    raise DocumentError(wanted, f"member {step.name!r}: {why_not}")
+                return found, found_key
+        raise DocumentError(wanted, f"{key} no longer holds member {step.name!r}")
     with open_zip(raw, key, members_may_fail=True) as archive:
         try:
             data = read_member(archive, step.name, key)

@@ -51,6 +51,7 @@ import zlib
 from pathlib import PurePosixPath
 
 from agrag_pipeline.file_kinds import CODE_LANGUAGES
+from agrag_pipeline.parsing import tararchive
 
 PDF = "application/pdf"
 HTML = "text/html"
@@ -85,6 +86,7 @@ ASCIIDOC = "text/asciidoc"
 MEDIAWIKI = "text/x-mediawiki"
 MANPAGE = "text/troff"
 TYPST = "text/x-typst"
+TAR = tararchive.TAR_MEDIA_TYPE
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
 PPT = "application/vnd.ms-powerpoint"
@@ -156,6 +158,13 @@ EXTENSIONS: dict[str, str] = {
     ".man": MANPAGE,
     ".mdoc": MANPAGE,
     ".typ": TYPST,
+    ".tar": TAR,
+    ".tgz": TAR,
+    ".tbz2": TAR,
+    ".txz": TAR,
+    ".gz": tararchive.GZIP_MEDIA_TYPE,
+    ".bz2": tararchive.BZIP2_MEDIA_TYPE,
+    ".xz": tararchive.XZ_MEDIA_TYPE,
     ".adoc": ASCIIDOC,
     ".asciidoc": ASCIIDOC,
     ".asc": ASCIIDOC,
@@ -195,7 +204,7 @@ _AUDIO_VIDEO = {
         "video",
     ),
 }
-_COMPRESSED = frozenset({".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar", ".lz4"})
+_COMPRESSED = frozenset({".zst", ".7z", ".rar", ".lz4", ".lz", ".lzma"})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
 #: A manual page's section suffix (``.1``, ``.3p``, ``.1ssl``, Tcl's ``.n``) and the title
 #: request its roff starts its content with (``.TH``; mdoc's ``.Dd``/``.Dt``): both, since
@@ -272,6 +281,12 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             # An encrypted OOXML file is an OLE2 container: the parser says it cannot be read.
             return claimed, None
         return None, _ole_reason(head, ext)
+    compressed = tararchive.compression(head)
+    if compressed is not None:  # a .tar.gz is an archive; a report.csv.gz holds one file
+        tar = tararchive.is_tar(tararchive.unpacked_head(head, compressed))
+        return (TAR if tar else compressed), None
+    if tararchive.is_tar(head):
+        return TAR, None
     if _is_heif(head):
         return None, _HEIF_REASON
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
@@ -298,8 +313,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             )
         if ext in _COMPRESSED:
             return None, (
-                f"a compressed file ({ext}), which is not unpacked (only .zip archives, .eml and "
-                ".msg attachments are read as the documents they hold)"
+                f"a compressed file ({ext}), which is not unpacked (.zip, .tar and gzip, bzip2 "
+                "or xz files, .eml and .msg attachments are read as the documents they hold)"
             )
         return None, f"binary data with {_ext_words(ext)}, which no parser reads"
     if ext in _SNIFFED or claimed in _OOXML or claimed == PDF:
@@ -736,6 +751,7 @@ __all__ = [
     "PPTX",
     "RTF",
     "SRT",
+    "TAR",
     "TOML",
     "TSV",
     "TYPST",

@@ -49,8 +49,10 @@ def test_recordings_compressed_files_and_schemas_are_told_apart_by_what_they_are
     mp4 = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00"
     assert "video (.mp4)" in (undetected_reason("demo.mp4", mp4) or "")
     gz = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
-    assert "a compressed file (.gz), which is not unpacked" in (
-        undetected_reason("logs.gz", gz) or ""
+    assert detect_media_type("logs.gz", gz) == "application/gzip"  # unpacked: one member
+    zst = b"\x28\xb5\x2f\xfd\x00\x58\x00\x00"
+    assert "a compressed file (.zst), which is not unpacked" in (
+        undetected_reason("logs.zst", zst) or ""
     )
     # An XML schema is XML (its annotations are documentation); TeX and BibTeX files are text.
     xsd = b'<?xml version="1.0"?><xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"/>'

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import email.message
 import email.policy
+import gzip
 import io
 import os
 import shutil
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -266,3 +268,78 @@ def test_an_archive_past_its_budgets_is_read_up_to_them_and_says_where_it_stoppe
     scan = scan_raw_root(raw)
     assert len(scan.keys) == 1 + 3
     assert any("more than 3 attachments or members" in p.reason for p in scan.skipped)
+
+
+def _tar_gz(entries: list[tuple[str, bytes | None, str]]) -> bytes:
+    """A .tar.gz of (name, bytes, link target): bytes None makes a symbolic link."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data, target in entries:
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type, info.linkname = tarfile.SYMTYPE, target
+                archive.addfile(info)
+            else:
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_tar_and_gzip_members_are_documents_whose_keys_name_their_container(
+    tmp_path: Path,
+) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    csv = b"team,wins\nred,3\nblue,5\n"
+    (raw / "bundle.tar.gz").write_bytes(
+        _tar_gz(
+            [
+                ("./docs/guide.md", b"# Guide\n\nRead me first.\n", ""),
+                ("data/scores.csv", csv, ""),
+                ("docs/latest.md", None, "/etc/passwd"),
+                ("../escape.md", b"# Escaped\n", ""),
+            ]
+        )
+    )
+    (raw / "notes.txt.gz").write_bytes(gzip.compress(b"Minutes of the meeting.\n"))
+    scan = scan_raw_root(raw)
+    assert scan.keys == [
+        "bundle.tar.gz",
+        "bundle.tar.gz/.members/data/scores.csv",
+        "bundle.tar.gz/.members/docs/guide.md",
+        "notes.txt.gz",
+        "notes.txt.gz/.members/notes.txt",
+    ]
+    reasons = {p.name: p.reason for p in scan.skipped}
+    assert (
+        "a link to '/etc/passwd': not followed" in reasons["bundle.tar.gz/.members/docs/latest.md"]
+    )
+    assert "zip-slip" in reasons["bundle.tar.gz/.members/../escape.md"]
+    warehouse = Warehouse(str(tmp_path / "warehouse"))
+    member = snapshot_document(warehouse, raw, "bundle.tar.gz/.members/data/scores.csv").document
+    assert member.media_type == "text/csv" and member.content_hash == content_hash(csv)
+    inner = snapshot_document(warehouse, raw, "notes.txt.gz/.members/notes.txt").document
+    assert build_sections(warehouse, inner).parsed.text_layer == "Minutes of the meeting.\n"
+    listing = snapshot_document(warehouse, raw, "bundle.tar.gz").document
+    assert listing.media_type == "application/x-tar"
+    text = build_sections(warehouse, listing).parsed.text_layer
+    assert text.startswith("Archive bundle.tar.gz\n\ndocs/guide.md (24 bytes)\n")
+
+
+def test_a_gzip_bomb_is_refused_before_any_member_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agrag_pipeline.parsing import tararchive
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    with gzip.open(raw / "zeros.csv.gz", "wb", compresslevel=9) as out:
+        for _ in range(16):
+            out.write(b"\0" * (1024 * 1024))  # 16 MiB of zeros in ~16 KB
+    monkeypatch.setattr(tararchive, "MAX_UNPACKED_BYTES", 4 * 1024 * 1024)
+    scan = scan_raw_root(raw)
+    assert scan.keys == ["zeros.csv.gz"]
+    (refused,) = [p for p in scan.refused if p.name == "zeros.csv.gz"]
+    assert "decompression bomb" in refused.reason
+    with pytest.raises(DocumentError, match=r"zeros\.csv\.gz: it decompresses to over 4,194,304"):
+        read_derived(raw, "zeros.csv.gz/.members/zeros.csv")

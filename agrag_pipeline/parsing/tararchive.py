@@ -1,0 +1,230 @@
+"""Tar archives (``.tar``, ``.tar.gz``/``.tgz``, ``.tar.bz2``, ``.tar.xz``) and single compressed
+files (``report.csv.gz``, ``ls.1.gz``, ``.bz2``, ``.xz``) as containers: like a ``.zip``, the
+container's own text is its listing and each member is a document of its own
+(``agrag_pipeline.derived``); a single compressed file holds one member, named as the file less
+its compression suffix.
+
+Unlike a zip, a tar has no directory: listing one means decompressing the whole stream. So the
+stream is decompressed in steps with a ceiling (``MAX_UNPACKED_BYTES``): past it the file is
+refused as a decompression bomb or too large, before any member is read, naming the file; and
+at most ``MAX_MEMBERS`` entries are looked at. Only regular files are members: symbolic and
+hard links, devices and FIFOs are listed as not read (a link is never followed), and a member
+named to climb out (``../x``, ``/etc/x``) is refused by ``derived_keys`` as for a zip. Python's
+``tarfile`` reads; nothing is ever written to disk.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import tarfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from agrag_pipeline.models import Document
+from agrag_pipeline.parsing.budget import current_deadline
+from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLargeError
+from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
+
+TAR_MEDIA_TYPE = "application/x-tar"
+GZIP_MEDIA_TYPE = "application/gzip"
+BZIP2_MEDIA_TYPE = "application/x-bzip2"
+XZ_MEDIA_TYPE = "application/x-xz"
+#: A single compressed file's type, by its compression.
+COMPRESSED_MEDIA_TYPES = frozenset({GZIP_MEDIA_TYPE, BZIP2_MEDIA_TYPE, XZ_MEDIA_TYPE})
+MEDIA_TYPES = COMPRESSED_MEDIA_TYPES | {TAR_MEDIA_TYPE}
+
+#: The most a stream may decompress to (the derived documents' budget per file is 256 MiB).
+MAX_UNPACKED_BYTES = 256 * 1024 * 1024
+#: More tar entries than this are not looked at (the listing says where it stopped).
+MAX_MEMBERS = 10_000
+_STEP = 1024 * 1024
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_BZIP2_MAGIC = b"BZh"
+_XZ_MAGIC = b"\xfd7zXZ\x00"
+_SUFFIXES = {
+    GZIP_MEDIA_TYPE: (".gz", ".gzip", ".z"),
+    BZIP2_MEDIA_TYPE: (".bz2",),
+    XZ_MEDIA_TYPE: (".xz",),
+}
+
+
+def compression(head: bytes) -> str | None:
+    """The compressed file type ``head`` starts with (gzip, bzip2, xz), or None."""
+    if head.startswith(_GZIP_MAGIC):
+        return GZIP_MEDIA_TYPE
+    if head.startswith(_BZIP2_MAGIC) and head[3:4].isdigit():
+        return BZIP2_MEDIA_TYPE
+    if head.startswith(_XZ_MAGIC):
+        return XZ_MEDIA_TYPE
+    return None
+
+
+def is_tar(data: bytes) -> bool:
+    """A POSIX (ustar) or GNU tar header at the start of ``data``."""
+    return data[257:262] == b"ustar"
+
+
+def _reader(raw: bytes, media_type: str) -> gzip.GzipFile | bz2.BZ2File | lzma.LZMAFile:
+    """A file object decompressing ``raw`` (several streams one after another read as one)."""
+    buffer = io.BytesIO(raw)
+    if media_type == GZIP_MEDIA_TYPE:
+        return gzip.GzipFile(fileobj=buffer)
+    if media_type == BZIP2_MEDIA_TYPE:
+        return bz2.BZ2File(buffer)
+    return lzma.LZMAFile(buffer)
+
+
+_STREAM_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError)
+
+
+def unpacked_head(raw: bytes, media_type: str, size: int = 1024) -> bytes:
+    """The first ``size`` decompressed bytes of a (possibly truncated) stream, or b""."""
+    try:
+        with _reader(raw, media_type) as stream:
+            return stream.read(size)
+    except _STREAM_ERRORS:
+        return b""
+
+
+def unpack(raw: bytes, media_type: str, source_key: str, limit: int | None = None) -> bytes:
+    """The whole decompressed stream, read in steps and refused past ``limit`` (default:
+    ``MAX_UNPACKED_BYTES``).
+
+    Raises:
+        DocumentTooLargeError: it decompresses past ``limit`` (a bomb or a very large file).
+        CorruptDocumentError: not a readable stream (truncated, damaged).
+    """
+    deadline = current_deadline(source_key)
+    limit = MAX_UNPACKED_BYTES if limit is None else limit
+    out: list[bytes] = []
+    total = 0
+    try:
+        with _reader(raw, media_type) as stream:
+            while chunk := stream.read(_STEP):
+                deadline.tick("decompressing")
+                total += len(chunk)
+                if total > limit:
+                    raise DocumentTooLargeError(
+                        source_key,
+                        f"it decompresses to over {limit:,} bytes (a decompression bomb, or "
+                        "too large to read): not unpacked",
+                    )
+                out.append(chunk)
+    except _STREAM_ERRORS as exc:
+        raise CorruptDocumentError(source_key, f"not readable compressed data: {exc}") from exc
+    return b"".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One entry of a container: its name, size and bytes (None: not read, ``problem`` says
+    why)."""
+
+    name: str
+    size: int
+    data: bytes | None
+    problem: str | None = None
+
+
+def member_name(source_key: str, media_type: str) -> str:
+    """The one member of a single compressed file: its name less the compression suffix."""
+    name = PurePosixPath(source_key).name
+    for suffix in _SUFFIXES.get(media_type, ()):
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name + ".unpacked"
+
+
+def members(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
+    """Each member of the tar or compressed file ``raw``, in order.
+
+    Raises:
+        DocumentTooLargeError, CorruptDocumentError: as ``unpack``, and for a tar that is not
+            one (naming the file).
+    """
+    deadline = current_deadline(source_key)
+    compressed = compression(raw[:8])  # a .tar.gz is a tar by its content, gzip by its bytes
+    data = raw if compressed is None else unpack(raw, compressed, source_key)
+    if media_type != TAR_MEDIA_TYPE and compressed is not None and not is_tar(data):
+        yield Member(member_name(source_key, compressed), len(data), data)
+        return
+    try:
+        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:")  # noqa: SIM115 (closed below)
+    except tarfile.TarError as exc:
+        raise CorruptDocumentError(source_key, f"not a readable tar archive: {exc}") from exc
+    with archive:
+        count = 0
+        while True:
+            deadline.tick(f"tar entry {count:,}")
+            try:
+                info = archive.next()
+            except tarfile.TarError as exc:
+                raise CorruptDocumentError(source_key, f"a damaged tar entry: {exc}") from exc
+            if info is None:
+                return
+            count += 1
+            if count > MAX_MEMBERS:
+                yield Member("", 0, None, f"more than {MAX_MEMBERS:,} entries: the rest not read")
+                return
+            name = info.name[2:] if info.name.startswith("./") else info.name
+            if info.isdir() or not name:
+                continue
+            if info.issym() or info.islnk():
+                yield Member(name, 0, None, f"a link to {info.linkname!r}: not followed")
+            elif not info.isfile():
+                yield Member(name, 0, None, "not a regular file (a device or a FIFO): not read")
+            else:
+                extracted = archive.extractfile(info)
+                yield Member(name, info.size, extracted.read() if extracted else b"")
+
+
+def parse(raw: bytes, document: Document) -> ParsedDocument:
+    """The container's listing: a heading naming it, then one line per member."""
+    key = document.source_key
+    kind = "Archive" if document.media_type == TAR_MEDIA_TYPE else "Compressed file"
+    title = f"{kind} {PurePosixPath(key).name}"
+    parts = [title, "\n\n"]
+    pos = len(title) + 2
+    rows: list[tuple[int, int]] = []
+    count = 0
+    for member in members(raw, document.media_type, key):
+        count += member.data is not None
+        line = f"{member.name} ({member.size:,} bytes)" if member.name else ""
+        if member.problem is not None:
+            line = f"{line}: {member.problem}" if line else member.problem
+        rows.append((pos, pos + len(line)))
+        parts += [line, "\n"]
+        pos += len(line) + 1
+    if kind == "Archive" or count != 1:
+        document.metadata["archive.members"] = str(count)
+    text = "".join(parts)
+    tables = [TableMark(rows[0][0], rows[-1][1], None, tuple(rows))] if rows else []
+    sections = build_sections(text, document, [HeadingMark(0, len(title), 1, title)], tables)
+    return ParsedDocument(document=document, text_layer=text, sections=sections)
+
+
+__all__ = [
+    "BZIP2_MEDIA_TYPE",
+    "COMPRESSED_MEDIA_TYPES",
+    "GZIP_MEDIA_TYPE",
+    "MAX_MEMBERS",
+    "MAX_UNPACKED_BYTES",
+    "MEDIA_TYPES",
+    "TAR_MEDIA_TYPE",
+    "XZ_MEDIA_TYPE",
+    "Member",
+    "compression",
+    "is_tar",
+    "member_name",
+    "members",
+    "parse",
+    "unpack",
+    "unpacked_head",
+]
