@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import io
 import lzma
 import tarfile
+import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -122,6 +125,30 @@ def unpack(raw: bytes, media_type: str, source_key: str, limit: int | None = Non
     return b"".join(out)
 
 
+#: The last streams decompressed, by a digest of their compressed bytes: an archive's members are
+#: read one document at a time, and each read would otherwise decompress the whole stream
+#: again (22 ms a member for a 2.4 MB ``.tar.gz``; a second each for a 100 MB one).
+_UNPACKED: OrderedDict[bytes, bytes] = OrderedDict()
+_UNPACKED_KEEP = 2
+_UNPACKED_LOCK = threading.Lock()
+
+
+def _unpacked(raw: bytes, media_type: str, source_key: str) -> bytes:
+    """``unpack``, remembered for the last ``_UNPACKED_KEEP`` streams of this process."""
+    digest = hashlib.blake2b(raw, digest_size=20, person=media_type.encode()[-16:]).digest()
+    with _UNPACKED_LOCK:
+        found = _UNPACKED.get(digest)
+        if found is not None:
+            _UNPACKED.move_to_end(digest)
+            return found
+    data = unpack(raw, media_type, source_key)
+    with _UNPACKED_LOCK:
+        _UNPACKED[digest] = data
+        while len(_UNPACKED) > _UNPACKED_KEEP:
+            _UNPACKED.popitem(last=False)
+    return data
+
+
 @dataclass(frozen=True, slots=True)
 class Member:
     """One entry of a container: its name, size and bytes (None: not read, ``problem`` says
@@ -151,7 +178,7 @@ def members(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
     """
     deadline = current_deadline(source_key)
     compressed = compression(raw[:8])  # a .tar.gz is a tar by its content, gzip by its bytes
-    data = raw if compressed is None else unpack(raw, compressed, source_key)
+    data = raw if compressed is None else _unpacked(raw, compressed, source_key)
     if media_type != TAR_MEDIA_TYPE and compressed is not None and not is_tar(data):
         yield Member(member_name(source_key, compressed), len(data), data)
         return

@@ -343,3 +343,26 @@ def test_a_gzip_bomb_is_refused_before_any_member_is_read(
     assert "decompression bomb" in refused.reason
     with pytest.raises(DocumentError, match=r"zeros\.csv\.gz: it decompresses to over 4,194,304"):
         read_derived(raw, "zeros.csv.gz/.members/zeros.csv")
+
+
+def test_reading_a_tar_gz_member_after_member_decompresses_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agrag_pipeline.parsing import tararchive
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    parts = [(f"part{n}.md", f"# Part {n}\n\nText {n}.\n".encode(), "") for n in range(5)]
+    (raw / "parts.tgz").write_bytes(_tar_gz(parts))
+    unpacked: list[str] = []
+    real_unpack = tararchive.unpack
+
+    def counting_unpack(data: bytes, media_type: str, source_key: str) -> bytes:
+        unpacked.append(source_key)
+        return real_unpack(data, media_type, source_key)
+
+    monkeypatch.setattr(tararchive, "unpack", counting_unpack)
+    tararchive._UNPACKED.clear()
+    for name, data, _ in parts:
+        assert read_derived(raw, f"parts.tgz/.members/{name}") == data
+    assert unpacked == ["parts.tgz"]  # once, not once a member
