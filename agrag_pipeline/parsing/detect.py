@@ -86,6 +86,7 @@ ASCIIDOC = "text/asciidoc"
 MEDIAWIKI = "text/x-mediawiki"
 MANPAGE = "text/troff"
 TYPST = "text/x-typst"
+TEXTILE = "text/x-textile"
 TAR = tararchive.TAR_MEDIA_TYPE
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
@@ -158,6 +159,7 @@ EXTENSIONS: dict[str, str] = {
     ".man": MANPAGE,
     ".mdoc": MANPAGE,
     ".typ": TYPST,
+    ".textile": TEXTILE,
     ".tar": TAR,
     ".tgz": TAR,
     ".tbz2": TAR,
@@ -752,6 +754,7 @@ __all__ = [
     "RTF",
     "SRT",
     "TAR",
+    "TEXTILE",
     "TOML",
     "TSV",
     "TYPST",
