@@ -152,6 +152,9 @@ EXTENSION_MEDIA_TYPES: dict[str, str] = {
     ".odt": legacy_office.ODT,
     ".ods": legacy_office.ODS,
     ".odp": legacy_office.ODP,
+    ".fodt": legacy_office.FODT,
+    ".fods": legacy_office.FODS,
+    ".fodp": legacy_office.FODP,
     ".rtf": legacy_office.RTF,
     # ".xml" is JATS or generic XML by content (``detect``).
     # Structured text and code (issue 23): JSON, NDJSON, YAML, XML (JATS by content,

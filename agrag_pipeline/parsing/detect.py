@@ -94,6 +94,10 @@ PPT = "application/vnd.ms-powerpoint"
 ODT = "application/vnd.oasis.opendocument.text"
 ODS = "application/vnd.oasis.opendocument.spreadsheet"
 ODP = "application/vnd.oasis.opendocument.presentation"
+#: Flat (single-XML-file) OpenDocument, as LibreOffice saves ``.fodt``/``.fods``/``.fodp``.
+FODT = "application/vnd.oasis.opendocument.text-flat-xml"
+FODS = "application/vnd.oasis.opendocument.spreadsheet-flat-xml"
+FODP = "application/vnd.oasis.opendocument.presentation-flat-xml"
 RTF = "application/rtf"
 #: Office documents saved as one XML file: Word 2003's "XML Document" (``w:wordDocument``),
 #: Excel 2003's "XML Spreadsheet" (a ``Workbook`` in the spreadsheet namespace), and Office
@@ -176,6 +180,9 @@ EXTENSIONS: dict[str, str] = {
     ".odt": ODT,
     ".ods": ODS,
     ".odp": ODP,
+    ".fodt": FODT,
+    ".fods": FODS,
+    ".fodp": FODP,
     ".rtf": RTF,
     ".json": JSON,
     ".ndjson": NDJSON,
@@ -736,6 +743,9 @@ __all__ = [
     "EPUB",
     "EXTENSIONS",
     "FICTIONBOOK",
+    "FODP",
+    "FODS",
+    "FODT",
     "HTML",
     "JATS",
     "JSON",

@@ -1,5 +1,6 @@
-"""Legacy binary Office (.doc, .xls, .ppt), OpenDocument (.odt, .ods, .odp), RTF, and Word and
-Excel 2003's XML formats (a ``.xml``, or behind ``.doc``/``.xls``: ``detect``).
+"""Legacy binary Office (.doc, .xls, .ppt), OpenDocument (.odt, .ods, .odp, and flat .fodt,
+.fods, .fodp), RTF, and Word and Excel 2003's XML formats (a ``.xml``, or behind
+``.doc``/``.xls``: ``detect``).
 
 Each is checked here, then converted by LibreOffice (``libreoffice.convert``) to the OOXML
 equivalent and read by our own DOCX/XLSX/PPTX parser, so the text layer and sections follow
@@ -15,9 +16,9 @@ Checked before the converter starts (fast, clear per-file errors, no process for
   refused from its directory), whose ``mimetype`` must name the format; an encrypted one
   (``encryption-data`` in its manifest) is "password-protected";
 - an RTF file must start with ``{\\rtf``;
-- a Word or Excel 2003 XML file must be well-formed XML without entity declarations
-  (``jats.parse_xml``: billion laughs and external entities refused before LibreOffice sees
-  it).
+- a Word or Excel 2003 XML file or a flat OpenDocument file must be well-formed XML without
+  entity declarations (``jats.parse_xml``: billion laughs and external entities refused before
+  LibreOffice sees it).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from agrag_pipeline.parsing.archive import open_zip, read_member
 from agrag_pipeline.parsing.detect import (
     DOC,
     EXCEL_2003_XML,
+    FODP,
+    FODS,
+    FODT,
     ODP,
     ODS,
     ODT,
@@ -45,10 +49,11 @@ from agrag_pipeline.parsing.detect import (
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
-MEDIA_TYPES = (DOC, XLS, PPT, ODT, ODS, ODP, RTF, WORD_2003_XML, EXCEL_2003_XML)
+MEDIA_TYPES = (DOC, XLS, PPT, ODT, ODS, ODP, FODT, FODS, FODP, RTF, WORD_2003_XML, EXCEL_2003_XML)
 OLE_TYPES = (DOC, XLS, PPT)
 ODF_TYPES = (ODT, ODS, ODP)
-OFFICE_2003_XML_TYPES = (WORD_2003_XML, EXCEL_2003_XML)
+#: Single XML files LibreOffice reads: Office 2003's and flat OpenDocument.
+OFFICE_2003_XML_TYPES = (WORD_2003_XML, EXCEL_2003_XML, FODT, FODS, FODP)
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _RTF_MAGIC = b"{\\rtf"
@@ -62,6 +67,9 @@ _FORMATS: dict[str, tuple[str, str, str]] = {
     ODT: (".odt", "docx", "an OpenDocument text"),
     ODS: (".ods", "xlsx", "an OpenDocument spreadsheet"),
     ODP: (".odp", "pptx", "an OpenDocument presentation"),
+    FODT: (".fodt", "docx", "a flat OpenDocument text"),
+    FODS: (".fods", "xlsx", "a flat OpenDocument spreadsheet"),
+    FODP: (".fodp", "pptx", "a flat OpenDocument presentation"),
     RTF: (".rtf", "docx", "an RTF document"),
     WORD_2003_XML: (".xml", "docx", "a Word 2003 XML document"),
     EXCEL_2003_XML: (".xml", "xlsx", "an Excel 2003 XML spreadsheet"),
@@ -183,6 +191,9 @@ def check_odf(raw: bytes, source_key: str, media_type: str) -> None:
 
 __all__ = [
     "DOC",
+    "FODP",
+    "FODS",
+    "FODT",
     "MEDIA_TYPES",
     "ODF_TYPES",
     "ODP",

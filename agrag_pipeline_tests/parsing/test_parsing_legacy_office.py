@@ -361,3 +361,24 @@ def test_a_converted_file_without_text_stays_a_failure_unlike_a_native_office_fi
         )
     with pytest.raises(EmptyDocumentError, match=r"^forms/blank\.odt: .*no text"):
         parse_document(out.getvalue(), "forms/blank.odt")
+
+
+def test_a_flat_opendocument_text_reads_as_its_word_original(corpus_dir: Path) -> None:
+    flat = parse_checked(_fixture("unit_test_headers.fodt"), "docs/unit_test_headers.fodt")
+    original = parse_document(
+        (corpus_dir / "docx" / "unit_test_headers.docx").read_bytes(), "unit_test_headers.docx"
+    )
+    assert flat.document.media_type == detect.FODT
+    assert headings(flat) == headings(original)
+    assert words(flat.text_layer) == words(original.text_layer)
+    assert flat.document.metadata["converted_by"] == "LibreOffice (.fodt to .docx)"
+
+
+def test_a_flat_opendocument_declaring_entities_is_refused_before_conversion() -> None:
+    raw = (
+        b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "aaaaaaaaaa">]>'
+        b'<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0">'
+        b"&a;</office:document>"
+    )
+    with pytest.raises(CorruptDocumentError, match=r"^laughs\.fodt: "):
+        parse_document(raw, "laughs.fodt")
