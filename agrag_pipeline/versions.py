@@ -103,5 +103,7 @@ SNAPSHOT_VERSION = "1"
 #: LaTeX's code environments (``verbatim``, ``lstlisting``, ``minted``, ``Verbatim``) are read
 #: as written (a ``verbatim``'s text was lost) and a ``comment`` environment is left out. The first
 #: version with the DocBook, FictionBook and MediaWiki readers (such files read as generic XML
-#: or plain text under 28).
+#: or plain text under 28). And: a MediaWiki ``<ref>`` note is read in brackets (left out
+#: before); Org footnotes read "[1]" (were "[fn:1]") and raw HTML blocks as their text; a LaTeX
+#: ``\def`` in the body is no text.
 PARSE_VERSION = "29"

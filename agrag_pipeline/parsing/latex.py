@@ -361,6 +361,29 @@ def _without_code_definitions(source: str) -> str:
     return "".join(out)
 
 
+#: ``\def\name{body}`` and its kin: in the body of a document a definition is never text
+#: (Pandoc writes ``\def\labelenumi{\arabic{enumi}.}`` into each list: "enumi." was read).
+_BODY_DEFINITION = re.compile(r"\\[gex]?def\s*\\[A-Za-z@]+(?:#\d)*\s*(?=\{)")
+
+
+def _without_body_definitions(body: str) -> str:
+    """``body`` without its ``\\def`` definitions (name, parameters and braced body)."""
+    out: list[str] = []
+    last = 0
+    for match in _BODY_DEFINITION.finditer(body):
+        if match.start() < last:
+            continue
+        end = _group_end(body, match.end())
+        if end is None:
+            continue
+        out.append(body[last : match.start()])
+        last = end
+    if not out:
+        return body
+    out.append(body[last:])
+    return "".join(out)
+
+
 def _nodes(source: str, context: Any, deadline: Deadline) -> list[Any]:
     walker = _BudgetedWalker(source, context, deadline)
     nodes, _, _ = walker.get_latex_nodes()
@@ -505,6 +528,7 @@ def parse(text: str, document: Document) -> ParsedDocument:
     end = _END_DOCUMENT.search(body)
     if end is not None:
         body = body[: end.start()]
+    body = _without_body_definitions(body)
     renderer = _renderer(_definitions(preamble))
     renderer.listings = tuple(listings)
     writer = _Writer(renderer, key)

@@ -28,6 +28,7 @@ import re
 
 import msoffcrypto
 import olefile
+from lxml import etree
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import jats, libreoffice, powerpoint, spreadsheet, word
@@ -52,6 +53,8 @@ from agrag_pipeline.parsing.parsed import ParsedDocument
 MEDIA_TYPES = (DOC, XLS, PPT, ODT, ODS, ODP, FODT, FODS, FODP, RTF, WORD_2003_XML, EXCEL_2003_XML)
 OLE_TYPES = (DOC, XLS, PPT)
 ODF_TYPES = (ODT, ODS, ODP)
+FLAT_ODF_TYPES = (FODT, FODS, FODP)
+_FLAT_ODF_ROOT = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}document"
 #: Single XML files LibreOffice reads: Office 2003's and flat OpenDocument.
 OFFICE_2003_XML_TYPES = (WORD_2003_XML, EXCEL_2003_XML, FODT, FODS, FODP)
 
@@ -99,7 +102,13 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     elif media_type in ODF_TYPES:
         check_odf(raw, key, media_type)
     elif media_type in OFFICE_2003_XML_TYPES:
-        jats.parse_xml(raw, key)  # well-formed, no entity declarations (module docstring)
+        root = jats.parse_xml(raw, key)  # well-formed, no entity declarations (module docstring)
+        if media_type in FLAT_ODF_TYPES and root.tag != _FLAT_ODF_ROOT:
+            raise CorruptDocumentError(
+                key,
+                f"not {words} (its root is <{etree.QName(root).localname}>, not "
+                "<office:document>: a part taken out of an OpenDocument package?)",
+            )
     elif not raw.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(_RTF_MAGIC):
         raise CorruptDocumentError(key, "not an RTF document (it does not start with {\\rtf)")
     converted = libreoffice.convert(raw, key, source_suffix=suffix, target=target)

@@ -81,7 +81,11 @@ _ORG_PRIORITY = re.compile(r"^\[#[A-Z0-9]\]\s*")
 _ORG_TAGS = re.compile(r"\s+:[\w@#%:]+:\s*$")
 _ORG_COOKIE = re.compile(r"\s*\[\d*(?:%|/\d*)\]")
 _ORG_KEYWORD = re.compile(r"^\s*#\+(\w+):\s?(.*)$")
-_ORG_BEGIN = re.compile(r"^\s*#\+begin_(\w+)", re.IGNORECASE)
+_ORG_BEGIN = re.compile(r"^\s*#\+begin_(\w+)(?:[ \t]+(\S+))?", re.IGNORECASE)
+#: A footnote reference ``[fn:1]`` (read "[1]") and an inline note ``[fn::text]`` or
+#: ``[fn:name:text]`` (read "(text)").
+_ORG_FOOTNOTE = re.compile(r"\[fn:([\w-]+)\]")
+_ORG_INLINE_NOTE = re.compile(r"\[fn:[\w-]*:([^\[\]]+)\]")
 _ORG_DRAWER = re.compile(r"^\s*:[\w-]+:\s*$")
 _ORG_LIST = re.compile(r"^(\s*)(?:[-+]|\d+[.)]|(?<=\s)\*)\s+(.*)$")
 _ORG_LINK = re.compile(r"\[\[([^\]]*)\](?:\[([^\]]*)\])?\]")
@@ -103,6 +107,7 @@ def _org_link(match: re.Match[str]) -> str:
 
 def _org_inline(text: str) -> str:
     text = _ORG_LINK.sub(_org_link, text)
+    text = _ORG_FOOTNOTE.sub(r"[\1]", _ORG_INLINE_NOTE.sub(r"(\1)", text))
     for _ in range(3):  # nested emphasis (*bold /italic/*)
         text, count = _ORG_EMPHASIS.subn(r"\2", text)
         if not count:
@@ -151,7 +156,11 @@ def parse_org(text: str, document: Document) -> ParsedDocument:
                 body.append(lines[index])
                 index += 1
             index += 1
-            if kind in _VERBATIM_BLOCKS:
+            language = (begin.group(2) or "").lower()
+            if kind == "html" or (kind == "export" and language == "html"):
+                # Raw HTML for the HTML export: its text, as a browser would show it.
+                layer.lines([_HTML_TAG.sub(" ", line) for line in body])
+            elif kind in _VERBATIM_BLOCKS:
                 layer.preformatted(body)
             elif kind != "comment":
                 layer.paragraph(_org_inline(" ".join(body)))

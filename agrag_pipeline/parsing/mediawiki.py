@@ -13,10 +13,12 @@ templates, tables and tags; ~0.1 s for a long Wikipedia article here). The text 
   ``[[Page]]`` "Page", ``[https://… label]`` "label", a bare URL as written), character
   references as their characters, ``<math>`` LaTeX as written;
 - code as the wiki shows it, lines and indentation kept: ``<pre>``, ``<syntaxhighlight>`` and
-  ``<source>`` blocks, and lines the source starts with a space.
+  ``<source>`` blocks, and lines the source starts with a space;
+- a note (``<ref>…</ref>``) in brackets where it is referred to, as a footnote would read.
 Left out: templates (``{{cite web|…}}``, infoboxes: what they show is rendered by the wiki from
-pages we do not have), references (``<ref>``), comments, category, file and interlanguage
-links, magic words (``__TOC__``).
+pages we do not have, so a reference holding only a citation template shows nothing), the
+``<references/>`` list, comments, category, file and interlanguage links, magic words
+(``__TOC__``).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ _HIDDEN_LINKS = re.compile(
     r"^\s*:?\s*(?:category|file|image|media|[a-z]{2,3}(?:-[a-z]+)?)\s*:", re.I
 )
 #: Tags whose content is not running text of the page.
-_LEFT_OUT_TAGS = frozenset({"ref", "references", "gallery", "timeline", "templatedata"})
+_LEFT_OUT_TAGS = frozenset({"references", "gallery", "timeline", "templatedata"})
 #: Tags whose content is code (or a formula's LaTeX), kept as written.
 _CODE_TAGS = frozenset({"pre", "syntaxhighlight", "source", "code", "nowiki", "math", "chem"})
 _MAGIC_WORD = re.compile(r"__[A-Z]+__")
@@ -168,6 +170,10 @@ class _Writer:
                 return "\n"
             if name in _LEFT_OUT_TAGS or node.contents is None:
                 return ""
+            if name == "ref":  # a note, in brackets where it is referred to (a citation
+                # template inside shows nothing, so neither does its reference)
+                note = " ".join(self.inline(node.contents).split())
+                return f" ({note})" if note else ""
             if name in _CODE_TAGS:
                 return html.unescape(str(node.contents))
             return self.inline(node.contents, strip=False)

@@ -196,3 +196,21 @@ Done.
         "int main() {\n    return 0;\n}\n\n"
         "import os\n\nDone."
     )
+
+
+def test_a_definition_in_the_body_is_no_text() -> None:
+    # As Pandoc writes each numbered list: the counter's name was read as a paragraph.
+    source = rb"""\documentclass{article}
+\begin{document}
+\section{Steps}
+\begin{enumerate}
+\def\labelenumi{\arabic{enumi}.}
+\item Unpack.
+\end{enumerate}
+\gdef\note#1{[#1]}
+Done.
+\end{document}
+"""
+    text = parse_checked(source, "steps.tex").text_layer
+    assert "enumi" not in text and "#1" not in text
+    assert "Unpack." in text and text.endswith("Done.")

@@ -382,3 +382,15 @@ def test_a_flat_opendocument_declaring_entities_is_refused_before_conversion() -
     )
     with pytest.raises(CorruptDocumentError, match=r"^laughs\.fodt: "):
         parse_document(raw, "laughs.fodt")
+
+
+def test_a_content_part_named_fodt_is_refused_before_conversion() -> None:
+    # An .odt's content.xml on its own (as Pandoc's OpenDocument writer gives it) is no flat
+    # OpenDocument: LibreOffice read it as text with its markup.
+    raw = (
+        b'<?xml version="1.0"?><office:document-content '
+        b'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0">'
+        b"<office:body/></office:document-content>"
+    )
+    with pytest.raises(CorruptDocumentError, match=r"its root is <document-content>"):
+        parse_document(raw, "part.fodt")

@@ -100,6 +100,7 @@ def test_wiki_code_keeps_its_indentation_apart_from_the_prose_around_it() -> Non
         "</syntaxhighlight>\n"
         "Use <code>run  ()</code> inline.\n"
         ": An indented remark, not code.\n"
+        "Ports below 1024 need root.<ref>On Linux; see capabilities(7).</ref>\n"
     )
     text = parse_document(page.encode(), "wiki/Usage.wiki").text_layer
     assert text == (
@@ -107,5 +108,6 @@ def test_wiki_code_keeps_its_indentation_apart_from_the_prose_around_it() -> Non
         "def run(x):\n    if x:\n        return 1\n\n    return 2\n\n"
         "A line after a template is prose.\n\n"
         "int main() {\n        return a < b;\n}\n\n"
-        "Use run () inline.\n\nAn indented remark, not code."
+        "Use run () inline.\n\nAn indented remark, not code.\n"
+        "Ports below 1024 need root. (On Linux; see capabilities(7).)"
     )

@@ -62,10 +62,15 @@ def test_source_blocks_and_fixed_width_lines_keep_their_indentation() -> None:
         b"Or by hand:\n"
         b": $ run \\\n"
         b":     --quiet\n"
-        b"Done.\n"
+        b"Done.[fn:1]\n"
+        b"#+begin_export html\n"
+        b"<p class='note'>Shown in the browser.</p>\n"
+        b"#+end_export\n"
+        b"[fn:1] On two cores.\n"
     )
     text = parse_checked(source, "usage.org").text_layer
     assert text == (
         "Usage\n\nRun it:\n\ndef run(x):\n    return x\n\n"
-        "Or by hand:\n\n$ run \\\n    --quiet\n\nDone."
+        "Or by hand:\n\n$ run \\\n    --quiet\n\nDone.[1]\n\nShown in the browser.\n\n"
+        "[1] On two cores."
     )
