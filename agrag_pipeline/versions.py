@@ -105,5 +105,6 @@ SNAPSHOT_VERSION = "1"
 #: version with the DocBook, FictionBook and MediaWiki readers (such files read as generic XML
 #: or plain text under 28). And: a MediaWiki ``<ref>`` note is read in brackets (left out
 #: before); Org footnotes read "[1]" (were "[fn:1]") and raw HTML blocks as their text; a LaTeX
-#: ``\def`` in the body is no text.
+#: ``\def`` in the body is no text; AsciiDoc ordered items are numbered (all read "1.") and
+#: ``latexmath:[…]`` formulas read as their source.
 PARSE_VERSION = "29"

@@ -8,7 +8,8 @@ sees is kept, the markup goes:
 - headings: Org ``* Title`` (TODO keyword, priority and tags removed), AsciiDoc ``== Title``;
   a document title (Org ``#+title:``, AsciiDoc ``= Title``) is the level-1 heading, and the
   other headings nest below it;
-- paragraphs are joined into one line each; list items keep their own lines (``- item``);
+- paragraphs are joined into one line each; list items keep their own lines (``- item``;
+  AsciiDoc's ordered ``.`` items numbered per level, ``1.``, ``2.``);
 - literal and source blocks (Org ``#+begin_src``/``#+begin_example`` and ``: `` lines,
   AsciiDoc ``----`` and ``....`` and paragraphs whose first line is indented) keep their lines
   and indentation as written; comments, property drawers, attribute entries and
@@ -230,6 +231,9 @@ _ADOC_MACRO = re.compile(
     r"\b(?:link|xref|mailto|footnote|kbd|btn|menu|pass|image|icon|anchor|indexterm2?):"
     r"([^\[\s]*)\[([^\]]*)\]"
 )
+#: An inline formula (``latexmath:[x^2]``, ``stem:[…]``, ``asciimath:[…]``): its source, as
+#: a LaTeX formula is kept elsewhere (a ``\]`` inside is a bracket of the formula).
+_ADOC_MATH = re.compile(r"\b(?:latexmath|asciimath|stem):\[((?:\\\]|[^\]])*)\]")
 _ADOC_URL = re.compile(r"\b((?:https?|ftp|irc)://[^\s\[\]]+)\[([^\]]*)\]")
 _ADOC_XREF = re.compile(r"<<([^,>]+)(?:,\s*([^>]+))?>>")
 _ADOC_ANCHOR = re.compile(r"\[\[[^\]]*\]\]|\[#[\w-]+\]")
@@ -247,6 +251,7 @@ def _adoc_inline(text: str, attributes: dict[str, str]) -> str:
     text = _ADOC_ATTR_REF.sub(lambda m: attributes.get(m.group(1).lower(), m.group(0)), text)
     text = _ADOC_ANCHOR.sub("", text)
     text = _ADOC_URL.sub(lambda m: m.group(2) or m.group(1), text)
+    text = _ADOC_MATH.sub(lambda m: m.group(1).replace("\\]", "]"), text)
     text = _ADOC_MACRO.sub(_adoc_macro, text)
     text = _ADOC_XREF.sub(lambda m: m.group(2) or m.group(1), text)
     for _ in range(3):
@@ -348,6 +353,21 @@ def _adoc_table(
     return rows, header
 
 
+def _adoc_marker(mark: str, ordinals: dict[int, int]) -> str:
+    """An item's marker as a reader sees it: "-" for ``*``/``-`` items, the item's number for
+    ``.`` items (counted per nesting level, ``ordinals``) and for ``3.`` ones."""
+    depth = len(mark) if mark[0] in ".*" else 1
+    for deeper in [d for d in ordinals if d > depth]:
+        del ordinals[deeper]  # a nested list's count ends with it
+    if mark[0].isdigit():
+        ordinals[depth] = int(mark[:-1])
+        return mark
+    if mark[0] != ".":
+        return "-"
+    ordinals[depth] = ordinals.get(depth, 0) + 1
+    return f"{ordinals[depth]}."
+
+
 def parse_asciidoc(text: str, document: Document) -> ParsedDocument:
     """The text layer and sections of an AsciiDoc document."""
     deadline = current_deadline(document.source_key)
@@ -361,6 +381,7 @@ def parse_asciidoc(text: str, document: Document) -> ParsedDocument:
     lines = text.splitlines()
     index = 0
     block_attributes = ""  # the ``[...]`` lines just above the current line
+    ordinals: dict[int, int] = {}  # the last number of each level of the current ordered list
     while index < len(lines):
         deadline.tick(f"line {index + 1:,}")
         line = lines[index]
@@ -375,6 +396,7 @@ def parse_asciidoc(text: str, document: Document) -> ParsedDocument:
         heading = _ADOC_HEADING.match(line)
         if heading:
             blocks.flush()
+            ordinals.clear()
             layer.heading(inline(heading.group(2)), len(heading.group(1)))
             continue
         attribute = _ADOC_ATTRIBUTE.match(line)
@@ -424,8 +446,7 @@ def parse_asciidoc(text: str, document: Document) -> ParsedDocument:
             continue  # a list continuation joiner
         item = _ADOC_LIST.match(line)
         if item:
-            marker = "-" if not item.group(1)[0].isdigit() and item.group(1)[0] != "." else "1."
-            blocks.item(f"{marker} {item.group(2)}")
+            blocks.item(f"{_adoc_marker(item.group(1), ordinals)} {item.group(2)}")
             continue
         if line[:1] in " \t" and (index < 2 or not lines[index - 2].strip()):
             # A paragraph whose first line is indented is a literal one: code as written, to
@@ -444,6 +465,8 @@ def parse_asciidoc(text: str, document: Document) -> ParsedDocument:
         if description and not stripped.startswith("http"):
             blocks.item(f"- {description.group(1)}: {description.group(3) or ''}".rstrip(": "))
             continue
+        if not blocks.items:
+            ordinals.clear()  # prose between two lists: the next one counts from 1
         blocks.text(line)
     blocks.flush()
     return layer.parsed(document, "the AsciiDoc document holds no text")

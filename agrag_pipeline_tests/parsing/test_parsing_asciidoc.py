@@ -108,3 +108,22 @@ def test_listings_and_literal_paragraphs_keep_their_indentation() -> None:
         "Or by hand:\n\n$ run \\\n    --quiet\n\n"
         "- an item continued on an indented line"
     )
+
+
+def test_ordered_items_are_numbered_per_level_and_formulas_keep_their_source() -> None:
+    source = (
+        b"= Steps\n\n"
+        b". Unpack\n"
+        b". Configure\n"
+        b".. Set the port\n"
+        b".. Set the user\n"
+        b". Start\n\n"
+        b"Then the check:\n\n"
+        b". Ping it\n\n"
+        b"The load is latexmath:[\\rho = \\lambda / \\mu \\in [0,1\\]] at most.\n"
+    )
+    text = parse_checked(source, "steps.adoc").text_layer
+    assert "1. Unpack\n2. Configure\n1. Set the port\n2. Set the user\n3. Start" in text
+    assert "Then the check:\n\n1. Ping it" in text  # a new list counts from 1
+    assert "The load is \\rho = \\lambda / \\mu \\in [0,1] at most." in text
+    assert "latexmath" not in text
