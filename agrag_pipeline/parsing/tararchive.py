@@ -51,6 +51,7 @@ _STEP = 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
 _BZIP2_MAGIC = b"BZh"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
+_NAMES = {GZIP_MEDIA_TYPE: "gzip", BZIP2_MEDIA_TYPE: "bzip2", XZ_MEDIA_TYPE: "xz"}
 _SUFFIXES = {
     GZIP_MEDIA_TYPE: (".gz", ".gzip", ".z"),
     BZIP2_MEDIA_TYPE: (".bz2",),
@@ -178,6 +179,12 @@ def members(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
     """
     deadline = current_deadline(source_key)
     compressed = compression(raw[:8])  # a .tar.gz is a tar by its content, gzip by its bytes
+    if compressed is None and media_type in COMPRESSED_MEDIA_TYPES:
+        raise CorruptDocumentError(
+            source_key,
+            f"not {_NAMES[media_type]}-compressed data (no {_NAMES[media_type]} signature): a "
+            "renamed or damaged file",
+        )
     data = raw if compressed is None else _unpacked(raw, compressed, source_key)
     if media_type != TAR_MEDIA_TYPE and compressed is not None and not is_tar(data):
         yield Member(member_name(source_key, compressed), len(data), data)

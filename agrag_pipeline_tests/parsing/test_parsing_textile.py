@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from agrag_pipeline.parsing import detect_media_type
+import time
+
+import psutil
+import pytest
+
+from agrag_pipeline.parsing import detect_media_type, parse_document
+from agrag_pipeline.parsing.errors import ParseTimeoutError
+from agrag_pipeline.parsing.textiledoc import _RENDER as _RENDERER
 from agrag_pipeline_tests.parsing.parsed_support import parse_checked
 
 #: A Redmine-style wiki page written for these tests.
@@ -43,3 +50,14 @@ def test_a_textile_page_reads_under_its_headings_with_lists_code_and_tables() ->
 
 def test_textile_files_are_textile() -> None:
     assert detect_media_type("Widget.textile", PAGE) == "text/x-textile"
+
+
+def test_the_textile_renderer_is_stopped_at_the_documents_time_budget() -> None:
+    # Its regular expressions cannot be interrupted in this process, so it runs in another,
+    # which is killed when the budget runs out (here before it has even imported itself).
+    started = time.monotonic()
+    with pytest.raises(ParseTimeoutError, match=r"^wiki/Widget\.textile: .*python-textile"):
+        parse_document(PAGE * 50, "wiki/Widget.textile", time_budget_s=0.05)
+    assert time.monotonic() - started < 10
+    left = [p for p in psutil.process_iter(["cmdline"]) if _RENDERER in (p.info["cmdline"] or [])]
+    assert left == []  # nothing left running

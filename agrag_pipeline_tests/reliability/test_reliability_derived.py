@@ -366,3 +366,16 @@ def test_reading_a_tar_gz_member_after_member_decompresses_it_once(
     for name, data, _ in parts:
         assert read_derived(raw, f"parts.tgz/.members/{name}") == data
     assert unpacked == ["parts.tgz"]  # once, not once a member
+
+
+def test_a_renamed_or_truncated_compressed_file_is_named_with_its_problem(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "notes.gz").write_bytes(b"plain words, not gzip\n")
+    whole = _tar_gz([(f"part{n}.md", b"# Part\n\n" + b"word " * 2000, "") for n in range(4)])
+    (raw / "cut.tar.gz").write_bytes(whole[: len(whole) // 2])
+    scan = scan_raw_root(raw)
+    reasons = {p.name: p.reason for p in scan.refused}
+    assert "not gzip-compressed data (no gzip signature)" in reasons["notes.gz"]
+    assert "not readable compressed data" in reasons["cut.tar.gz"]
+    assert scan.keys == ["cut.tar.gz", "notes.gz"]  # the files stay, their members are not read
