@@ -87,6 +87,7 @@ MEDIAWIKI = "text/x-mediawiki"
 MANPAGE = "text/troff"
 TYPST = "text/x-typst"
 TEXTILE = "text/x-textile"
+TEXINFO = "application/x-texinfo"
 TAR = tararchive.TAR_MEDIA_TYPE
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
@@ -164,6 +165,9 @@ EXTENSIONS: dict[str, str] = {
     ".mdoc": MANPAGE,
     ".typ": TYPST,
     ".textile": TEXTILE,
+    ".texi": TEXINFO,
+    ".texinfo": TEXINFO,
+    ".txi": TEXINFO,
     ".tar": TAR,
     ".tgz": TAR,
     ".tbz2": TAR,
@@ -764,6 +768,7 @@ __all__ = [
     "RTF",
     "SRT",
     "TAR",
+    "TEXINFO",
     "TEXTILE",
     "TOML",
     "TSV",
