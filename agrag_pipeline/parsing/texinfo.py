@@ -161,6 +161,7 @@ _SILENT = re.compile(
 )
 _LINE_COMMAND = re.compile(r"^@([A-Za-z]+)\b\s*(.*)$")
 _END = re.compile(r"^@end\s+([A-Za-z]+)")
+_SETTITLE = re.compile(r"^@settitle\s+(.*)$")
 _COMMENT = re.compile(r"(?:^|(?<=\s))@c(?:omment)?(?:\s.*)?$")
 #: An innermost brace command: ``@name{text without braces}``.
 _BRACED = re.compile(r"@([A-Za-z]+|[\"'`^~=,.v])\{([^{}]*)\}")
@@ -292,10 +293,7 @@ class _Reader:
     def read(self, source: str) -> TextLayer:
         lines = source.splitlines()
         self.titles = _node_titles(lines)
-        title = next(
-            (m.group(1).strip() for m in map(re.compile(r"^@settitle\s+(.*)$").match, lines) if m),
-            "",
-        )
+        title = next((m.group(1).strip() for m in map(_SETTITLE.match, lines) if m), "")
         has_top = any(line.startswith("@top") for line in lines)
         if title and not has_top:
             self.layer.heading(self._text(title), 1)
