@@ -387,8 +387,9 @@ def _unpacked_members(
 
     seen: set[str] = set()
     for member in members(raw, media_type, key):
-        if not member.name:
-            continue  # past the entries looked at: MAX_CHILDREN stops the reading first
+        if not member.name:  # a note on the container: cut short, or too many entries
+            yield key, None, member.problem
+            continue
         child_key = member_key(key, member.name)
         if child_key is None:
             shown = f"{key}/{MEMBERS}/{member.name}"

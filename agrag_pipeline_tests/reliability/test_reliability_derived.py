@@ -368,14 +368,35 @@ def test_reading_a_tar_gz_member_after_member_decompresses_it_once(
     assert unpacked == ["parts.tgz"]  # once, not once a member
 
 
-def test_a_renamed_or_truncated_compressed_file_is_named_with_its_problem(tmp_path: Path) -> None:
+def test_a_renamed_compressed_file_is_refused_and_a_truncated_one_read_up_to_its_cut(
+    tmp_path: Path,
+) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
     (raw / "notes.gz").write_bytes(b"plain words, not gzip\n")
-    whole = _tar_gz([(f"part{n}.md", b"# Part\n\n" + b"word " * 2000, "") for n in range(4)])
-    (raw / "cut.tar.gz").write_bytes(whole[: len(whole) // 2])
+    parts = [
+        (f"part{n}.md", f"# Part {n}\n\n".encode() + os.urandom(3000).hex().encode(), "")
+        for n in range(4)
+    ]
+    whole = _tar_gz(parts)
+    (raw / "cut.tar.gz").write_bytes(whole[: len(whole) * 5 // 8])  # a download cut short
+    text = b"".join(b"Item %d: %s\n" % (n, os.urandom(32).hex().encode()) for n in range(3000))
+    packed = gzip.compress(text)
+    (raw / "minutes.txt.gz").write_bytes(packed[: len(packed) // 2])
     scan = scan_raw_root(raw)
-    reasons = {p.name: p.reason for p in scan.refused}
-    assert "not gzip-compressed data (no gzip signature)" in reasons["notes.gz"]
-    assert "not readable compressed data" in reasons["cut.tar.gz"]
-    assert scan.keys == ["cut.tar.gz", "notes.gz"]  # the files stay, their members are not read
+    refused = {p.name: p.reason for p in scan.refused}
+    assert "not gzip-compressed data (no gzip signature)" in refused["notes.gz"]
+    # What the cut archive still holds is read; the member the cut falls in is named.
+    assert scan.keys[:3] == [
+        "cut.tar.gz",
+        "cut.tar.gz/.members/part0.md",
+        "cut.tar.gz/.members/part1.md",
+    ]
+    skipped = {p.name: p.reason for p in scan.skipped}
+    assert "cut off where the file is cut short" in skipped["cut.tar.gz/.members/part2.md"]
+    assert "cut short (a truncated download?)" in skipped["cut.tar.gz"]
+    assert read_derived(raw, "cut.tar.gz/.members/part1.md") == parts[1][1]
+    # A cut single file gives its text up to the cut, whole lines of it unchanged.
+    head = read_derived(raw, "minutes.txt.gz/.members/minutes.txt")
+    assert 0 < len(head) < len(text) and text.startswith(head)
+    assert "cut short" in skipped["minutes.txt.gz"]
