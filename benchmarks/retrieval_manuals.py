@@ -128,6 +128,12 @@ def main() -> None:
         " score them pooled, every question weighing the same",
     )
     parser.add_argument("--cache-dir", default=str(PROJECT_ROOT / "data" / "cache"))
+    parser.add_argument(
+        "--twin-suffix",
+        default=".html",
+        help="the twin route reads <name><suffix> beside each PDF (default .html; .texi reads "
+        "a manual's Texinfo source)",
+    )
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument(
         "--bm25-context",
@@ -145,7 +151,10 @@ def main() -> None:
     )
     print(f"model: {args.model or rt.settings.embedding.model}; ours' BM25 context: {context}")
     folders = [Path(s) for s in args.set or [str(SET)]]
-    by_set = [score_set(folder, rt, cache, modes, embedder, context) for folder in folders]
+    by_set = [
+        score_set(folder, rt, cache, modes, embedder, context, args.twin_suffix)
+        for folder in folders
+    ]
     if len(by_set) > 1:
         print(f"\nPooled over {len(folders)} sets ({sum(n for _, _, n in by_set)} questions):\n")
         comparisons: list[Comparison] = []
@@ -168,12 +177,13 @@ def score_set(
     modes: tuple[Mode, ...],
     embedder: Embedder,
     context: int,
+    twin_suffix: str = ".html",
 ) -> tuple[dict[str, list[Scores]], dict[str, list[Scores]], int]:
     """One set's tables (ours and fixed-1000 on both routes, PDF against HTML twin) printed;
     its scores per route returned, with its number of questions."""
     questions = load_questions(folder / "questions.tsv")
     pdfs = sorted(folder.glob("*.pdf"))
-    twins = {p.name: p.with_suffix(".html") for p in pdfs if p.with_suffix(".html").exists()}
+    twins = {p.name: t for p in pdfs if (t := p.with_suffix(twin_suffix)).exists()}
     pdf_scores = route("pdf", pdfs, questions, rt, cache, modes, embedder, context)
     twin_questions = [
         q.__class__(q.query, twins[q.source_key].name, q.heading, q.span, q.line, q.quote)
