@@ -22,7 +22,6 @@ from __future__ import annotations
 import html as html_text
 import re
 import shutil
-import tempfile
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import html
@@ -76,17 +75,14 @@ def _format(source: str, source_key: str) -> str:
             "reading manual pages needs mandoc, which is not installed (bin/setup installs it: "
             "apt-get install mandoc)",
         )
-    with tempfile.TemporaryDirectory(prefix="agrag-mandoc-") as empty:
-        done = run_offline(
-            [program, "-T", "html", "-O", "fragment", "-K", "utf-8"],
-            stdin=source.encode("utf-8"),
-            source_key=source_key,
-            what="mandoc",
-            timeout_s=FORMAT_TIMEOUT_S,
-            memory_bytes=FORMAT_MEMORY_BYTES,
-            cwd=empty,
-            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
-        )
+    done = run_offline(
+        [program, "-T", "html", "-O", "fragment", "-K", "utf-8"],
+        stdin=source.encode("utf-8"),
+        source_key=source_key,
+        what="mandoc",
+        timeout_s=FORMAT_TIMEOUT_S,
+        memory_bytes=FORMAT_MEMORY_BYTES,
+    )
     # mandoc exits 2-4 for warnings, errors and unsupported requests, and still formats what
     # it can; only no output at all is a failure.
     output = done.stdout.decode("utf-8", "replace")

@@ -13,6 +13,7 @@ import functools
 import logging
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 
 from agrag_pipeline.parsing.budget import current_deadline
@@ -58,10 +59,13 @@ def run_offline(
     what: str,
     timeout_s: float,
     memory_bytes: int,
-    cwd: str,
-    env: Mapping[str, str],
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """``command`` on ``stdin``, offline and bounded; its exit status is the caller's to read.
+
+    It runs in ``cwd``, else in an empty folder of its own (also its ``HOME``), with ``env``,
+    else only ``PATH`` and a UTF-8 locale: nothing of this process's folder or environment.
 
     Raises:
         ParseTimeoutError: naming ``what``, when the document's deadline (or ``timeout_s``)
@@ -71,15 +75,16 @@ def run_offline(
     if budget <= 0:
         raise ParseTimeoutError(source_key, f"no time left in the budget to run {what}")
     try:
-        return subprocess.run(
-            [*offline_prefix(), *memory_limited(command, memory_bytes)],
-            input=stdin,
-            capture_output=True,
-            cwd=cwd,
-            env=dict(env),
-            timeout=budget,
-            check=False,
-        )
+        with tempfile.TemporaryDirectory(prefix="agrag-run-") as empty:
+            return subprocess.run(
+                [*offline_prefix(), *memory_limited(command, memory_bytes)],
+                input=stdin,
+                capture_output=True,
+                cwd=cwd or empty,
+                env=dict(env or {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "HOME": empty}),
+                timeout=budget,
+                check=False,
+            )
     except subprocess.TimeoutExpired:
         raise ParseTimeoutError(
             source_key, f"{what} did not finish within {budget:g} s (time budget): it was stopped"

@@ -11,7 +11,6 @@ to 1 GiB, the page given on its standard input and its HTML read from its output
 from __future__ import annotations
 
 import sys
-import tempfile
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import html
@@ -43,17 +42,14 @@ sys.stdout.buffer.write(textile.textile(page, html_type="html5").encode("utf-8")
 
 
 def _render(text: str, source_key: str) -> str:
-    with tempfile.TemporaryDirectory(prefix="agrag-textile-") as empty:
-        done = run_offline(
-            [sys.executable, "-I", "-c", _RENDER],
-            stdin=text.encode("utf-8"),
-            source_key=source_key,
-            what="python-textile",
-            timeout_s=RENDER_TIMEOUT_S,
-            memory_bytes=RENDER_MEMORY_BYTES,
-            cwd=empty,
-            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "HOME": empty},
-        )
+    done = run_offline(
+        [sys.executable, "-I", "-c", _RENDER],
+        stdin=text.encode("utf-8"),
+        source_key=source_key,
+        what="python-textile",
+        timeout_s=RENDER_TIMEOUT_S,
+        memory_bytes=RENDER_MEMORY_BYTES,
+    )
     message = done.stderr.decode("utf-8", "replace").strip().splitlines()
     if done.returncode == 5:
         raise UnsupportedFormatError(
