@@ -1,5 +1,6 @@
 """Derived documents: an e-mail's attachments and an archive's members, each a document of its
-own (its own source key, partition, parser and content hash), traceable to its container.
+own (its own source key, partition, parser and content hash), traceable to its container; a
+mailbox's messages likewise (``parsing.mbox``).
 
 Keys (``derived_keys``): ``mail/a.eml/.attachments/2-report.pdf``,
 ``docs/bundle.zip/.members/q3/report.pdf``. A child's container is in its key, so it changes and
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
 #: Containers nest at most this deep: a child at a greater depth is not read.
 MAX_DEPTH = 3
-#: At most this many children are read from one container.
+#: At most this many children are read from one container (a mailbox: ``mbox.MAX_MESSAGES``).
 MAX_CHILDREN = 1000
 #: At most this many bytes are extracted from one file, its nested containers included.
 MAX_EXTRACTED_BYTES = 256 * 1024 * 1024
@@ -74,9 +75,12 @@ CONTAINER_TYPES = frozenset(
         "application/gzip",
         "application/x-bzip2",
         "application/x-xz",
+        # a Unix mailbox: its messages (``parsing.mbox``)
+        "application/mbox",
     }
 )
 _ZIP = "application/zip"
+_MBOX = "application/mbox"
 _MESSAGES = frozenset({"message/rfc822", "application/vnd.ms-outlook"})
 
 Detect = Callable[[str, bytes], tuple[str | None, str | None]]
@@ -233,13 +237,14 @@ def list_children(
             )
             continue
         found: list[tuple[str, bytes, str]] = []
+        limit = _max_children(kind)
         try:
             for number, (child_key, child, problem) in enumerate(_children(key, data, kind), 1):
-                if number > MAX_CHILDREN:
+                if number > limit:
                     out.skipped.append(
                         ScanProblem(
                             display_name(key),
-                            f"holds more than {MAX_CHILDREN:,} attachments or members; the "
+                            f"holds more than {limit:,} attachments or members; the "
                             "rest are not read",
                             key,
                         )
@@ -261,6 +266,14 @@ def list_children(
             continue
         pending.extend(reversed(found))
     return out
+
+
+def _max_children(media_type: str) -> int:
+    if media_type == _MBOX:
+        from agrag_pipeline.parsing.mbox import MAX_MESSAGES
+
+        return MAX_MESSAGES
+    return MAX_CHILDREN
 
 
 def _child(
@@ -342,10 +355,30 @@ def _children(
             note = None if a.data is not None else f"not read: {a.note}"
             yield attachment_key(key, a.index, name), a.data, note
         return
+    if media_type == _MBOX:
+        yield from _messages(key, raw)
+        return
     if media_type != _ZIP:
         yield from _unpacked_members(key, raw, media_type)
         return
     yield from _members(key, raw)
+
+
+def _messages(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | None]]:
+    """Each message of the mailbox ``raw``, as the ``.eml`` member its Message-ID names."""
+    from agrag_pipeline.parsing.mbox import messages
+
+    seen: set[str] = set()
+    for name, data in messages(raw, key):
+        child_key = member_key(key, name)
+        if child_key is None:
+            yield f"{key}/{MEMBERS}/{name}", None, f"message {name!r}: {member_problem(name)}"
+            continue
+        if name in seen:
+            yield child_key, None, "a second message with the same Message-ID: not read"
+            continue
+        seen.add(name)
+        yield child_key, data, None
 
 
 def _members(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | None]]:
@@ -471,6 +504,13 @@ def _extract(key: str, raw: bytes, media_type: str, step: Step, wanted: str) -> 
     problem = member_problem(step.name)
     if problem is not None or is_hidden_member(step.name):
         raise DocumentError(wanted, f"member {step.name!r}: {problem or 'hidden'}")
+    if media_type == _MBOX:
+        from agrag_pipeline.parsing.mbox import message
+
+        found_message = message(raw, step.name, key)
+        if found_message is None:
+            raise DocumentError(wanted, f"{key} no longer holds message {step.name!r}")
+        return found_message, f"{key}/{MEMBERS}/{step.name}"
     if media_type != _ZIP:
         wanted_key = f"{key}/{MEMBERS}/{step.name}"
         for found_key, found, why_not in _unpacked_members(key, raw, media_type):

@@ -107,4 +107,8 @@ SNAPSHOT_VERSION = "1"
 #: before); Org footnotes read "[1]" (were "[fn:1]") and raw HTML blocks as their text; a LaTeX
 #: ``\def`` in the body is no text; AsciiDoc ordered items are numbered (all read "1.") and
 #: ``latexmath:[…]`` formulas read as their source.
-PARSE_VERSION = "29"
+#: 30: Unix mailboxes are read message by message (``mbox``): a mailbox behind ``.txt`` or
+#: without an extension (a list archive, Thunderbird's ``Inbox``) was plain text; a message
+#: with a header the e-mail library cannot parse (an address group with a comment) is read with
+#: that header as written (it was refused whole).
+PARSE_VERSION = "30"

@@ -31,6 +31,8 @@
   an extension no parser knows is ``None``. A known extension whose content is damaged keeps its
   type, so parsing reports a clear per-file error (a truncated zip, a PDF without its header).
 
+- Mailboxes: a ``.mbox``/``.mbx``, or a sniffed file (no extension: Thunderbird's ``Inbox``; a
+  ``.txt``: a mailing list's monthly archive) opening with a From_ line and a header field.
 - E-mail: an OLE2 file naming MAPI property streams (or behind ``.msg``) is an Outlook message,
   not a legacy Office file; text without an extension that opens with an RFC 822 header block
   (two message fields or more: From, Subject, Date...) is a MIME message. A zip behind ``.zip``
@@ -51,7 +53,7 @@ import zlib
 from pathlib import PurePosixPath
 
 from agrag_pipeline.file_kinds import CODE_LANGUAGES
-from agrag_pipeline.parsing import tararchive
+from agrag_pipeline.parsing import mbox, tararchive
 
 PDF = "application/pdf"
 HTML = "text/html"
@@ -89,6 +91,7 @@ TYPST = "text/x-typst"
 TEXTILE = "text/x-textile"
 TEXINFO = "application/x-texinfo"
 TAR = tararchive.TAR_MEDIA_TYPE
+MBOX = mbox.MEDIA_TYPE
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
 PPT = "application/vnd.ms-powerpoint"
@@ -168,6 +171,8 @@ EXTENSIONS: dict[str, str] = {
     ".texi": TEXINFO,
     ".texinfo": TEXINFO,
     ".txi": TEXINFO,
+    ".mbox": MBOX,
+    ".mbx": MBOX,
     ".tar": TAR,
     ".tgz": TAR,
     ".tbz2": TAR,
@@ -304,6 +309,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
         return None, _HEIF_REASON
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
         return (DOC if claimed == DOC else RTF), None  # Word saves RTF as .doc too
+    if ext in _SNIFFED and mbox.looks_like_mbox(head):
+        return MBOX, None  # Thunderbird's ``Inbox``, a list archive's ``2024-March.txt``
     text = _head_text(head)
     if text is not None and (ext in _SNIFFED or claimed in _OLE_OFFICE):
         # Office's own XML (often behind .doc or .xls), or a web page saved as .doc/.xls.
@@ -755,6 +762,7 @@ __all__ = [
     "JSON",
     "MANPAGE",
     "MARKDOWN",
+    "MBOX",
     "MEDIAWIKI",
     "NDJSON",
     "NOTEBOOK",

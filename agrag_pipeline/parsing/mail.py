@@ -30,6 +30,8 @@ truncated message is read as far as it goes, its defects named in the parse's wa
 from __future__ import annotations
 
 import email
+import email.errors
+import email.header
 import email.message
 import email.policy
 import hashlib
@@ -156,10 +158,22 @@ def _header(part: email.message.Message, name: str) -> str:
     """A header's decoded value, whitespace folded; the raw value where it cannot be decoded."""
     try:
         value = part.get(name)
-    except Exception:  # a malformed header policy.default cannot parse
-        raw = part.get_all(name, failobj=[])
-        value = raw[0] if raw else None
+    except Exception:  # a malformed header policy.default cannot parse (an address group)
+        value = _unparsed_header(part, name)
     return " ".join(str(value).split()) if value is not None else ""
+
+
+def _unparsed_header(part: email.message.Message, name: str) -> str | None:
+    """A header's value as written, its encoded words decoded where they can be: every
+    parsed accessor (``get``, ``get_all``) would fail on it again."""
+    wanted = name.lower()
+    raw = next((v for k, v in part.raw_items() if k.lower() == wanted), None)
+    if raw is None:
+        return None
+    try:
+        return str(email.header.make_header(email.header.decode_header(str(raw))))
+    except (ValueError, LookupError, email.errors.HeaderParseError):
+        return str(raw)
 
 
 def _walk(top: email.message.EmailMessage, message: Message, source_key: str) -> None:

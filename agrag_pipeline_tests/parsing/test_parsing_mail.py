@@ -179,3 +179,18 @@ def test_a_part_labelled_latin_1_holding_windows_1252_quotes_reads_them_as_clien
     )
     assert "\u2019" in parsed.text_layer  # the sender's curly apostrophe, byte 0x92
     assert not any("\x80" <= ch <= "\x9f" for ch in parsed.text_layer)
+
+
+def test_a_header_the_email_library_cannot_parse_is_read_as_written() -> None:
+    # An MTA's bounce (jwz's mailbox, 1996): an address group followed by a comment makes
+    # Python's header registry raise; the whole message was refused for one header.
+    raw = (
+        b"From: The Post Office <postmaster@mm1.example.com>\n"
+        b"To: unlisted-recipients:; (no To-header on input)\n"
+        b"Subject: =?utf-8?q?email_delivery_error?=\n\n"
+        b"Processing your mail message caused the following errors.\n"
+    )
+    parsed = parse_document(raw, "bounce.eml")
+    assert parsed.document.metadata["mail.to"] == "unlisted-recipients:; (no To-header on input)"
+    assert parsed.document.metadata["mail.subject"] == "email delivery error"
+    assert "caused the following errors" in parsed.text_layer
