@@ -46,6 +46,7 @@ from agrag_pipeline.derived_keys import (
 )
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.source_keys import (
+    HEAD_BYTES,
     ScanProblem,
     ScanResult,
     SourceFile,
@@ -58,8 +59,9 @@ from agrag_pipeline.source_keys import (
 if TYPE_CHECKING:
     from agrag_pipeline.settings import DocumentsSettings
 
-#: Containers nest at most this deep: a child at a greater depth is not read.
-MAX_DEPTH = 3
+#: Containers nest at most this deep: a child at a greater depth is not read. Four, so that a
+#: mailbox's message keeps what a saved ``.eml`` has: a forwarded message's attachments.
+MAX_DEPTH = 4
 #: At most this many children are read from one container (a mailbox: ``mbox.MAX_MESSAGES``).
 MAX_CHILDREN = 1000
 #: At most this many bytes are extracted from one file, its nested containers included.
@@ -468,7 +470,8 @@ def read_derived(raw_root: Path, source_key: str, max_bytes: int | None = None) 
     detect = default_detect()
     key = container_key
     for step in steps:
-        media_type = detect(key, raw)[0]
+        # As the scan detected it: the file by its head, a nested container by its bytes.
+        media_type = detect(key, raw[:HEAD_BYTES] if key == container_key else raw)[0]
         if media_type not in CONTAINER_TYPES:
             raise DocumentError(source_key, f"{key} is not an e-mail or an archive any more")
         raw, key = _extract(key, raw, media_type, step, source_key)

@@ -166,7 +166,9 @@ _UNPACKED_LOCK = threading.Lock()
 
 def _unpacked(raw: bytes, media_type: str, source_key: str) -> tuple[bytes, bool]:
     """``unpack``, remembered for the last ``_UNPACKED_KEEP`` streams of this process."""
-    digest = hashlib.blake2b(raw, digest_size=20, person=media_type.encode()[-16:]).digest()
+    hasher = hashlib.sha256(media_type.encode() + b"\0")  # SHA-NI: twice blake2b's speed
+    hasher.update(raw)
+    digest = hasher.digest()
     with _UNPACKED_LOCK:
         found = _UNPACKED.get(digest)
         if found is not None:

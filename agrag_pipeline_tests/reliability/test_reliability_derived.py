@@ -145,8 +145,9 @@ def test_a_message_in_a_message_in_a_message_is_read_within_the_depth_budget(
 ) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
-    inner = _message("level 5", "the innermost message", [("deep.txt", b"deepest text\n")])
-    for level in range(4, 0, -1):
+    innermost = MAX_DEPTH + 2
+    inner = _message(f"level {innermost}", "the innermost message", [("deep.txt", b"deep\n")])
+    for level in range(innermost - 1, 0, -1):
         inner = _message(f"level {level}", f"message at level {level}", [("fwd.eml", inner)])
     (raw / "chain.eml").write_bytes(inner.as_bytes())
     scan = scan_raw_root(raw)
@@ -157,7 +158,7 @@ def test_a_message_in_a_message_in_a_message_is_read_within_the_depth_budget(
     assert f"{MAX_DEPTH + 1} containers deep (limit {MAX_DEPTH})" in skip.reason
     warehouse = Warehouse(str(tmp_path / "warehouse"))
     document = snapshot_document(warehouse, raw, too_deep).document
-    assert "level 4" in build_sections(warehouse, document).parsed.text_layer
+    assert f"level {MAX_DEPTH + 1}" in build_sections(warehouse, document).parsed.text_layer
     with pytest.raises(DocumentError, match="containers deep"):
         read_derived(raw, too_deep + step)
 
