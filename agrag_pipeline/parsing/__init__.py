@@ -37,7 +37,6 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from agrag_pipeline.file_kinds import KIND_EXTENSIONS
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import (
@@ -68,6 +67,7 @@ from agrag_pipeline.parsing import (
     spreadsheet,
     structured,
     subtitles,
+    svg,
     tararchive,
     texinfo,
     textiledoc,
@@ -94,80 +94,9 @@ if TYPE_CHECKING:
 #: Default size limit: larger files are refused before any parsing.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
-#: File extension (lower case, with the dot) -> media type.
-EXTENSION_MEDIA_TYPES: dict[str, str] = {
-    ".md": markdown.MEDIA_TYPE,
-    ".markdown": markdown.MEDIA_TYPE,
-    ".txt": plaintext.MEDIA_TYPE,
-    ".html": html.MEDIA_TYPE,
-    ".htm": html.MEDIA_TYPE,
-    ".pdf": pdf.MEDIA_TYPE,
-    ".docx": word.MEDIA_TYPE,
-    ".docm": word.MACRO_MEDIA_TYPE,
-    ".pptx": powerpoint.MEDIA_TYPE,
-    ".pptm": powerpoint.MACRO_MEDIA_TYPE,
-    ".xlsx": spreadsheet.XLSX_MEDIA_TYPE,
-    ".xlsm": spreadsheet.XLSM_MEDIA_TYPE,
-    ".csv": delimited.CSV_MEDIA_TYPE,
-    ".tsv": delimited.TSV_MEDIA_TYPE,
-    ".nxml": jats.MEDIA_TYPE,
-    ".dbk": docbook.MEDIA_TYPE,
-    ".docbook": docbook.MEDIA_TYPE,
-    ".fb2": fictionbook.MEDIA_TYPE,
-    ".png": image.PNG,
-    ".jpg": image.JPEG,
-    ".jpeg": image.JPEG,
-    ".tif": image.TIFF,
-    ".tiff": image.TIFF,
-    ".webp": image.WEBP,
-    ".bmp": image.BMP,
-    ".gif": image.GIF,
-    ".eml": mail.EML_MEDIA_TYPE,
-    ".msg": mail.MSG_MEDIA_TYPE,
-    ".zip": ziparchive.MEDIA_TYPE,
-    ".mbox": mbox.MEDIA_TYPE,
-    ".mbx": mbox.MEDIA_TYPE,
-    ".tar": tararchive.TAR_MEDIA_TYPE,
-    ".tgz": tararchive.TAR_MEDIA_TYPE,
-    ".gz": tararchive.GZIP_MEDIA_TYPE,
-    ".bz2": tararchive.BZIP2_MEDIA_TYPE,
-    ".xz": tararchive.XZ_MEDIA_TYPE,
-    ".epub": epub.MEDIA_TYPE,
-    ".rst": rst.MEDIA_TYPE,
-    ".rest": rst.MEDIA_TYPE,
-    ".tex": latex.MEDIA_TYPE,
-    ".latex": latex.MEDIA_TYPE,
-    ".org": lightmarkup.ORG_MEDIA_TYPE,
-    ".man": manpage.MEDIA_TYPE,
-    ".typ": typstdoc.MEDIA_TYPE,
-    ".textile": textiledoc.MEDIA_TYPE,
-    ".texi": texinfo.MEDIA_TYPE,
-    ".texinfo": texinfo.MEDIA_TYPE,
-    ".txi": texinfo.MEDIA_TYPE,
-    ".mdoc": manpage.MEDIA_TYPE,
-    ".wiki": mediawiki.MEDIA_TYPE,
-    ".mediawiki": mediawiki.MEDIA_TYPE,
-    ".wikitext": mediawiki.MEDIA_TYPE,
-    ".adoc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
-    ".asciidoc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
-    ".asc": lightmarkup.ASCIIDOC_MEDIA_TYPE,
-    ".vtt": subtitles.VTT_MEDIA_TYPE,
-    ".srt": subtitles.SRT_MEDIA_TYPE,
-    ".doc": legacy_office.DOC,
-    ".xls": legacy_office.XLS,
-    ".ppt": legacy_office.PPT,
-    ".odt": legacy_office.ODT,
-    ".ods": legacy_office.ODS,
-    ".odp": legacy_office.ODP,
-    ".fodt": legacy_office.FODT,
-    ".fods": legacy_office.FODS,
-    ".fodp": legacy_office.FODP,
-    ".rtf": legacy_office.RTF,
-    # ".xml" is JATS or generic XML by content (``detect``).
-    # Structured text and code (issue 23): JSON, NDJSON, YAML, XML (JATS by content,
-    # ``detect``), notebooks, source files (``file_kinds``).
-    **{ext: EXTENSIONS[ext] for exts in KIND_EXTENSIONS.values() for ext in exts},
-}
+#: File extension (lower case, with the dot) -> media type: ``detect``'s table, the one place
+#: an extension is given its format (content may still overrule it there).
+EXTENSION_MEDIA_TYPES: dict[str, str] = dict(EXTENSIONS)
 
 Parser = Callable[[bytes, Document], ParsedDocument]
 
@@ -240,6 +169,7 @@ PARSERS: dict[str, Parser] = {
     ziparchive.MEDIA_TYPE: ziparchive.parse,
     **dict.fromkeys(tararchive.MEDIA_TYPES, tararchive.parse),
     mbox.MEDIA_TYPE: mbox.parse,
+    svg.MEDIA_TYPE: svg.parse,
     **dict.fromkeys(legacy_office.MEDIA_TYPES, legacy_office.parse),
     **structured.PARSERS,
     xmldoc.MEDIA_TYPE: xmldoc.parse,
@@ -278,6 +208,7 @@ _TEXTLESS_IS_A_DOCUMENT = frozenset(
         powerpoint.MACRO_MEDIA_TYPE,
         spreadsheet.XLSX_MEDIA_TYPE,
         spreadsheet.XLSM_MEDIA_TYPE,
+        svg.MEDIA_TYPE,  # an icon, a shape: a drawing without words, like a photo
     }
 )
 

@@ -27,6 +27,9 @@
 - Other XML (an ``.xml``, or a file without extension opening ``<?xml``, whose root is not a
   JATS article) is generic XML. JSON, YAML, notebooks and source code go by their extension
   (``file_kinds``); a ``.txt`` holding JSON stays plain text (``structured`` says why).
+- Text with no format of its own is plain text by its extension (``.log``, ``.ics``, ``.vcf``,
+  ``.nfo``); configuration files and patches are code (``file_kinds``); ``.svg`` is a drawing
+  (``svg``), read as its words, not as generic XML.
 - A file without an extension that is UTF-8 text (``README``, ``NOTES``) is plain text; one with
   an extension no parser knows is ``None``. A known extension whose content is damaged keeps its
   type, so parsing reports a clear per-file error (a truncated zip, a PDF without its header).
@@ -92,6 +95,7 @@ TEXTILE = "text/x-textile"
 TEXINFO = "application/x-texinfo"
 TAR = tararchive.TAR_MEDIA_TYPE
 MBOX = mbox.MEDIA_TYPE
+SVG = "image/svg+xml"
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
 PPT = "application/vnd.ms-powerpoint"
@@ -126,10 +130,24 @@ EXTENSIONS: dict[str, str] = {
     ".html": HTML,
     ".htm": HTML,
     ".xhtml": HTML,
+    ".shtml": HTML,
     ".md": MARKDOWN,
     ".markdown": MARKDOWN,
+    ".mdown": MARKDOWN,
+    ".mkd": MARKDOWN,
+    ".mkdn": MARKDOWN,
+    ".mdwn": MARKDOWN,
+    ".rmd": MARKDOWN,  # R Markdown and Quarto: Markdown with code chunks
+    ".qmd": MARKDOWN,
     ".txt": PLAIN,
     ".text": PLAIN,
+    # Text with no format of its own: logs, release notes, calendars and address cards (their
+    # lines ``SUMMARY:``, ``FN:`` read as written).
+    ".log": PLAIN,
+    ".nfo": PLAIN,
+    ".ics": PLAIN,
+    ".vcf": PLAIN,
+    ".svg": SVG,
     ".csv": CSV,
     ".tsv": TSV,
     ".tab": TSV,
@@ -775,6 +793,7 @@ __all__ = [
     "PPTX",
     "RTF",
     "SRT",
+    "SVG",
     "TAR",
     "TEXINFO",
     "TEXTILE",
