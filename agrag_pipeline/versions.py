@@ -111,6 +111,7 @@ SNAPSHOT_VERSION = "1"
 #: without an extension (a list archive, Thunderbird's ``Inbox``) was plain text; a message
 #: with a header the e-mail library cannot parse (an address group with a comment) is read with
 #: that header as written (it was refused whole). New formats, skipped before: SVG drawings
-#: (``svg``), logs, calendars, address cards, configuration files, patches, R Markdown and
-#: Quarto, 15 more programming languages.
+#: (``svg``), saved web pages (``mhtml``; Word's behind ``.doc`` went to LibreOffice), logs,
+#: calendars, address cards, configuration files, patches, R Markdown and Quarto, 15 more
+#: programming languages.
 PARSE_VERSION = "30"

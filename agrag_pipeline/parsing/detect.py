@@ -34,6 +34,8 @@
   an extension no parser knows is ``None``. A known extension whose content is damaged keeps its
   type, so parsing reports a clear per-file error (a truncated zip, a PDF without its header).
 
+- Web archives (MHTML): ``.mht``/``.mhtml``, or MIME headers declaring ``multipart/related``
+  behind ``.doc`` (Word's "Single File Web Page") or no extension.
 - Mailboxes: a ``.mbox``/``.mbx``, or a sniffed file (no extension: Thunderbird's ``Inbox``; a
   ``.txt``: a mailing list's monthly archive) opening with a From_ line and a header field.
 - E-mail: an OLE2 file naming MAPI property streams (or behind ``.msg``) is an Outlook message,
@@ -56,7 +58,7 @@ import zlib
 from pathlib import PurePosixPath
 
 from agrag_pipeline.file_kinds import CODE_LANGUAGES
-from agrag_pipeline.parsing import mbox, tararchive
+from agrag_pipeline.parsing import mbox, mhtml, tararchive
 
 PDF = "application/pdf"
 HTML = "text/html"
@@ -96,6 +98,7 @@ TEXINFO = "application/x-texinfo"
 TAR = tararchive.TAR_MEDIA_TYPE
 MBOX = mbox.MEDIA_TYPE
 SVG = "image/svg+xml"
+MHTML = mhtml.MEDIA_TYPE
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
 PPT = "application/vnd.ms-powerpoint"
@@ -131,6 +134,8 @@ EXTENSIONS: dict[str, str] = {
     ".htm": HTML,
     ".xhtml": HTML,
     ".shtml": HTML,
+    ".mht": MHTML,
+    ".mhtml": MHTML,
     ".md": MARKDOWN,
     ".markdown": MARKDOWN,
     ".mdown": MARKDOWN,
@@ -337,6 +342,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             return office, None
         if claimed in _OLE_OFFICE and _markup_type(text) == HTML:
             return HTML, None
+        if (claimed in _OLE_OFFICE or ext == "") and mhtml.looks_like_mhtml(text):
+            return MHTML, None  # Word's "Single File Web Page", saved or renamed as .doc
     if text is None:
         if ext in CODE_LANGUAGES:  # a video's .ts, a binary .pl: not source code
             return None, f"binary data with {_ext_words(ext)}, which is not source code"
@@ -782,6 +789,7 @@ __all__ = [
     "MARKDOWN",
     "MBOX",
     "MEDIAWIKI",
+    "MHTML",
     "NDJSON",
     "NOTEBOOK",
     "ODP",
