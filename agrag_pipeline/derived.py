@@ -77,6 +77,10 @@ CONTAINER_TYPES = frozenset(
         "application/gzip",
         "application/x-bzip2",
         "application/x-xz",
+        # 7-Zip and RAR archives, zstd-compressed files (``libarchive_reader``)
+        "application/x-7z-compressed",
+        "application/vnd.rar",
+        "application/zstd",
         # a Unix mailbox: its messages (``parsing.mbox``)
         "application/mbox",
     }
@@ -417,9 +421,15 @@ def _members(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | No
 def _unpacked_members(
     key: str, raw: bytes, media_type: str
 ) -> Iterator[tuple[str, bytes | None, str | None]]:
-    """Each member of a tar archive or single compressed file (decompressed within budget)."""
-    from agrag_pipeline.parsing.tararchive import members
+    """Each member of a tar, 7-Zip or RAR archive or single compressed file (decompressed
+    within budget)."""
+    from agrag_pipeline.parsing import libarchive_reader, tararchive
 
+    members = (
+        libarchive_reader.members
+        if media_type in libarchive_reader.MEDIA_TYPES
+        else tararchive.members
+    )
     seen: set[str] = set()
     for member in members(raw, media_type, key):
         if not member.name:  # a note on the container: cut short, or too many entries

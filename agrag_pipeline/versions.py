@@ -113,5 +113,5 @@ SNAPSHOT_VERSION = "1"
 #: that header as written (it was refused whole). New formats, skipped before: SVG drawings
 #: (``svg``), saved web pages (``mhtml``; Word's behind ``.doc`` went to LibreOffice), logs,
 #: calendars, address cards, configuration files, patches, R Markdown and Quarto, 15 more
-#: programming languages.
+#: programming languages; 7-Zip and RAR archives and zstd-compressed files (``libarchive_reader``).
 PARSE_VERSION = "30"

@@ -58,7 +58,7 @@ import zlib
 from pathlib import PurePosixPath
 
 from agrag_pipeline.file_kinds import CODE_LANGUAGES
-from agrag_pipeline.parsing import mbox, mhtml, tararchive
+from agrag_pipeline.parsing import libarchive_reader, mbox, mhtml, tararchive
 
 PDF = "application/pdf"
 HTML = "text/html"
@@ -200,6 +200,10 @@ EXTENSIONS: dict[str, str] = {
     ".tgz": TAR,
     ".tbz2": TAR,
     ".txz": TAR,
+    ".7z": libarchive_reader.SEVEN_ZIP_MEDIA_TYPE,
+    ".rar": libarchive_reader.RAR_MEDIA_TYPE,
+    ".zst": libarchive_reader.ZSTD_MEDIA_TYPE,
+    ".tzst": libarchive_reader.ZSTD_MEDIA_TYPE,
     ".gz": tararchive.GZIP_MEDIA_TYPE,
     ".bz2": tararchive.BZIP2_MEDIA_TYPE,
     ".xz": tararchive.XZ_MEDIA_TYPE,
@@ -245,7 +249,7 @@ _AUDIO_VIDEO = {
         "video",
     ),
 }
-_COMPRESSED = frozenset({".zst", ".7z", ".rar", ".lz4", ".lz", ".lzma"})
+_COMPRESSED = frozenset({".lz4", ".lz", ".lzma", ".cab", ".iso"})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
 #: A manual page's section suffix (``.1``, ``.3p``, ``.1ssl``, Tcl's ``.n``) and the title
 #: request its roff starts its content with (``.TH``; mdoc's ``.Dd``/``.Dt``): both, since
@@ -328,6 +332,9 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
         return (TAR if tar else compressed), None
     if tararchive.is_tar(head):
         return TAR, None
+    archive = libarchive_reader.media_type_of(head)  # 7-Zip, RAR, zstd: by their signatures
+    if archive is not None:
+        return archive, None
     if _is_heif(head):
         return None, _HEIF_REASON
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
@@ -358,8 +365,9 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             )
         if ext in _COMPRESSED:
             return None, (
-                f"a compressed file ({ext}), which is not unpacked (.zip, .tar and gzip, bzip2 "
-                "or xz files, .eml and .msg attachments are read as the documents they hold)"
+                f"a compressed file ({ext}), which is not unpacked (.zip, .7z, .rar, .tar and "
+                "gzip, bzip2, xz or zstd files, .eml and .msg attachments are read as the "
+                "documents they hold)"
             )
         return None, f"binary data with {_ext_words(ext)}, which no parser reads"
     if ext in _SNIFFED or claimed in _OOXML or claimed == PDF:

@@ -16,7 +16,6 @@ named to climb out (``../x``, ``/etc/x``) is refused by ``derived_keys`` as for 
 from __future__ import annotations
 
 import bz2
-import gzip
 import hashlib
 import io
 import lzma
@@ -24,7 +23,7 @@ import tarfile
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -76,24 +75,16 @@ def is_tar(data: bytes) -> bool:
     return data[257:262] == b"ustar"
 
 
-def _reader(raw: bytes, media_type: str) -> gzip.GzipFile | bz2.BZ2File | lzma.LZMAFile:
-    """A file object decompressing ``raw`` (several streams one after another read as one)."""
-    buffer = io.BytesIO(raw)
-    if media_type == GZIP_MEDIA_TYPE:
-        return gzip.GzipFile(fileobj=buffer)
-    if media_type == BZIP2_MEDIA_TYPE:
-        return bz2.BZ2File(buffer)
-    return lzma.LZMAFile(buffer)
-
-
 _STREAM_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError)
 
 
 def unpacked_head(raw: bytes, media_type: str, size: int = 1024) -> bytes:
     """The first ``size`` decompressed bytes of a (possibly truncated) stream, or b""."""
+    decompressor = _decompressor(media_type)
     try:
-        with _reader(raw, media_type) as stream:
-            return stream.read(size)
+        if media_type == GZIP_MEDIA_TYPE:
+            return bytes(decompressor.decompress(raw, size))
+        return bytes(decompressor.decompress(raw, max_length=size))
     except _STREAM_ERRORS:
         return b""
 
@@ -268,14 +259,19 @@ def members(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
 
 def parse(raw: bytes, document: Document) -> ParsedDocument:
     """The container's listing: a heading naming it, then one line per member."""
-    key = document.source_key
     kind = "Archive" if document.media_type == TAR_MEDIA_TYPE else "Compressed file"
-    title = f"{kind} {PurePosixPath(key).name}"
+    return listing(document, members(raw, document.media_type, document.source_key), kind)
+
+
+def listing(document: Document, found: Iterable[Member], kind: str) -> ParsedDocument:
+    """A container's text: "<kind> <file name>" as its heading, then a table of one line per
+    member (name, size, and why it is not read where it is not)."""
+    title = f"{kind} {PurePosixPath(document.source_key).name}"
     parts = [title, "\n\n"]
     pos = len(title) + 2
     rows: list[tuple[int, int]] = []
     count = 0
-    for member in members(raw, document.media_type, key):
+    for member in found:
         count += member.data is not None
         line = f"{member.name} ({member.size:,} bytes)" if member.name else ""
         if member.problem is not None:
@@ -303,6 +299,7 @@ __all__ = [
     "Member",
     "compression",
     "is_tar",
+    "listing",
     "member_name",
     "members",
     "parse",
