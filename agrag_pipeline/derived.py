@@ -71,6 +71,7 @@ CONTAINER_TYPES = frozenset(
     {
         "message/rfc822",
         "application/vnd.ms-outlook",
+        "message/x-emlx",
         "application/zip",
         # tar archives, compressed or not, and single gzip/bzip2/xz files (``tararchive``)
         "application/x-tar",
@@ -87,7 +88,7 @@ CONTAINER_TYPES = frozenset(
 )
 _ZIP = "application/zip"
 _MBOX = "application/mbox"
-_MESSAGES = frozenset({"message/rfc822", "application/vnd.ms-outlook"})
+_MESSAGES = frozenset({"message/rfc822", "application/vnd.ms-outlook", "message/x-emlx"})
 
 Detect = Callable[[str, bytes], tuple[str | None, str | None]]
 

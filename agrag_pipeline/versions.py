@@ -113,5 +113,6 @@ SNAPSHOT_VERSION = "1"
 #: that header as written (it was refused whole). New formats, skipped before: SVG drawings
 #: (``svg``), saved web pages (``mhtml``; Word's behind ``.doc`` went to LibreOffice), logs,
 #: calendars, address cards, configuration files, patches, R Markdown and Quarto, 15 more
-#: programming languages; 7-Zip and RAR archives and zstd-compressed files (``libarchive_reader``).
+#: programming languages; 7-Zip and RAR archives and zstd-compressed files (``libarchive_reader``);
+#: Maildir message files (their suffix a host name and flags) and Apple Mail's ``.emlx``.
 PARSE_VERSION = "30"

@@ -40,7 +40,9 @@
   ``.txt``: a mailing list's monthly archive) opening with a From_ line and a header field.
 - E-mail: an OLE2 file naming MAPI property streams (or behind ``.msg``) is an Outlook message,
   not a legacy Office file; text without an extension that opens with an RFC 822 header block
-  (two message fields or more: From, Subject, Date...) is a MIME message. A zip behind ``.zip``
+  (two message fields or more: From, Subject, Date...) is a MIME message; so is a Maildir
+  message (``cur/1529571718.R114.laptop:2,S``, whose suffix is a host name and flags). Apple
+  Mail's ``.emlx`` is a message behind a byte count. A zip behind ``.zip``
   that is no OOXML package is an archive (its members are documents: ``derived``).
 - HEIC/HEIF photos (an ``ftyp`` box of a HEVC brand) have no parser, and the reason says why
   (libheif, LGPL, is not shipped) and what to do.
@@ -83,6 +85,7 @@ WEBP = "image/webp"
 BMP = "image/bmp"
 GIF = "image/gif"
 EML = "message/rfc822"
+EMLX = "message/x-emlx"
 OUTLOOK_MSG = "application/vnd.ms-outlook"
 ZIP = "application/zip"
 EPUB = "application/epub+zip"
@@ -175,6 +178,7 @@ EXTENSIONS: dict[str, str] = {
     ".bmp": BMP,
     ".gif": GIF,
     ".eml": EML,
+    ".emlx": EMLX,
     ".msg": OUTLOOK_MSG,
     ".zip": ZIP,
     ".epub": EPUB,
@@ -296,8 +300,15 @@ def undetected_reason(source_key: str, head: bytes) -> str | None:
     return _detect(source_key, head)[1]
 
 
+#: A Maildir message: a unique name starting with the delivery time, in a ``cur`` or ``new``
+#: folder (``cur/1529571718.R114.laptop:2,S``); its "extension" is the host name and flags.
+_MAILDIR_MESSAGE = re.compile(r"(?:^|/)(?:cur|new)/\d{9,}\.[^/]+$")
+
+
 def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
     ext = extension(source_key)
+    if _MAILDIR_MESSAGE.search(source_key) and ext not in EXTENSIONS:
+        ext = ""  # sniffed as a file without extension: an RFC 822 message is an e-mail
     claimed = EXTENSIONS.get(ext)
     if not head:
         # Empty: nothing to sniff. A known extension keeps its type (parsing says "empty").

@@ -56,7 +56,9 @@ from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 
 EML_MEDIA_TYPE = "message/rfc822"
 MSG_MEDIA_TYPE = "application/vnd.ms-outlook"
-MEDIA_TYPES = (EML_MEDIA_TYPE, MSG_MEDIA_TYPE)
+#: Apple Mail's ``.emlx``: the message's byte count on a line, the message, then a property list.
+EMLX_MEDIA_TYPE = "message/x-emlx"
+MEDIA_TYPES = (EML_MEDIA_TYPE, MSG_MEDIA_TYPE, EMLX_MEDIA_TYPE)
 
 #: A message declaring more parts than this is refused (real mail holds tens).
 MAX_MIME_PARTS = 1000
@@ -103,7 +105,28 @@ def read_message(raw: bytes, source_key: str, media_type: str) -> Message:
     """The headers, body parts and attachments of a message (``.eml`` or ``.msg``)."""
     if media_type == MSG_MEDIA_TYPE:
         return _read_msg(raw, source_key)
+    if media_type == EMLX_MEDIA_TYPE:
+        return _read_eml(emlx_message(raw, source_key), source_key)
     return _read_eml(raw, source_key)
+
+
+_EMLX_COUNT = re.compile(rb"\A[ \t]*(\d{1,12})[ \t]*\r?\n")
+
+
+def emlx_message(raw: bytes, source_key: str) -> bytes:
+    """The RFC 822 message of an Apple Mail ``.emlx`` file: the bytes its first line counts
+    (Apple's property list of flags after them left out).
+
+    Raises:
+        CorruptDocumentError: no byte count on the first line.
+    """
+    found = _EMLX_COUNT.match(raw)
+    if found is None:
+        raise CorruptDocumentError(
+            source_key, "not an Apple Mail message: an .emlx starts with its message's byte count"
+        )
+    start = found.end()
+    return raw[start : start + int(found.group(1))]
 
 
 # -- MIME --------------------------------------------------------------------------------------
@@ -528,6 +551,7 @@ def _shifted(table: TableMark, offset: int) -> TableMark:
 
 
 __all__ = [
+    "EMLX_MEDIA_TYPE",
     "EML_MEDIA_TYPE",
     "MAX_MIME_NESTING",
     "MAX_MIME_PARTS",
@@ -535,6 +559,7 @@ __all__ = [
     "MSG_MEDIA_TYPE",
     "Attachment",
     "Message",
+    "emlx_message",
     "parse",
     "read_message",
 ]

@@ -194,3 +194,38 @@ def test_a_header_the_email_library_cannot_parse_is_read_as_written() -> None:
     assert parsed.document.metadata["mail.to"] == "unlisted-recipients:; (no To-header on input)"
     assert parsed.document.metadata["mail.subject"] == "email delivery error"
     assert "caused the following errors" in parsed.text_layer
+
+
+def test_maildir_messages_and_apple_mail_emlx_files_are_read_as_e_mails(tmp_path: Path) -> None:
+    from agrag_pipeline.sources import scan_raw_root
+
+    message = (FIXTURES / "fake-email-attachment.eml").read_bytes()
+    raw = tmp_path / "raw"
+    # Maildir (mutt, Dovecot, offlineimap): a message per file, named by delivery time, host and
+    # flags, so its "extension" is ".laptop:2,S".
+    maildir = raw / "Mail" / "INBOX" / "cur"
+    maildir.mkdir(parents=True)
+    (maildir / "1529571718.R11494268853744548136.laptop:2,S").write_bytes(message)
+    (raw / "Mail" / "INBOX" / "new").mkdir()
+    (raw / "Mail" / "INBOX" / "new" / "1529571999.M20P7.laptop").write_bytes(message)
+    # Apple Mail: the message's byte count, the message, then a property list of its flags.
+    plist = b'<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0"><dict><key>flags</key>'
+    plist += b"<integer>8590195713</integer></dict></plist>\n"
+    apple = raw / "Mail" / "V10" / "Messages"
+    apple.mkdir(parents=True)
+    (apple / "4711.emlx").write_bytes(f"{len(message)}\n".encode() + message + plist)
+    keys = scan_raw_root(raw).keys
+    expected = [
+        "Mail/INBOX/cur/1529571718.R11494268853744548136.laptop:2,S",
+        "Mail/INBOX/new/1529571999.M20P7.laptop",
+        "Mail/V10/Messages/4711.emlx",
+    ]
+    for key in expected:
+        assert key in keys
+        assert f"{key}/.attachments/1-fake-attachment.txt" in keys  # attachments read too
+    texts = {
+        key: parse_document((raw / key).read_bytes(), key).text_layer.split("Attachment 1:")[0]
+        for key in expected
+    }
+    assert len(set(texts.values())) == 1  # the same message, however it is stored
+    assert "plist" not in parse_document((apple / "4711.emlx").read_bytes(), "a.emlx").text_layer
