@@ -114,5 +114,7 @@ SNAPSHOT_VERSION = "1"
 #: (``svg``), saved web pages (``mhtml``; Word's behind ``.doc`` went to LibreOffice), logs,
 #: calendars, address cards, configuration files, patches, R Markdown and Quarto, 15 more
 #: programming languages; 7-Zip and RAR archives and zstd-compressed files (``libarchive_reader``);
-#: Maildir message files (their suffix a host name and flags) and Apple Mail's ``.emlx``.
+#: Maildir message files (their suffix a host name and flags) and Apple Mail's ``.emlx``; Excel
+#: binary workbooks, Visio drawings, Publisher documents and OpenDocument drawings (LibreOffice:
+#: ``.xlsb`` to ``.xlsx``, the others to PDF); an ``.xlsb`` was read as an ``.xlsx`` and failed.
 PARSE_VERSION = "30"

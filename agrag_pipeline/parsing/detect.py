@@ -108,6 +108,11 @@ PPT = "application/vnd.ms-powerpoint"
 ODT = "application/vnd.oasis.opendocument.text"
 ODS = "application/vnd.oasis.opendocument.spreadsheet"
 ODP = "application/vnd.oasis.opendocument.presentation"
+ODG = "application/vnd.oasis.opendocument.graphics"
+XLSB = "application/vnd.ms-excel.sheet.binary.macroenabled.12"
+VSD = "application/vnd.visio"
+VSDX = "application/vnd.ms-visio.drawing"
+PUB = "application/x-mspublisher"
 #: Flat (single-XML-file) OpenDocument, as LibreOffice saves ``.fodt``/``.fods``/``.fodp``.
 FODT = "application/vnd.oasis.opendocument.text-flat-xml"
 FODS = "application/vnd.oasis.opendocument.spreadsheet-flat-xml"
@@ -220,6 +225,12 @@ EXTENSIONS: dict[str, str] = {
     ".odt": ODT,
     ".ods": ODS,
     ".odp": ODP,
+    ".odg": ODG,
+    ".xlsb": XLSB,
+    ".vsd": VSD,
+    ".vsdx": VSDX,
+    ".vsdm": VSDX,
+    ".pub": PUB,
     ".fodt": FODT,
     ".fods": FODS,
     ".fodp": FODP,
@@ -241,7 +252,7 @@ EXTENSIONS: dict[str, str] = {
     ".ipynb": NOTEBOOK,
     **{ext: f"text/x-{language}" for ext, language in CODE_LANGUAGES.items()},
 }
-_OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM})
+_OOXML = frozenset({DOCX, DOCM, PPTX, PPTM, XLSX, XLSM, XLSB, VSDX})
 #: Recordings: skipped with that reason (no speech recognition), not as unknown "binary data".
 _AUDIO_VIDEO = {
     **dict.fromkeys(
@@ -406,11 +417,12 @@ _OLE_MAIN_STREAMS = {
     "WORKBOOK": XLS,
     "BOOK": XLS,
     "POWERPOINT DOCUMENT": PPT,
+    "VISIODOCUMENT": VSD,
 }
-_OLE_OFFICE = frozenset({DOC, XLS, PPT})
-_ODF = frozenset({ODT, ODS, ODP})
+_OLE_OFFICE = frozenset({DOC, XLS, PPT, VSD, PUB})
+_ODF = frozenset({ODT, ODS, ODP, ODG})
 _ODF_MIMETYPE = re.compile(
-    rb"application/vnd\.oasis\.opendocument\.(text|spreadsheet|presentation)"
+    rb"application/vnd\.oasis\.opendocument\.(text|spreadsheet|presentation|graphics)"
 )
 
 
@@ -470,7 +482,8 @@ def _odf_type(head: bytes, claimed: str | None) -> str | None:
     if head[30:38] == b"mimetype":
         match = _ODF_MIMETYPE.match(head, 38)
         if match is not None:
-            return {b"text": ODT, b"spreadsheet": ODS, b"presentation": ODP}[match.group(1)]
+            kinds = {b"text": ODT, b"spreadsheet": ODS, b"presentation": ODP, b"graphics": ODG}
+            return kinds[match.group(1)]
     if claimed in _ODF and b"[Content_Types].xml" not in head:
         return claimed  # damaged or unusual: parsing reports it per file
     return None
@@ -489,6 +502,8 @@ def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, s
     main = _main_part_type(content_types) if content_types else None
     if main is not None:
         return main, None
+    if any(n.startswith("visio/") for n in names):
+        return VSDX, None
     if "[Content_Types].xml" in names or any(n.startswith(("word/", "ppt/", "xl/")) for n in names):
         if any(n.startswith("word/") for n in names):
             macro = ext == ".docm" or "word/vbaProject.bin" in names
@@ -496,6 +511,8 @@ def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, s
         if any(n.startswith("ppt/") for n in names):
             macro = ext == ".pptm" or "ppt/vbaProject.bin" in names
             return (PPTM if macro else PPTX), None
+        if "xl/workbook.bin" in names:
+            return XLSB, None
         if any(n.startswith("xl/") for n in names):
             macro = ext == ".xlsm" or "xl/vbaProject.bin" in names
             return (XLSM if macro else XLSX), None
@@ -517,6 +534,9 @@ def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, s
 #: variants first (their names contain the plain ones' words). Templates and slide shows read
 #: like their documents.
 _MAIN_PARTS: tuple[tuple[bytes, str], ...] = (
+    (b"ms-excel.sheet.binary.macroenabled.main", XLSB),
+    (b"ms-visio.drawing.main+xml", VSDX),
+    (b"ms-visio.drawing.macroenabled.main+xml", VSDX),
     (b"ms-excel.sheet.macroenabled.main+xml", XLSM),
     (b"ms-excel.template.macroenabled.main+xml", XLSM),
     (b"spreadsheetml.sheet.main+xml", XLSX),
@@ -811,6 +831,7 @@ __all__ = [
     "MHTML",
     "NDJSON",
     "NOTEBOOK",
+    "ODG",
     "ODP",
     "ODS",
     "ODT",
@@ -818,6 +839,7 @@ __all__ = [
     "PLAIN",
     "PPTM",
     "PPTX",
+    "PUB",
     "RTF",
     "SRT",
     "SVG",
@@ -828,8 +850,11 @@ __all__ = [
     "TSV",
     "TYPST",
     "USPTO",
+    "VSD",
+    "VSDX",
     "VTT",
     "XLS",
+    "XLSB",
     "XLSM",
     "XLSX",
     "XML",

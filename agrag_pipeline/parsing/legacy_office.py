@@ -31,7 +31,7 @@ import olefile
 from lxml import etree
 
 from agrag_pipeline.models import Document
-from agrag_pipeline.parsing import jats, libreoffice, powerpoint, spreadsheet, word
+from agrag_pipeline.parsing import jats, libreoffice, pdf, powerpoint, spreadsheet, word
 from agrag_pipeline.parsing.archive import open_zip, read_member
 from agrag_pipeline.parsing.detect import (
     DOC,
@@ -39,20 +39,45 @@ from agrag_pipeline.parsing.detect import (
     FODP,
     FODS,
     FODT,
+    ODG,
     ODP,
     ODS,
     ODT,
     PPT,
+    PUB,
     RTF,
+    VSD,
+    VSDX,
     WORD_2003_XML,
     XLS,
+    XLSB,
 )
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
-MEDIA_TYPES = (DOC, XLS, PPT, ODT, ODS, ODP, FODT, FODS, FODP, RTF, WORD_2003_XML, EXCEL_2003_XML)
-OLE_TYPES = (DOC, XLS, PPT)
-ODF_TYPES = (ODT, ODS, ODP)
+MEDIA_TYPES = (
+    DOC,
+    XLS,
+    PPT,
+    ODT,
+    ODS,
+    ODP,
+    FODT,
+    FODS,
+    FODP,
+    RTF,
+    WORD_2003_XML,
+    EXCEL_2003_XML,
+    XLSB,
+    VSD,
+    VSDX,
+    PUB,
+    ODG,
+)
+OLE_TYPES = (DOC, XLS, PPT, VSD, PUB)
+ODF_TYPES = (ODT, ODS, ODP, ODG)
+#: OOXML packages our own readers do not read: converted like the binary formats.
+OOXML_CONVERTED_TYPES = (XLSB, VSDX)
 FLAT_ODF_TYPES = (FODT, FODS, FODP)
 _FLAT_ODF_ROOT = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}document"
 #: Single XML files LibreOffice reads: Office 2003's and flat OpenDocument.
@@ -76,17 +101,31 @@ _FORMATS: dict[str, tuple[str, str, str]] = {
     RTF: (".rtf", "docx", "an RTF document"),
     WORD_2003_XML: (".xml", "docx", "a Word 2003 XML document"),
     EXCEL_2003_XML: (".xml", "xlsx", "an Excel 2003 XML spreadsheet"),
+    XLSB: (".xlsb", "xlsx", "an Excel binary workbook"),
+    # Drawings and page layouts have no OOXML equivalent we read: LibreOffice lays them out as
+    # a PDF, which the PDF reader reads (their text boxes in reading order, headings by type).
+    VSD: (".vsd", "pdf", "a Visio drawing"),
+    VSDX: (".vsdx", "pdf", "a Visio drawing"),
+    PUB: (".pub", "pdf", "a Publisher document"),
+    ODG: (".odg", "pdf", "an OpenDocument drawing"),
 }
 #: The OLE stream that holds each binary format's content (Excel 5/95 names it "Book").
 _MAIN_STREAMS: dict[str, tuple[str, ...]] = {
     DOC: ("WordDocument",),
     XLS: ("Workbook", "Book"),
     PPT: ("PowerPoint Document",),
+    VSD: ("VisioDocument",),
+    PUB: ("Quill/QuillSub/CONTENTS",),
 }
 _ENCRYPTED_OOXML_STREAMS = ("EncryptionInfo", "EncryptedPackage")
 _ODF_ENCRYPTION = re.compile(rb"<manifest:encryption-data\b")
 #: The OOXML parser that reads each conversion target.
-_READERS = {"docx": word.parse, "xlsx": spreadsheet.parse, "pptx": powerpoint.parse}
+_READERS = {
+    "docx": word.parse,
+    "xlsx": spreadsheet.parse,
+    "pptx": powerpoint.parse,
+    "pdf": pdf.parse,
+}
 
 
 def parse(raw: bytes, document: Document) -> ParsedDocument:
@@ -101,6 +140,9 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
             check_ole(raw, key, media_type)
     elif media_type in ODF_TYPES:
         check_odf(raw, key, media_type)
+    elif media_type in OOXML_CONVERTED_TYPES:
+        with open_zip(raw, key):
+            pass  # a readable package, no zip bomb: LibreOffice reads what is in it
     elif media_type in OFFICE_2003_XML_TYPES:
         root = jats.parse_xml(raw, key)  # well-formed, no entity declarations (module docstring)
         if media_type in FLAT_ODF_TYPES and root.tag != _FLAT_ODF_ROOT:

@@ -63,6 +63,10 @@ def _coverage_precision(text: str, reference_md: str) -> tuple[float, float]:
         ("SampleSS.ods", detect.ODS),
         ("powerpoint_comments.odp", detect.ODP),
         ("message.rtf", detect.RTF),
+        ("62815.xlsb", detect.XLSB),
+        ("Test_Visio-Some_Random_Text.vsd", detect.VSD),
+        ("test_text_extraction.vsdx", detect.VSDX),
+        ("visio_text_extraction.odg", detect.ODG),
     ],
 )
 def test_legacy_office_and_opendocument_are_known_by_content_whatever_their_name(
@@ -155,6 +159,13 @@ _REAL_FILES = {
     # Not scored against the XLSX's ground truth: Excel's threaded comments reach an .ods only
     # as their legacy copies, which carry Excel's "[Threaded comment] Your version..." notice.
     "xlsx_comments.ods": ["| 2024 | 180 | 130 | 310 |", "Why Python specifically?"],
+    # Excel's binary workbook, Visio drawings (binary and OOXML), a Publisher page layout and an
+    # OpenDocument drawing: the drawings and layouts reach the PDF reader through LibreOffice.
+    "62815.xlsb": ["RkNumber", "| 1200455 |", "| -12004.55 |"],
+    "Test_Visio-Some_Random_Text.vsd": ["I am a test view", "Some random text, on a page"],
+    "test_text_extraction.vsdx": ["Text there", "Text, text, everywhere!"],
+    "Sample.pub": ["This is some text on the first page", "It’s Arial, 20 point font"],
+    "visio_text_extraction.odg": ["Router", "Text, text, everywhere!"],
 }
 _GROUND_TRUTH = {
     "unit_test_headers.odt": "docx/groundtruth/unit_test_headers.md",
