@@ -117,4 +117,6 @@ SNAPSHOT_VERSION = "1"
 #: Maildir message files (their suffix a host name and flags) and Apple Mail's ``.emlx``; Excel
 #: binary workbooks, Visio drawings, Publisher documents and OpenDocument drawings (LibreOffice:
 #: ``.xlsb`` to ``.xlsx``, the others to PDF); an ``.xlsb`` was read as an ``.xlsx`` and failed.
+#: Apple iWork, OpenOffice.org 1, StarOffice, Works, WordPerfect and Lotus 1-2-3 files
+#: (LibreOffice, to OOXML).
 PARSE_VERSION = "30"

@@ -113,6 +113,38 @@ XLSB = "application/vnd.ms-excel.sheet.binary.macroenabled.12"
 VSD = "application/vnd.visio"
 VSDX = "application/vnd.ms-visio.drawing"
 PUB = "application/x-mspublisher"
+PAGES = "application/vnd.apple.pages"
+KEYNOTE = "application/vnd.apple.keynote"
+NUMBERS = "application/vnd.apple.numbers"
+SXW = "application/vnd.sun.xml.writer"
+SXC = "application/vnd.sun.xml.calc"
+SXI = "application/vnd.sun.xml.impress"
+SDW = "application/vnd.stardivision.writer"
+SDC = "application/vnd.stardivision.calc"
+SDD = "application/vnd.stardivision.impress"
+WPS = "application/vnd.ms-works"
+WPD = "application/vnd.wordperfect"
+LOTUS = "application/vnd.lotus-1-2-3"
+#: Formats only LibreOffice reads here, known by their extension alone (their own signatures are
+#: weak or absent; LibreOffice says when a file is not one). Apple's must be zip packages: a
+#: ``.key`` that is not is a cryptographic key, never read.
+CONVERTED_BY_EXTENSION: dict[str, str] = {
+    ".pages": PAGES,
+    ".key": KEYNOTE,
+    ".numbers": NUMBERS,
+    ".sxw": SXW,
+    ".sxc": SXC,
+    ".sxi": SXI,
+    ".sdw": SDW,
+    ".sdc": SDC,
+    ".sdd": SDD,
+    ".wps": WPS,
+    ".wpd": WPD,
+    ".wk1": LOTUS,
+    ".wks": LOTUS,
+    ".123": LOTUS,
+}
+_IWORK = frozenset({PAGES, KEYNOTE, NUMBERS})
 #: Flat (single-XML-file) OpenDocument, as LibreOffice saves ``.fodt``/``.fods``/``.fodp``.
 FODT = "application/vnd.oasis.opendocument.text-flat-xml"
 FODS = "application/vnd.oasis.opendocument.spreadsheet-flat-xml"
@@ -231,6 +263,7 @@ EXTENSIONS: dict[str, str] = {
     ".vsdx": VSDX,
     ".vsdm": VSDX,
     ".pub": PUB,
+    **CONVERTED_BY_EXTENSION,
     ".fodt": FODT,
     ".fods": FODS,
     ".fodp": FODP,
@@ -326,6 +359,11 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
         if claimed is not None:
             return claimed, None
         return None, f"an empty file with {_ext_words(ext)}"
+    if ext in CONVERTED_BY_EXTENSION:
+        if claimed in _IWORK and not head.startswith(_ZIP_MAGIC):
+            secret = " (a cryptographic key?)" if ext == ".key" else ""
+            return None, f"a {ext} file that is no Apple iWork package{secret}: not read"
+        return claimed, None
     if head.startswith(_ZIP_MAGIC):
         odf = _odf_type(head, claimed)
         if odf is not None:
@@ -810,6 +848,7 @@ def _is_jats_article(text: str) -> bool:
 
 
 __all__ = [
+    "CONVERTED_BY_EXTENSION",
     "CSV",
     "DOC",
     "DOCBOOK",
@@ -824,6 +863,8 @@ __all__ = [
     "HTML",
     "JATS",
     "JSON",
+    "KEYNOTE",
+    "LOTUS",
     "MANPAGE",
     "MARKDOWN",
     "MBOX",
@@ -831,18 +872,26 @@ __all__ = [
     "MHTML",
     "NDJSON",
     "NOTEBOOK",
+    "NUMBERS",
     "ODG",
     "ODP",
     "ODS",
     "ODT",
+    "PAGES",
     "PDF",
     "PLAIN",
     "PPTM",
     "PPTX",
     "PUB",
     "RTF",
+    "SDC",
+    "SDD",
+    "SDW",
     "SRT",
     "SVG",
+    "SXC",
+    "SXI",
+    "SXW",
     "TAR",
     "TEXINFO",
     "TEXTILE",
@@ -853,6 +902,8 @@ __all__ = [
     "VSD",
     "VSDX",
     "VTT",
+    "WPD",
+    "WPS",
     "XLS",
     "XLSB",
     "XLSM",

@@ -39,16 +39,28 @@ from agrag_pipeline.parsing.detect import (
     FODP,
     FODS,
     FODT,
+    KEYNOTE,
+    LOTUS,
+    NUMBERS,
     ODG,
     ODP,
     ODS,
     ODT,
+    PAGES,
     PPT,
     PUB,
     RTF,
+    SDC,
+    SDD,
+    SDW,
+    SXC,
+    SXI,
+    SXW,
     VSD,
     VSDX,
     WORD_2003_XML,
+    WPD,
+    WPS,
     XLS,
     XLSB,
 )
@@ -73,7 +85,23 @@ MEDIA_TYPES = (
     VSDX,
     PUB,
     ODG,
+    PAGES,
+    KEYNOTE,
+    NUMBERS,
+    SXW,
+    SXC,
+    SXI,
+    SDW,
+    SDC,
+    SDD,
+    WPS,
+    WPD,
+    LOTUS,
 )
+#: Apple iWork packages: zips, checked as such before LibreOffice (libetonyek) reads them.
+IWORK_TYPES = (PAGES, KEYNOTE, NUMBERS)
+#: Formats LibreOffice alone checks (StarOffice, Works, WordPerfect, Lotus 1-2-3).
+UNCHECKED_TYPES = (SXW, SXC, SXI, SDW, SDC, SDD, WPS, WPD, LOTUS)
 OLE_TYPES = (DOC, XLS, PPT, VSD, PUB)
 ODF_TYPES = (ODT, ODS, ODP, ODG)
 #: OOXML packages our own readers do not read: converted like the binary formats.
@@ -108,6 +136,18 @@ _FORMATS: dict[str, tuple[str, str, str]] = {
     VSDX: (".vsdx", "pdf", "a Visio drawing"),
     PUB: (".pub", "pdf", "a Publisher document"),
     ODG: (".odg", "pdf", "an OpenDocument drawing"),
+    PAGES: (".pages", "docx", "an Apple Pages document"),
+    KEYNOTE: (".key", "pptx", "an Apple Keynote presentation"),
+    NUMBERS: (".numbers", "xlsx", "an Apple Numbers spreadsheet"),
+    SXW: (".sxw", "docx", "an OpenOffice.org 1 text"),
+    SXC: (".sxc", "xlsx", "an OpenOffice.org 1 spreadsheet"),
+    SXI: (".sxi", "pptx", "an OpenOffice.org 1 presentation"),
+    SDW: (".sdw", "docx", "a StarOffice text"),
+    SDC: (".sdc", "xlsx", "a StarOffice spreadsheet"),
+    SDD: (".sdd", "pptx", "a StarOffice presentation"),
+    WPS: (".wps", "docx", "a Microsoft Works document"),
+    WPD: (".wpd", "docx", "a WordPerfect document"),
+    LOTUS: (".wk1", "xlsx", "a Lotus 1-2-3 spreadsheet"),
 }
 #: The OLE stream that holds each binary format's content (Excel 5/95 names it "Book").
 _MAIN_STREAMS: dict[str, tuple[str, ...]] = {
@@ -140,9 +180,13 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
             check_ole(raw, key, media_type)
     elif media_type in ODF_TYPES:
         check_odf(raw, key, media_type)
+    elif media_type in UNCHECKED_TYPES:
+        pass  # no signature of their own worth checking: LibreOffice says if it is not one
     elif media_type in OOXML_CONVERTED_TYPES:
         with open_zip(raw, key):
             pass  # a readable package, no zip bomb: LibreOffice reads what is in it
+    elif media_type in IWORK_TYPES:
+        check_iwork(raw, key, media_type)
     elif media_type in OFFICE_2003_XML_TYPES:
         root = jats.parse_xml(raw, key)  # well-formed, no entity declarations (module docstring)
         if media_type in FLAT_ODF_TYPES and root.tag != _FLAT_ODF_ROOT:
@@ -210,6 +254,19 @@ def _is_encrypted(raw: bytes) -> bool:
         return bool(msoffcrypto.OfficeFile(io.BytesIO(raw)).is_encrypted())
     except Exception:
         return False
+
+
+def check_iwork(raw: bytes, source_key: str, media_type: str) -> None:
+    """Refuse an Apple iWork package that is no readable zip; a password-protected one packs
+    its parts by Apple's own methods (numbered past zip's), which nothing here unpacks."""
+    words = _FORMATS[media_type][2]
+    with open_zip(raw, source_key, members_may_fail=True) as archive:
+        if any(info.compress_type > 99 for info in archive.infolist()):
+            raise CorruptDocumentError(
+                source_key,
+                f"{words} that is password-protected (its parts are encrypted): it cannot be "
+                "read without its password",
+            )
 
 
 def check_odf(raw: bytes, source_key: str, media_type: str) -> None:

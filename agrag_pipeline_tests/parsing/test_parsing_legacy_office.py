@@ -166,6 +166,16 @@ _REAL_FILES = {
     "test_text_extraction.vsdx": ["Text there", "Text, text, everywhere!"],
     "Sample.pub": ["This is some text on the first page", "It’s Arial, 20 point font"],
     "visio_text_extraction.odg": ["Router", "Text, text, everywhere!"],
+    # Apple iWork (LibreOffice's libetonyek), OpenOffice.org 1 and StarOffice, Works,
+    # WordPerfect and Lotus 1-2-3: Apache Tika's test documents.
+    "testPages.pages": ["Sample pages document", "| Cell four | Cell five | Cell six |"],
+    "testKeynote2018.key": ["I save in Apple Key App as default .key"],
+    "testNumbers.numbers": ["Account Categories", "| Credit Card | -1095 |"],
+    "testStarOffice-6.0-writer.sxw": ["Marginalia (the previous paragraph is Heading 1)"],
+    "testStarOffice-5.2-writer.sdw": ["This is an example StarOffice 5.2 document."],
+    "testWORKS.wps": ["made with Microsoft Works Word Processor 7.0"],
+    "testWordPerfect.wpd": ["APPENDIX ‘A’", "AND FURTHER"],
+    "testLotus123.wk1": ["| OBSERV | DATE | X | Y | SOIL |"],
 }
 _GROUND_TRUTH = {
     "unit_test_headers.odt": "docx/groundtruth/unit_test_headers.md",
@@ -217,6 +227,7 @@ def test_every_legacy_and_opendocument_format_is_read_in_parallel_conversions(
         "password.xls",
         "Password_Protected-hello.ppt",
         "password_secret.odt",
+        "testPagesPwdProtected.pages",
     ],
 )
 def test_password_protected_legacy_file_says_password_protected(name: str) -> None:
@@ -405,3 +416,14 @@ def test_a_content_part_named_fodt_is_refused_before_conversion() -> None:
     )
     with pytest.raises(CorruptDocumentError, match=r"its root is <document-content>"):
         parse_document(raw, "part.fodt")
+
+
+def test_a_dot_key_file_that_is_no_keynote_package_is_never_read() -> None:
+    # ".key" is Keynote's extension and a private key's: only a zip package is a presentation.
+    pem = b"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\n-----END PRIVATE KEY-----\n"
+    assert detect_media_type("deploy/server.key", pem) is None
+    assert "no Apple iWork package (a cryptographic key?)" in str(
+        undetected_reason("deploy/server.key", pem)
+    )
+    keynote = _fixture("testKeynote2018.key")
+    assert detect_media_type("talks/q3.key", keynote[:HEAD]) == detect.KEYNOTE
