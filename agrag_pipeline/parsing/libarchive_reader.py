@@ -18,9 +18,6 @@ member, so an archive's members are unpacked once per process for the last two a
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
@@ -33,6 +30,7 @@ from agrag_pipeline.parsing import tararchive
 from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLargeError
 from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.recent import RecentByContent
 from agrag_pipeline.parsing.tararchive import Member, listing
 
 SEVEN_ZIP_MEDIA_TYPE = "application/x-7z-compressed"
@@ -158,11 +156,9 @@ def _read_entries(raw: bytes, source_key: str, format_name: str) -> list[Member]
         ) from exc
 
 
-#: The last archives unpacked, by a digest of their bytes: members are read one document at a
-#: time, and a solid archive unpacks from its start for each.
-_UNPACKED: OrderedDict[bytes, list[Member]] = OrderedDict()
-_UNPACKED_KEEP = 2
-_UNPACKED_LOCK = threading.Lock()
+#: The last archives unpacked (``recent``): a solid archive unpacks from its start for each
+#: member read.
+_UNPACKED: RecentByContent[list[Member]] = RecentByContent(keep=2)
 
 
 def members(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
@@ -178,19 +174,7 @@ def members(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
             f"not a {_NAMES[media_type]} file (no {_NAMES[media_type]} signature): a renamed or "
             "damaged file",
         )
-    hasher = hashlib.sha256(media_type.encode() + b"\0")
-    hasher.update(raw)
-    digest = hasher.digest()
-    with _UNPACKED_LOCK:
-        found = _UNPACKED.get(digest)
-        if found is not None:
-            _UNPACKED.move_to_end(digest)
-    if found is None:
-        found = _unpack(raw, media_type, source_key)
-        with _UNPACKED_LOCK:
-            _UNPACKED[digest] = found
-            while len(_UNPACKED) > _UNPACKED_KEEP:
-                _UNPACKED.popitem(last=False)
+    found = _UNPACKED.get(raw, media_type, lambda: _unpack(raw, media_type, source_key))
     yield from found
 
 

@@ -132,14 +132,24 @@ def emlx_message(raw: bytes, source_key: str) -> bytes:
 # -- MIME --------------------------------------------------------------------------------------
 
 
-def _read_eml(raw: bytes, source_key: str) -> Message:
+def refuse_mime_bomb(raw: bytes, source_key: str, what: str = "message") -> None:
+    """Refuse, before the e-mail library parses it, MIME that declares more than
+    ``MAX_MIME_PARTS`` parts (the library would build every one).
+
+    Raises:
+        DocumentTooLargeError: naming the file and the count.
+    """
     declared = len(_CONTENT_TYPE_LINE.findall(raw))
     if declared > MAX_MIME_PARTS:
         raise DocumentTooLargeError(
             source_key,
-            f"the message declares {declared:,} MIME parts (limit {MAX_MIME_PARTS:,}; a MIME "
+            f"the {what} declares {declared:,} MIME parts (limit {MAX_MIME_PARTS:,}; a MIME "
             "bomb?): refused before it was parsed",
         )
+
+
+def _read_eml(raw: bytes, source_key: str) -> Message:
+    refuse_mime_bomb(raw, source_key)
     try:
         utf16 = _utf16_codec(raw)
         if utf16 is not None:  # saved as UTF-16 by some Windows tools
@@ -562,4 +572,5 @@ __all__ = [
     "emlx_message",
     "parse",
     "read_message",
+    "refuse_mime_bomb",
 ]

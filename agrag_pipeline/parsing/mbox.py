@@ -24,10 +24,7 @@ from __future__ import annotations
 import email.errors
 import email.parser
 import email.policy
-import hashlib
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -36,6 +33,7 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.recent import RecentByContent
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 
 MEDIA_TYPE = "application/mbox"
@@ -145,11 +143,8 @@ def _header_block_end(message: bytes) -> int:
     return len(message) if found is None else found.start() + 1
 
 
-#: The last mailboxes split, by a digest of their bytes: each message is read as a document of
-#: its own, one at a time, and each read would otherwise split the whole mailbox again.
-_SPLIT: OrderedDict[bytes, list[MessageSpan]] = OrderedDict()
-_SPLIT_KEEP = 2
-_SPLIT_LOCK = threading.Lock()
+#: The last mailboxes split (``recent``): each message is read as a document of its own.
+_SPLIT: RecentByContent[list[MessageSpan]] = RecentByContent(keep=2)
 
 
 def spans(raw: bytes, source_key: str) -> list[MessageSpan]:
@@ -158,12 +153,10 @@ def spans(raw: bytes, source_key: str) -> list[MessageSpan]:
     Raises:
         CorruptDocumentError: ``raw`` does not open with a From_ line and a header field.
     """
-    digest = hashlib.sha256(raw).digest()  # SHA-NI: twice blake2b's speed here
-    with _SPLIT_LOCK:
-        found = _SPLIT.get(digest)
-        if found is not None:
-            _SPLIT.move_to_end(digest)
-            return found
+    return _SPLIT.get(raw, MEDIA_TYPE, lambda: _split(raw, source_key))
+
+
+def _split(raw: bytes, source_key: str) -> list[MessageSpan]:
     if not looks_like_mbox(raw[:8192]):
         raise CorruptDocumentError(
             source_key,
@@ -175,10 +168,6 @@ def spans(raw: bytes, source_key: str) -> list[MessageSpan]:
     for number, (at, end) in enumerate(zip(starts, [*starts[1:], len(raw)], strict=True), 1):
         start = _line_end(raw, at)
         result.append(MessageSpan(_member_name(raw[start:end], number), start, end))
-    with _SPLIT_LOCK:
-        _SPLIT[digest] = result
-        while len(_SPLIT) > _SPLIT_KEEP:
-            _SPLIT.popitem(last=False)
     return result
 
 

@@ -11,7 +11,7 @@ HTML parser, so it has the headings, tables and boilerplate rules of any web pag
 ``<title>`` (else the archive's ``Subject``) is its title and the page's address its
 ``mhtml.url``. The other parts are not read: a frame's HTML is a page of its own the archive
 merely carries (a gap named in the README). MIME bombs are refused as for e-mail
-(``mail.MAX_MIME_PARTS``).
+(``mail.refuse_mime_bomb``).
 """
 
 from __future__ import annotations
@@ -30,12 +30,11 @@ from agrag_pipeline.parsing.errors import (
     DocumentTooLargeError,
     EmptyDocumentError,
 )
-from agrag_pipeline.parsing.mail import MAX_MIME_PARTS
+from agrag_pipeline.parsing.mail import refuse_mime_bomb
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
 MEDIA_TYPE = "application/x-mimearchive"
 
-_CONTENT_TYPE_LINE = re.compile(rb"^content-type:", re.IGNORECASE | re.MULTILINE)
 #: The header block of an MHTML file: MIME headers naming a ``multipart/related`` body.
 _MHTML_HEAD = re.compile(
     r"\A(?:[!-9;-~]+:[^\n]*\n(?:[ \t][^\n]*\n)*)*?content-type:[ \t]*multipart/related",
@@ -94,13 +93,7 @@ def _html_text(part: email.message.Message, source_key: str) -> str:
 def parse(raw: bytes, document: Document) -> ParsedDocument:
     """The archived page, read as HTML."""
     key = document.source_key
-    declared = len(_CONTENT_TYPE_LINE.findall(raw))
-    if declared > MAX_MIME_PARTS:
-        raise DocumentTooLargeError(
-            key,
-            f"the archive declares {declared:,} MIME parts (limit {MAX_MIME_PARTS:,}; a MIME "
-            "bomb?): refused before it was parsed",
-        )
+    refuse_mime_bomb(raw, key, "archive")
     try:
         top = email.message_from_bytes(raw, policy=email.policy.default)
     except RecursionError:

@@ -16,13 +16,10 @@ named to climb out (``../x``, ``/etc/x``) is refused by ``derived_keys`` as for 
 from __future__ import annotations
 
 import bz2
-import hashlib
 import io
 import lzma
 import tarfile
-import threading
 import zlib
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -32,6 +29,7 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLargeError
 from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.recent import RecentByContent
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 
 TAR_MEDIA_TYPE = "application/x-tar"
@@ -147,30 +145,13 @@ def unpack(
         raise CorruptDocumentError(source_key, f"not readable compressed data: {exc}") from exc
 
 
-#: The last streams decompressed, by a digest of their compressed bytes: an archive's members are
-#: read one document at a time, and each read would otherwise decompress the whole stream
-#: again (22 ms a member for a 2.4 MB ``.tar.gz``; a second each for a 100 MB one).
-_UNPACKED: OrderedDict[bytes, tuple[bytes, bool]] = OrderedDict()
-_UNPACKED_KEEP = 2
-_UNPACKED_LOCK = threading.Lock()
+#: The last streams decompressed (``recent``): an archive's members are read one at a time.
+_UNPACKED: RecentByContent[tuple[bytes, bool]] = RecentByContent(keep=2)
 
 
 def _unpacked(raw: bytes, media_type: str, source_key: str) -> tuple[bytes, bool]:
-    """``unpack``, remembered for the last ``_UNPACKED_KEEP`` streams of this process."""
-    hasher = hashlib.sha256(media_type.encode() + b"\0")  # SHA-NI: twice blake2b's speed
-    hasher.update(raw)
-    digest = hasher.digest()
-    with _UNPACKED_LOCK:
-        found = _UNPACKED.get(digest)
-        if found is not None:
-            _UNPACKED.move_to_end(digest)
-            return found
-    unpacked = unpack(raw, media_type, source_key)
-    with _UNPACKED_LOCK:
-        _UNPACKED[digest] = unpacked
-        while len(_UNPACKED) > _UNPACKED_KEEP:
-            _UNPACKED.popitem(last=False)
-    return unpacked
+    """``unpack``, remembered for the last two streams of this process."""
+    return _UNPACKED.get(raw, media_type, lambda: unpack(raw, media_type, source_key))
 
 
 @dataclass(frozen=True, slots=True)
