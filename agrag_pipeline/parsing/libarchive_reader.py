@@ -74,7 +74,13 @@ _is_encrypted = libarchive.ffi.ffi(
 
 
 def _problem(exc: ArchiveError) -> str:
-    message = str(getattr(exc, "msg", None) or exc).split(" (errno=")[0]
+    message = getattr(exc, "msg", None)
+    if not message:  # libarchive gave up without a word (a fatal return, no error string)
+        return (
+            "not readable: libarchive gave up on it (damaged, or packed by a method it does "
+            "not read)"
+        )
+    message = str(message).split(" (errno=")[0]
     if "encrypt" in message.lower() or "passphrase" in message.lower():
         return f"password-protected (encrypted): not read ({message})"
     return f"not readable: {message}"
