@@ -60,7 +60,7 @@ import zlib
 from pathlib import PurePosixPath
 
 from agrag_pipeline.file_kinds import CODE_LANGUAGES
-from agrag_pipeline.parsing import libarchive_reader, mbox, mhtml, tararchive
+from agrag_pipeline.parsing import libarchive_reader, manpage, mbox, mhtml, tararchive
 
 PDF = "application/pdf"
 HTML = "text/html"
@@ -300,10 +300,9 @@ _AUDIO_VIDEO = {
 _COMPRESSED = frozenset({".lz4", ".lz", ".lzma", ".cab", ".iso"})
 #: Extensions whose text content is sniffed for markup (the extension may lie).
 #: A manual page's section suffix (``.1``, ``.3p``, ``.1ssl``, Tcl's ``.n``) and the title
-#: request its roff starts its content with (``.TH``; mdoc's ``.Dd``/``.Dt``): both, since
+#: request its roff starts its content with (``manpage.opens_as_man_page``): both, since
 #: ``notes.1`` alone says little.
 _MAN_SECTION = re.compile(r"^\.(?:[1-9][a-z0-9]{0,11}|n|l)$")
-_MAN_TITLE = re.compile(r"^[.'][ \t]*(?:TH|Dd|Dt|so)[ \t]", re.MULTILINE)
 _SNIFFED = frozenset({".txt", ".text", ".xml", ".nxml", ".csv", ".tsv", ".tab", ""})
 
 #: Image signatures (scans as images): the first bytes of each format.
@@ -440,7 +439,7 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             return XML, None  # generic XML (``xmldoc``): element text under its path
     if claimed is not None:
         return claimed, None
-    if _MAN_SECTION.match(ext) and _MAN_TITLE.search(text[:8192]):
+    if _MAN_SECTION.match(ext) and manpage.opens_as_man_page(text[:8192]):
         return MANPAGE, None  # ``ls.1``, ``ssh_config.5``: roff with a page title request
     if ext == "":
         return PLAIN, None

@@ -62,6 +62,12 @@ def is_man_page(text: str) -> bool:
     return _TITLE_REQUEST.search(text) is not None
 
 
+def opens_as_man_page(text: str) -> bool:
+    """Whether ``text`` is a page or a link page (``.so``): what detection calls a manual page
+    behind a section suffix (``ls.1``); a link page is then refused naming its target."""
+    return is_man_page(text) or _INCLUDE.search(text) is not None
+
+
 def mandoc_path() -> str | None:
     return shutil.which("mandoc")
 
@@ -135,4 +141,4 @@ def parse(text: str, document: Document) -> ParsedDocument:
     return parsed
 
 
-__all__ = ["MEDIA_TYPE", "as_document_html", "is_man_page", "parse"]
+__all__ = ["MEDIA_TYPE", "as_document_html", "is_man_page", "opens_as_man_page", "parse"]
