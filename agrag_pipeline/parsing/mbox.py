@@ -21,6 +21,7 @@ ID: the second is listed as not read (``derived``: a second member of the same n
 
 from __future__ import annotations
 
+import bisect
 import email.errors
 import email.parser
 import email.policy
@@ -50,6 +51,8 @@ _TIME_OF_DAY = re.compile(rb"\b\d{1,2}:\d\d\b")
 _HEADER_FIELD = re.compile(rb"[!-9;-~]+:")
 _CONTENT_LENGTH = re.compile(rb"^Content-Length:[ \t]*(\d{1,12})[ \t]*\r?$", re.MULTILINE | re.I)
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
+#: The most a message's header block is looked through for ``Content-Length`` and its end.
+_MAX_HEADER_BYTES = 256 * 1024
 _QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 _MESSAGE_ID = re.compile(rb"^Message-ID:[ \t]*(?:\r?\n[ \t]+)?<?([^\s<>]+)>?", re.MULTILINE | re.I)
 _UNSAFE_IN_NAME = re.compile(r"[/\\\x00-\x1f\x7f]|\.{2,}")
@@ -90,30 +93,41 @@ def _line_end(data: bytes, at: int) -> int:
 
 def _starts(data: bytes, first: int, source_key: str) -> list[int]:
     """Offsets of the From_ lines that open messages, in order; the first at ``first`` (after
-    a BOM, where ``^`` does not match)."""
+    a BOM, where ``^`` does not match). Linear in the mailbox's size: every line starting
+    "From " is looked at once, every message's header block within that message."""
     deadline = current_deadline(source_key)
-    starts = [first]
-    skip_to = _content_length_end(data, _line_end(data, first))
-    for number, found in enumerate(_CANDIDATE.finditer(data, first + 1)):
+    found = [first]
+    for number, candidate in enumerate(_CANDIDATE.finditer(data, first + 1)):
         if number % 1024 == 0:
             deadline.tick("splitting the mailbox")
-        at = found.start()
-        if at < skip_to or not _opens_message(data, at):
-            continue
+        if _opens_message(data, candidate.start()):
+            found.append(candidate.start())
+    # A message whose Content-Length lands on a later From_ line swallows the ones before it
+    # (lines of its body that only looked like From_ lines).
+    starts: list[int] = []
+    index = 0
+    while index < len(found):
+        at = found[index]
         starts.append(at)
-        skip_to = _content_length_end(data, _line_end(data, at))
+        end = found[index + 1] if index + 1 < len(found) else len(data)
+        by_length = _content_length_end(data, _line_end(data, at), end)
+        if by_length > end:
+            index = bisect.bisect_left(found, by_length, index + 1)
+        else:
+            index += 1
     return starts
 
 
-def _content_length_end(data: bytes, start: int) -> int:
+def _content_length_end(data: bytes, start: int, next_start: int) -> int:
     """Where the message starting at ``start`` ends by its ``Content-Length``, when that lands
-    on the next From_ line or the end of the mailbox; else ``start`` (split by From_ lines)."""
-    header_end = _HEADER_END.search(data, start)
+    on a From_ line that opens a message or the end of the mailbox; else ``next_start`` (split
+    by From_ lines). Its header block is looked for before ``next_start`` only."""
+    header_end = _HEADER_END.search(data, start, min(next_start, start + _MAX_HEADER_BYTES))
     if header_end is None:
-        return start
+        return next_start
     length = _CONTENT_LENGTH.search(data, start, header_end.start() + 1)
     if length is None:
-        return start
+        return next_start
     end = header_end.end() + int(length.group(1))
     for candidate in (end, end + 1, end + 2):  # the separating blank line, "\n" or "\r\n"
         if candidate == len(data) or (
@@ -123,7 +137,7 @@ def _content_length_end(data: bytes, start: int) -> int:
             and _opens_message(data, candidate)
         ):
             return candidate
-    return start
+    return next_start
 
 
 def _member_name(message: bytes, number: int) -> str:
@@ -139,7 +153,7 @@ def _member_name(message: bytes, number: int) -> str:
 
 
 def _header_block_end(message: bytes) -> int:
-    found = _HEADER_END.search(message)
+    found = _HEADER_END.search(message, 0, _MAX_HEADER_BYTES)
     return len(message) if found is None else found.start() + 1
 
 
