@@ -27,7 +27,11 @@ from typing import Any
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import current_deadline
-from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLargeError
+from agrag_pipeline.parsing.errors import (
+    CorruptDocumentError,
+    DocumentError,
+    DocumentTooLargeError,
+)
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.recent import RecentByContent
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
@@ -145,13 +149,10 @@ def unpack(
         raise CorruptDocumentError(source_key, f"not readable compressed data: {exc}") from exc
 
 
-#: The last streams decompressed (``recent``): an archive's members are read one at a time.
-_UNPACKED: RecentByContent[tuple[bytes, bool]] = RecentByContent(keep=2)
-
-
-def _unpacked(raw: bytes, media_type: str, source_key: str) -> tuple[bytes, bool]:
-    """``unpack``, remembered for the last two streams of this process."""
-    return _UNPACKED.get(raw, media_type, lambda: unpack(raw, media_type, source_key))
+#: The members of the last archives read (``recent``), with the error that stopped the reading
+#: if one did: an archive's members are read one document at a time, and each read would
+#: otherwise decompress the stream and walk every entry before the one it wants.
+_UNPACKED: RecentByContent[tuple[list[Member], DocumentError | None]] = RecentByContent(keep=2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,12 +176,33 @@ def member_name(source_key: str, media_type: str) -> str:
 
 
 def members(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
-    """Each member of the tar or compressed file ``raw``, in order.
+    """Each member of the tar or compressed file ``raw``, in order (read once per process for
+    the last two archives).
 
     Raises:
         DocumentTooLargeError, CorruptDocumentError: as ``unpack``, and for a tar that is not
-            one (naming the file).
+            one (naming the file); after the members read before the damage, if any.
     """
+    listed, error = _UNPACKED.get(raw, media_type, lambda: _listed(raw, media_type, source_key))
+    yield from listed
+    if error is not None:
+        raise type(error)(error.source_key, error.problem)
+
+
+def _listed(
+    raw: bytes, media_type: str, source_key: str
+) -> tuple[list[Member], DocumentError | None]:
+    found: list[Member] = []
+    try:
+        found.extend(_walk(raw, media_type, source_key))
+    except DocumentError as exc:
+        if not found:
+            raise  # nothing read: not remembered, raised as it is
+        return found, exc
+    return found, None
+
+
+def _walk(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
     deadline = current_deadline(source_key)
     compressed = compression(raw[:8])  # a .tar.gz is a tar by its content, gzip by its bytes
     if compressed is None and media_type in COMPRESSED_MEDIA_TYPES:
@@ -189,7 +211,7 @@ def members(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
             f"not {_NAMES[media_type]}-compressed data (no {_NAMES[media_type]} signature): a "
             "renamed or damaged file",
         )
-    data, whole = (raw, True) if compressed is None else _unpacked(raw, compressed, source_key)
+    data, whole = (raw, True) if compressed is None else unpack(raw, compressed, source_key)
     cut = (
         None
         if whole

@@ -12,6 +12,7 @@ import os
 import shutil
 import tarfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from agrag_pipeline.freshness import (
 )
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.errors import DocumentError
+from agrag_pipeline.parsing.tararchive import Member
 from agrag_pipeline.pipeline import build_sections, snapshot_document
 from agrag_pipeline.sources import scan_raw_root
 from agrag_pipeline.storage import Warehouse
@@ -362,11 +364,20 @@ def test_reading_a_tar_gz_member_after_member_decompresses_it_once(
         unpacked.append(source_key)
         return real_unpack(data, media_type, source_key)
 
+    walked: list[str] = []
+    real_walk = tararchive._walk
+
+    def counting_walk(data: bytes, media_type: str, source_key: str) -> Iterator[Member]:
+        walked.append(source_key)
+        return real_walk(data, media_type, source_key)
+
     monkeypatch.setattr(tararchive, "unpack", counting_unpack)
+    monkeypatch.setattr(tararchive, "_walk", counting_walk)
     tararchive._UNPACKED.clear()
     for name, data, _ in parts:
         assert read_derived(raw, f"parts.tgz/.members/{name}") == data
     assert unpacked == ["parts.tgz"]  # once, not once a member
+    assert walked == ["parts.tgz"]  # the entries too: a later member does not walk the earlier
 
 
 def test_a_renamed_compressed_file_is_refused_and_a_truncated_one_read_up_to_its_cut(
