@@ -186,10 +186,9 @@ def members(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
 
 def parse(raw: bytes, document: Document) -> ParsedDocument:
     """The container's listing: a heading naming it, then one line per member."""
-    kind = "Compressed file" if document.media_type == ZSTD_MEDIA_TYPE else "Archive"
     found = list(members(raw, document.media_type, document.source_key))
     single = document.media_type == ZSTD_MEDIA_TYPE and len(found) == 1
-    return listing(document, found, "Compressed file" if single else kind)
+    return listing(document, found, "Compressed file" if single else "Archive")
 
 
 __all__ = [

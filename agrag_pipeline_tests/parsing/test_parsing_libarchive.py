@@ -12,6 +12,7 @@ import pytest
 
 from agrag_pipeline.derived import read_derived
 from agrag_pipeline.fingerprints import content_hash
+from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.parsing.errors import DocumentError
 from agrag_pipeline.pipeline import build_sections, snapshot_document
 from agrag_pipeline.sources import scan_raw_root
@@ -98,6 +99,11 @@ def test_zstd_tar_members_and_a_single_zstd_file_are_documents(tmp_path: Path) -
     ]
     assert read_derived(raw, "bundle.tar.zst/.members/docs/guide.md") == guide
     assert read_derived(raw, "scores.csv.zst/.members/scores.csv") == csv
+    # A zstd-compressed tar is an archive; a zstd-compressed file is one compressed file.
+    bundle = parse_document((raw / "bundle.tar.zst").read_bytes(), "bundle.tar.zst")
+    assert bundle.text_layer.startswith("Archive bundle.tar.zst\n\n")
+    single = parse_document((raw / "scores.csv.zst").read_bytes(), "scores.csv.zst")
+    assert single.text_layer.startswith("Compressed file scores.csv.zst\n\nscores.csv (")
 
 
 def test_a_7zip_bomb_is_refused_before_any_member_is_read_and_a_renamed_file_named(
