@@ -35,7 +35,7 @@ from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.recent import RecentByContent
-from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
+from agrag_pipeline.parsing.tree import build_sections, listing_marks
 
 MEDIA_TYPE = "application/mbox"
 #: A mailbox's messages are many more than an archive's members: at most this many are read.
@@ -140,10 +140,10 @@ def _content_length_end(data: bytes, start: int, next_start: int) -> int:
     return next_start
 
 
-def _member_name(message: bytes, number: int) -> str:
-    """``<Message-ID>.eml`` made safe for a key, else ``message-<number>.eml``."""
-    headers = message[: _header_block_end(message)]
-    found = _MESSAGE_ID.search(headers)
+def _member_name(raw: bytes, start: int, end: int, number: int) -> str:
+    """``<Message-ID>.eml`` made safe for a key, else ``message-<number>.eml``: the message
+    from ``start`` to ``end`` of the mailbox, its header block read where it lies."""
+    found = _MESSAGE_ID.search(raw, start, _header_block_end(raw, start, end))
     if found is not None:
         identifier = found.group(1).decode("utf-8", "replace").strip(".")
         identifier = _UNSAFE_IN_NAME.sub("_", identifier)[:150]
@@ -152,9 +152,11 @@ def _member_name(message: bytes, number: int) -> str:
     return f"message-{number}.eml"
 
 
-def _header_block_end(message: bytes) -> int:
-    found = _HEADER_END.search(message, 0, _MAX_HEADER_BYTES)
-    return len(message) if found is None else found.start() + 1
+def _header_block_end(raw: bytes, start: int, end: int) -> int:
+    """Where the header block of the message from ``start`` to ``end`` ends (its last line
+    break included; ``end`` when it has no blank line within ``_MAX_HEADER_BYTES``)."""
+    found = _HEADER_END.search(raw, start, min(end, start + _MAX_HEADER_BYTES))
+    return end if found is None else found.start() + 1
 
 
 #: The last mailboxes split (``recent``): each message is read as a document of its own.
@@ -181,7 +183,7 @@ def _split(raw: bytes, source_key: str) -> list[MessageSpan]:
     result: list[MessageSpan] = []
     for number, (at, end) in enumerate(zip(starts, [*starts[1:], len(raw)], strict=True), 1):
         start = _line_end(raw, at)
-        result.append(MessageSpan(_member_name(raw[start:end], number), start, end))
+        result.append(MessageSpan(_member_name(raw, start, end, number), start, end))
     return result
 
 
@@ -213,10 +215,12 @@ def message(raw: bytes, name: str, source_key: str) -> bytes | None:
 _HEADERS = email.parser.BytesHeaderParser(policy=email.policy.default)
 
 
-def _summary(message: bytes) -> str:
+def _summary(raw: bytes, span: MessageSpan) -> str:
     """ "date, sender: subject" of one message, from its header fields."""
     try:
-        headers = _HEADERS.parsebytes(message[: _header_block_end(message)])
+        headers = _HEADERS.parsebytes(
+            raw[span.start : _header_block_end(raw, span.start, span.end)]
+        )
         fields = [str(headers.get(name, "") or "").strip() for name in ("Date", "From")]
         subject = str(headers.get("Subject", "") or "").strip()
     except (ValueError, TypeError, IndexError, AttributeError, email.errors.MessageError):
@@ -229,25 +233,16 @@ def _summary(message: bytes) -> str:
 def parse(raw: bytes, document: Document) -> ParsedDocument:
     """The mailbox's listing: a heading naming it, then one line per message."""
     key = document.source_key
-    title = f"Mailbox {PurePosixPath(key).name}"
-    parts = [title, "\n\n"]
-    pos = len(title) + 2
-    rows: list[tuple[int, int]] = []
     found = spans(raw, key)
-    for span in found[:MAX_MESSAGES]:
-        line = f"{span.name} ({span.end - span.start:,} bytes) {_summary(message_bytes(raw, span))}"
-        line = " ".join(line.split())
-        rows.append((pos, pos + len(line)))
-        parts += [line, "\n"]
-        pos += len(line) + 1
+    lines = [
+        " ".join(f"{span.name} ({span.end - span.start:,} bytes) {_summary(raw, span)}".split())
+        for span in found[:MAX_MESSAGES]
+    ]
     if len(found) > MAX_MESSAGES:
-        note = f"more than {MAX_MESSAGES:,} messages: the rest are not read"
-        rows.append((pos, pos + len(note)))
-        parts += [note, "\n"]
+        lines.append(f"more than {MAX_MESSAGES:,} messages: the rest are not read")
     document.metadata["mailbox.messages"] = str(len(found))
-    text = "".join(parts)
-    tables = [TableMark(rows[0][0], rows[-1][1], None, tuple(rows))] if rows else []
-    sections = build_sections(text, document, [HeadingMark(0, len(title), 1, title)], tables)
+    text, headings, tables = listing_marks(f"Mailbox {PurePosixPath(key).name}", lines)
+    sections = build_sections(text, document, headings, tables)
     return ParsedDocument(document=document, text_layer=text, sections=sections)
 
 

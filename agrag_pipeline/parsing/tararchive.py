@@ -34,7 +34,7 @@ from agrag_pipeline.parsing.errors import (
 )
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.recent import RecentByContent
-from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
+from agrag_pipeline.parsing.tree import build_sections, listing_marks
 
 TAR_MEDIA_TYPE = "application/x-tar"
 GZIP_MEDIA_TYPE = "application/gzip"
@@ -269,24 +269,19 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
 def listing(document: Document, found: Iterable[Member], kind: str) -> ParsedDocument:
     """A container's text: "<kind> <file name>" as its heading, then a table of one line per
     member (name, size, and why it is not read where it is not)."""
-    title = f"{kind} {PurePosixPath(document.source_key).name}"
-    parts = [title, "\n\n"]
-    pos = len(title) + 2
-    rows: list[tuple[int, int]] = []
+    lines: list[str] = []
     count = 0
     for member in found:
         count += member.data is not None
         line = f"{member.name} ({member.size:,} bytes)" if member.name else ""
         if member.problem is not None:
             line = f"{line}: {member.problem}" if line else member.problem
-        rows.append((pos, pos + len(line)))
-        parts += [line, "\n"]
-        pos += len(line) + 1
+        lines.append(line)
     if kind == "Archive" or count != 1:
         document.metadata["archive.members"] = str(count)
-    text = "".join(parts)
-    tables = [TableMark(rows[0][0], rows[-1][1], None, tuple(rows))] if rows else []
-    sections = build_sections(text, document, [HeadingMark(0, len(title), 1, title)], tables)
+    title = f"{kind} {PurePosixPath(document.source_key).name}"
+    text, headings, tables = listing_marks(title, lines)
+    sections = build_sections(text, document, headings, tables)
     return ParsedDocument(document=document, text_layer=text, sections=sections)
 
 

@@ -22,7 +22,7 @@ the same for every format:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
@@ -139,6 +139,23 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
+
+
+def listing_marks(
+    title: str, lines: Iterable[str]
+) -> tuple[str, list[HeadingMark], list[TableMark]]:
+    """A table of contents' text and marks (a zip's, a tar's, a mailbox's): ``title`` as its
+    level-1 heading, a blank line, then one line per entry, the lines one table of one-cell
+    rows."""
+    parts = [title, "\n\n"]
+    pos = len(title) + 2
+    rows: list[tuple[int, int]] = []
+    for line in lines:
+        rows.append((pos, pos + len(line)))
+        parts += [line, "\n"]
+        pos += len(line) + 1
+    tables = [TableMark(rows[0][0], rows[-1][1], None, tuple(rows))] if rows else []
+    return "".join(parts), [HeadingMark(0, len(title), 1, title)], tables
 
 
 def build_sections(

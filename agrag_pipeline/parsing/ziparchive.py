@@ -17,7 +17,7 @@ from agrag_pipeline.parsing.archive import member_problem as unpack_problem
 from agrag_pipeline.parsing.archive import open_zip
 from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.parsed import ParsedDocument
-from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
+from agrag_pipeline.parsing.tree import build_sections, listing_marks
 
 MEDIA_TYPE = "application/zip"
 
@@ -25,30 +25,23 @@ MEDIA_TYPE = "application/zip"
 def parse(raw: bytes, document: Document) -> ParsedDocument:
     """The archive's listing: a heading naming it, then one line per member."""
     deadline = current_deadline(document.source_key)
-    title = f"Archive {PurePosixPath(document.source_key).name}"
-    parts = [title, "\n\n"]
-    pos = len(title) + 2
-    rows: list[tuple[int, int]] = []
-    members = 0
+    lines: list[str] = []
     with open_zip(raw, document.source_key, members_may_fail=True) as archive:
         for info in archive.infolist():
-            deadline.tick(f"ZIP member {len(rows):,}")
+            deadline.tick(f"ZIP member {len(lines):,}")
             problem = member_problem(info.filename)
             if info.is_dir() or (problem is None and is_hidden_member(info.filename)):
                 continue
-            members += 1
             line = f"{info.filename} ({info.file_size:,} bytes)"
             if problem is None and unpack_problem(info) is not None:
                 problem = f"it {unpack_problem(info)}"
             if problem is not None:
                 line += f": not read, {problem}"
-            rows.append((pos, pos + len(line)))
-            parts += [line, "\n"]
-            pos += len(line) + 1
-    text = "".join(parts)
-    tables = [TableMark(rows[0][0], rows[-1][1], None, tuple(rows))] if rows else []
-    document.metadata["archive.members"] = str(members)
-    sections = build_sections(text, document, [HeadingMark(0, len(title), 1, title)], tables)
+            lines.append(line)
+    document.metadata["archive.members"] = str(len(lines))
+    title = f"Archive {PurePosixPath(document.source_key).name}"
+    text, headings, tables = listing_marks(title, lines)
+    sections = build_sections(text, document, headings, tables)
     return ParsedDocument(document=document, text_layer=text, sections=sections)
 
 
