@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Iterator
-from pathlib import PurePosixPath
 
 import libarchive
 import libarchive.ffi
@@ -54,15 +53,6 @@ def media_type_of(head: bytes) -> str | None:
         if head.startswith(magic):
             return media_type
     return None
-
-
-def _single_name(source_key: str) -> str:
-    """The one member of a zstd-compressed file: its name less the suffix."""
-    name = PurePosixPath(source_key).name
-    for suffix in _ZSTD_SUFFIXES:
-        if name.lower().endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return name + ".unpacked"
 
 
 #: ``archive_entry_is_encrypted`` (libarchive 3.2+), which libarchive-c does not wrap: declared
@@ -101,7 +91,7 @@ def _entries(raw: bytes, source_key: str, format_name: str) -> list[Member]:
             name = str(entry.pathname or "")
             name = name[2:] if name.startswith("./") else name
             if format_name == "raw":
-                name = _single_name(source_key)
+                name = tararchive.member_name(source_key, _ZSTD_SUFFIXES)
             if entry.isdir or not name:
                 continue
             if entry.issym or entry.islnk:
@@ -142,7 +132,9 @@ def _unpack(raw: bytes, media_type: str, source_key: str) -> list[Member]:
         # as any tar's; "all formats" would take a CSV for an mtree file.
         single = _read_entries(raw, source_key, "raw")
         if len(single) == 1 and single[0].data is not None and tararchive.is_tar(single[0].data):
-            return list(tararchive.members(single[0].data, tararchive.TAR_MEDIA_TYPE, source_key))
+            # Kept in this module's cache only: not hashed and kept a second time by tar's.
+            data = single[0].data
+            return list(tararchive.read_members(data, tararchive.TAR_MEDIA_TYPE, source_key))
         return single
     format_name = "7zip" if media_type == SEVEN_ZIP_MEDIA_TYPE else "rar"
     if raw[:8].startswith(b"Rar!\x1a\x07\x01"):

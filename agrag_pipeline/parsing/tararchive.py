@@ -82,11 +82,8 @@ _STREAM_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError)
 
 def unpacked_head(raw: bytes, media_type: str, size: int = 1024) -> bytes:
     """The first ``size`` decompressed bytes of a (possibly truncated) stream, or b""."""
-    decompressor = _decompressor(media_type)
     try:
-        if media_type == GZIP_MEDIA_TYPE:
-            return bytes(decompressor.decompress(raw, size))
-        return bytes(decompressor.decompress(raw, max_length=size))
+        return bytes(_decompressor(media_type).decompress(raw, max_length=size))
     except _STREAM_ERRORS:
         return b""
 
@@ -120,12 +117,11 @@ def unpack(
             decompressor = _decompressor(media_type)
             while not decompressor.eof:
                 deadline.tick("decompressing")
-                if media_type == GZIP_MEDIA_TYPE:
-                    chunk = decompressor.decompress(pending, _STEP)
+                chunk = decompressor.decompress(pending, max_length=_STEP)
+                if media_type == GZIP_MEDIA_TYPE:  # zlib hands back what it did not take
                     pending = decompressor.unconsumed_tail
                     starved = not chunk and not pending
-                else:
-                    chunk = decompressor.decompress(pending, max_length=_STEP)
+                else:  # bz2 and lzma keep it
                     pending = b""
                     starved = not chunk and decompressor.needs_input
                 total += len(chunk)
@@ -145,7 +141,7 @@ def unpack(
             pending = decompressor.unused_data.lstrip(b"\0")
             if not pending:
                 return b"".join(out), True
-    except (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+    except _STREAM_ERRORS as exc:
         raise CorruptDocumentError(source_key, f"not readable compressed data: {exc}") from exc
 
 
@@ -166,10 +162,11 @@ class Member:
     problem: str | None = None
 
 
-def member_name(source_key: str, media_type: str) -> str:
-    """The one member of a single compressed file: its name less the compression suffix."""
+def member_name(source_key: str, suffixes: tuple[str, ...]) -> str:
+    """The one member of a single compressed file: its name less its compression suffix (one
+    of ``suffixes``, any case), else its name and ``.unpacked``."""
     name = PurePosixPath(source_key).name
-    for suffix in _SUFFIXES.get(media_type, ()):
+    for suffix in suffixes:
         if name.lower().endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name + ".unpacked"
@@ -194,7 +191,7 @@ def _listed(
 ) -> tuple[list[Member], DocumentError | None]:
     found: list[Member] = []
     try:
-        found.extend(_walk(raw, media_type, source_key))
+        found.extend(read_members(raw, media_type, source_key))
     except DocumentError as exc:
         if not found:
             raise  # nothing read: not remembered, raised as it is
@@ -202,7 +199,8 @@ def _listed(
     return found, None
 
 
-def _walk(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
+def read_members(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
+    """``members`` read now, remembered nowhere: for a caller that keeps the result itself."""
     deadline = current_deadline(source_key)
     compressed = compression(raw[:8])  # a .tar.gz is a tar by its content, gzip by its bytes
     if compressed is None and media_type in COMPRESSED_MEDIA_TYPES:
@@ -219,7 +217,7 @@ def _walk(raw: bytes, media_type: str, source_key: str) -> Iterator[Member]:
         "of its content"
     )
     if media_type != TAR_MEDIA_TYPE and compressed is not None and not is_tar(data):
-        yield Member(member_name(source_key, compressed), len(data), data)
+        yield Member(member_name(source_key, _SUFFIXES[compressed]), len(data), data)
         if cut:
             yield Member("", 0, None, cut)
         return
@@ -301,6 +299,7 @@ __all__ = [
     "member_name",
     "members",
     "parse",
+    "read_members",
     "unpack",
     "unpacked_head",
 ]

@@ -365,14 +365,14 @@ def test_reading_a_tar_gz_member_after_member_decompresses_it_once(
         return real_unpack(data, media_type, source_key)
 
     walked: list[str] = []
-    real_walk = tararchive._walk
+    real_walk = tararchive.read_members
 
     def counting_walk(data: bytes, media_type: str, source_key: str) -> Iterator[Member]:
         walked.append(source_key)
         return real_walk(data, media_type, source_key)
 
     monkeypatch.setattr(tararchive, "unpack", counting_unpack)
-    monkeypatch.setattr(tararchive, "_walk", counting_walk)
+    monkeypatch.setattr(tararchive, "read_members", counting_walk)
     tararchive._UNPACKED.clear()
     for name, data, _ in parts:
         assert read_derived(raw, f"parts.tgz/.members/{name}") == data
