@@ -1,10 +1,13 @@
-"""Legacy binary Office (.doc, .xls, .ppt), OpenDocument (.odt, .ods, .odp, and flat .fodt,
-.fods, .fodp), RTF, and Word and Excel 2003's XML formats (a ``.xml``, or behind
-``.doc``/``.xls``: ``detect``).
+"""Legacy binary Office (.doc, .xls, .ppt), OpenDocument (.odt, .ods, .odp, .odg, and flat
+.fodt, .fods, .fodp), RTF, Word and Excel 2003's XML formats (a ``.xml``, or behind
+``.doc``/``.xls``: ``detect``), Excel's binary ``.xlsb``, Visio and Publisher files, Apple
+iWork, OpenOffice.org 1 and StarOffice, Works, WordPerfect and Lotus 1-2-3.
 
 Each is checked here, then converted by LibreOffice (``libreoffice.convert``) to the OOXML
 equivalent and read by our own DOCX/XLSX/PPTX parser, so the text layer and sections follow
-the same rules as a ``.docx``/``.xlsx``/``.pptx`` (headings from styles, tables, slides).
+the same rules as a ``.docx``/``.xlsx``/``.pptx`` (headings from styles, tables, slides);
+drawings and page layouts (Visio, Publisher, ``.odg``) have no OOXML form we read and are laid
+out as PDF for the PDF reader (``_FORMATS`` says which target each gets).
 
 Checked before the converter starts (fast, clear per-file errors, no process for a bad file):
 
@@ -16,6 +19,9 @@ Checked before the converter starts (fast, clear per-file errors, no process for
   refused from its directory), whose ``mimetype`` must name the format; an encrypted one
   (``encryption-data`` in its manifest) is "password-protected";
 - an RTF file must start with ``{\\rtf``;
+- an ``.xlsb``, ``.vsdx`` or Apple iWork file must be a readable zip (an iWork package whose
+  parts Apple encrypted is "password-protected"); StarOffice, Works, WordPerfect and Lotus
+  files have no signature worth checking, and LibreOffice says when one is not what it claims;
 - a Word or Excel 2003 XML file or a flat OpenDocument file must be well-formed XML without
   entity declarations (``jats.parse_xml``: billion laughs and external entities refused before
   LibreOffice sees it).
@@ -67,37 +73,6 @@ from agrag_pipeline.parsing.detect import (
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
-MEDIA_TYPES = (
-    DOC,
-    XLS,
-    PPT,
-    ODT,
-    ODS,
-    ODP,
-    FODT,
-    FODS,
-    FODP,
-    RTF,
-    WORD_2003_XML,
-    EXCEL_2003_XML,
-    XLSB,
-    VSD,
-    VSDX,
-    PUB,
-    ODG,
-    PAGES,
-    KEYNOTE,
-    NUMBERS,
-    SXW,
-    SXC,
-    SXI,
-    SDW,
-    SDC,
-    SDD,
-    WPS,
-    WPD,
-    LOTUS,
-)
 #: Apple iWork packages: zips, checked as such before LibreOffice (libetonyek) reads them.
 IWORK_TYPES = (PAGES, KEYNOTE, NUMBERS)
 #: Formats LibreOffice alone checks (StarOffice, Works, WordPerfect, Lotus 1-2-3).
@@ -149,6 +124,8 @@ _FORMATS: dict[str, tuple[str, str, str]] = {
     WPD: (".wpd", "docx", "a WordPerfect document"),
     LOTUS: (".wk1", "xlsx", "a Lotus 1-2-3 spreadsheet"),
 }
+#: Every format this module reads: those the table above knows how to convert.
+MEDIA_TYPES = tuple(_FORMATS)
 #: The OLE stream that holds each binary format's content (Excel 5/95 names it "Book").
 _MAIN_STREAMS: dict[str, tuple[str, ...]] = {
     DOC: ("WordDocument",),
