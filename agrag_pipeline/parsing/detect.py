@@ -60,7 +60,7 @@ import zlib
 from pathlib import PurePosixPath
 
 from agrag_pipeline.file_kinds import CODE_LANGUAGES
-from agrag_pipeline.parsing import libarchive_reader, manpage, mbox, mhtml, tararchive
+from agrag_pipeline.parsing import libarchive_reader, mail, manpage, mbox, mhtml, svg, tararchive
 
 PDF = "application/pdf"
 HTML = "text/html"
@@ -85,7 +85,7 @@ WEBP = "image/webp"
 BMP = "image/bmp"
 GIF = "image/gif"
 EML = "message/rfc822"
-EMLX = "message/x-emlx"
+EMLX = mail.EMLX_MEDIA_TYPE
 OUTLOOK_MSG = "application/vnd.ms-outlook"
 ZIP = "application/zip"
 EPUB = "application/epub+zip"
@@ -100,7 +100,7 @@ TEXTILE = "text/x-textile"
 TEXINFO = "application/x-texinfo"
 TAR = tararchive.TAR_MEDIA_TYPE
 MBOX = mbox.MEDIA_TYPE
-SVG = "image/svg+xml"
+SVG = svg.MEDIA_TYPE
 MHTML = mhtml.MEDIA_TYPE
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
