@@ -371,21 +371,41 @@ def _children(
     yield from _members(key, raw)
 
 
+def _named(
+    key: str,
+    name: str,
+    seen: set[str],
+    noun: str = "member",
+    second: str = "a second member of the same name: not read",
+) -> tuple[str, str | None] | None:
+    """The key of the member ``name`` of the container ``key`` and why it is not read (None
+    when it is read), or None for a hidden member, left out; the one naming rule of zip, tar,
+    7-Zip/RAR and mailbox members. ``seen`` is updated."""
+    child_key = member_key(key, name)
+    if child_key is None:  # checked first: '..' would pass for a hidden name
+        return f"{key}/{MEMBERS}/{name}", f"{noun} {name!r}: {member_problem(name)}"
+    if is_hidden_member(name):
+        return None
+    if name in seen:
+        return child_key, second
+    seen.add(name)
+    return child_key, None
+
+
 def _messages(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | None]]:
     """Each message of the mailbox ``raw``, as the ``.eml`` member its Message-ID names."""
     from agrag_pipeline.parsing.mbox import messages
 
     seen: set[str] = set()
+    second = "a second message with the same Message-ID: not read"
     for name, data in messages(raw, key):
-        child_key = member_key(key, name)
-        if child_key is None:
-            yield f"{key}/{MEMBERS}/{name}", None, f"message {name!r}: {member_problem(name)}"
-            continue
-        if name in seen:
-            yield child_key, None, "a second message with the same Message-ID: not read"
-            continue
-        seen.add(name)
-        yield child_key, data, None
+        named = _named(key, name, seen, "message", second)
+        if named is not None:
+            child_key, why_not = named
+            if why_not is None:
+                yield child_key, data, None
+            else:
+                yield child_key, None, why_not
 
 
 def _members(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | None]]:
@@ -397,22 +417,15 @@ def _members(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | No
     seen: set[str] = set()
     with open_zip(raw, key, members_may_fail=True) as archive:
         for info in archive.infolist():
-            name = info.filename
-            if info.is_dir():
+            named = None if info.is_dir() else _named(key, info.filename, seen)
+            if named is None:
                 continue
-            child_key = member_key(key, name)
-            if child_key is None:  # checked first: '..' would pass for a hidden name
-                shown = f"{key}/{MEMBERS}/{name}"
-                yield shown, None, f"member {name!r}: {member_problem(name)}"
+            child_key, why_not = named
+            if why_not is not None:
+                yield child_key, None, why_not
                 continue
-            if is_hidden_member(name):
-                continue
-            if name in seen:
-                yield child_key, None, "a second member of the same name: not read"
-                continue
-            seen.add(name)
             try:
-                data = read_member(archive, name, key, max_bytes=DEFAULT_MAX_BYTES)
+                data = read_member(archive, info.filename, key, max_bytes=DEFAULT_MAX_BYTES)
             except DocumentError as exc:
                 yield child_key, None, exc.problem
                 continue
@@ -436,18 +449,13 @@ def _unpacked_members(
         if not member.name:  # a note on the container: cut short, or too many entries
             yield key, None, member.problem
             continue
-        child_key = member_key(key, member.name)
-        if child_key is None:
-            shown = f"{key}/{MEMBERS}/{member.name}"
-            yield shown, None, f"member {member.name!r}: {member_problem(member.name)}"
-            continue
-        if is_hidden_member(member.name):
-            continue
-        if member.name in seen:
-            yield child_key, None, "a second member of the same name: not read"
-            continue
-        seen.add(member.name)
-        yield child_key, member.data, member.problem
+        named = _named(key, member.name, seen)
+        if named is not None:
+            child_key, why_not = named
+            if why_not is None:
+                yield child_key, member.data, member.problem
+            else:
+                yield child_key, None, why_not
 
 
 def read_derived(raw_root: Path, source_key: str, max_bytes: int | None = None) -> bytes:
