@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 import dagster as dg
 
 from agrag_pipeline.defs.dagster_internals import AssetCheckEvaluationTargetMaterializationData
+from agrag_pipeline.defs.event_batches import log_in_one_batch
 from agrag_pipeline.defs.metadata import Pointer
 from agrag_pipeline.defs.partitions import documents_partitions
 from agrag_pipeline.extraction.step import EXTRACTION_CHECKS
@@ -90,7 +91,7 @@ def report_checks(
     keys: list[str],
     targets: dict[str, Pointer],
     evaluate: Callable[[str], list[CheckOutcome]],
-) -> Iterator[dg.Output[None]]:
+) -> Iterator[dg.Output[None] | dg.DagsterEvent]:
     """Evaluate the selected checks for each of ``keys`` (the documents materialised in this
     step); log one evaluation per document and check. A document that was not materialised is
     not evaluated: its checks read "execution failed" in a failed run."""
@@ -99,6 +100,7 @@ def report_checks(
     if not selected:
         return
     failed = warned = 0
+    evaluations: list[dg.AssetCheckEvaluation] = []
     for key in keys:
         target = targets.get(key)
         for outcome in evaluate(key):
@@ -106,7 +108,7 @@ def report_checks(
                 continue
             failed += 0 if outcome.passed or outcome.severity == "warn" else 1
             warned += 0 if outcome.passed or outcome.severity != "warn" else 1
-            context.log_event(
+            evaluations.append(
                 dg.AssetCheckEvaluation(
                     asset_key=asset_key,
                     check_name=outcome.name,
@@ -128,6 +130,7 @@ def report_checks(
                     ),
                 )
             )
+    yield from log_in_one_batch(context, evaluations)
     if failed:
         context.log.warning(f"{asset}: {failed} check evaluations failed (see the checks tab)")
     if warned:

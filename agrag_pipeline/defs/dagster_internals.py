@@ -55,7 +55,16 @@ from dagster._core.definitions.source_asset import SYSTEM_METADATA_KEY_SOURCE_AS
 # instance_storage.py (a batch of events stored with one transaction per file, as
 # ``store_event`` would store each): the event types Dagster's storages mirror in the index shard
 # and the ones it sends in batches are not exported.
-from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, BATCH_WRITABLE_EVENTS
+# event_batches.py (a step's per-document events stored as one batch): Dagster batches the
+# materialisations it derives from a partitioned output with this metadata, but exports neither
+# it nor a way for a body to log its own events in a batch.
+from dagster._core.events import (
+    ASSET_CHECK_EVENTS,
+    ASSET_EVENTS,
+    BATCH_WRITABLE_EVENTS,
+    DagsterEventBatchMetadata,
+)
+from dagster._core.events import generate_event_batch_id as new_event_batch_id
 
 # launch.py: see ``ReconstructableRepository``.
 from dagster._core.execution.api import execute_run
@@ -72,6 +81,10 @@ from dagster._core.remote_origin import (
     RemoteRepositoryOrigin,
 )
 
+# instance_storage.py (a batch of check evaluations stored in one transaction): the table of
+# check executions and its status values are not exported; the rows are Dagster's own.
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
 # postgres_storage.py: dagster-postgres declares its storages' config with this function (it
 # lives in Dagster itself); a subclass that adds fields has no public schema to extend.
 from dagster._core.storage.config import pg_config
@@ -80,6 +93,7 @@ from dagster._core.storage.config import pg_config
 # event of the run deserialised) and instance_storage.py: the SQL event log's class and table
 # are not exported.
 from dagster._core.storage.event_log import SqlEventLogStorage, SqlEventLogStorageTable
+from dagster._core.storage.event_log.schema import AssetCheckExecutionsTable
 
 # instance_storage.py (SQLite storages that keep their engines): storages are chosen publicly
 # only by name (``storage: sqlite:``); the classes, the folder layout of a SQLite instance
@@ -144,11 +158,14 @@ __all__ = [
     "SQLITE_BUSY_TIMEOUT_SECONDS",
     "SYSTEM_METADATA_KEY_SOURCE_ASSET_OBSERVATION",
     "AssetCheckEvaluationTargetMaterializationData",
+    "AssetCheckExecutionRecordStatus",
+    "AssetCheckExecutionsTable",
     "AssetGraphSubset",
     "AssetKeyPartitionKey",
     "BackfillTagsTable",
     "CheckRunHealthResult",
     "ConfigurableClassData",
+    "DagsterEventBatchMetadata",
     "DagsterSqliteStorage",
     "LoadableTargetOrigin",
     "ManagedGrpcPythonEnvCodeLocationOrigin",
@@ -169,5 +186,6 @@ __all__ = [
     "execute_run",
     "get_input_data_version_tag",
     "get_input_event_pointer_tag",
+    "new_event_batch_id",
     "pg_config",
 ]

@@ -30,7 +30,11 @@ Batches: Dagster stores a run's planned events (one per document and asset) as o
 ``DAGSTER_EVENT_BATCH_SIZE`` is above 0, but its SQLite storage then still writes them one by
 one, two transactions each. ``store_event_batch`` here writes a batch with one transaction per
 file, the same rows; the storage sets ``DAGSTER_EVENT_BATCH_SIZE`` in its process unless the
-environment sets it.
+environment sets it. Our asset steps send their documents' materialisations as one batch, and
+their check evaluations as another (``STORES_CHECK_EVALUATION_BATCHES``: Dagster's own storages
+take no batch of evaluations), so a run of 50 documents stores a step's 100-150 events in two
+transactions instead of 300-450, each event serialised once (Dagster serialised an evaluation
+twice: its event row, then its check execution row).
 
 Configured in ``dagster.yaml``::
 
@@ -57,7 +61,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from alembic.script import ScriptDirectory
-from dagster import Bool, EventLogEntry, Field, StringSource
+from dagster import (
+    Bool,
+    DagsterEventType,
+    DagsterInvariantViolationError,
+    EventLogEntry,
+    Field,
+    StringSource,
+)
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -68,6 +79,8 @@ from agrag_pipeline.defs.dagster_internals import (
     BATCH_WRITABLE_EVENTS,
     INDEX_SHARD_NAME,
     SQLITE_BUSY_TIMEOUT_SECONDS,
+    AssetCheckExecutionRecordStatus,
+    AssetCheckExecutionsTable,
     ConfigurableClassData,
     DagsterSqliteStorage,
     SqlEventLogStorageTable,
@@ -84,6 +97,17 @@ from agrag_pipeline.defs.dagster_internals import (
 #: planned events are one per document and asset (300 for a whole-graph run of 50 documents).
 EVENT_BATCH_SIZE_VARIABLE = "DAGSTER_EVENT_BATCH_SIZE"
 EVENT_BATCH_SIZE = 1000
+
+#: Set on a storage whose ``store_event_batch`` takes a batch of check evaluations (Dagster's
+#: own take only ``BATCH_WRITABLE_EVENTS``: PostgreSQL's refuses any other batch, and Dagster
+#: then stores it event by event after printing the error).
+STORES_CHECK_EVALUATION_BATCHES = "agrag_stores_check_evaluation_batches"
+
+
+def stores_check_evaluation_batches(storage: object) -> bool:
+    """Whether ``storage`` takes a batch of check evaluations (see the constant above)."""
+    return getattr(storage, STORES_CHECK_EVALUATION_BATCHES, False) is True
+
 
 #: Engines kept per storage: the index and the most recent run shards (the webserver reads many).
 MAX_ENGINES = 16
@@ -143,6 +167,8 @@ class PlannedEventPerRun:
 
 
 class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage):
+    agrag_stores_check_evaluation_batches = True  # STORES_CHECK_EVALUATION_BATCHES
+
     def __init__(
         self,
         base_dir: str,
@@ -238,12 +264,17 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         ]
         if not mirrored:
             return
+        evaluated: list[int] = []
         with self.index_transaction() as conn:
             inserted = conn.execute(
                 table.insert().returning(table.c.id, sort_by_parameter_order=True),
                 [rows[i] for i in mirrored],
             )
             ids = dict(zip(mirrored, (int(row[0]) for row in inserted), strict=True))
+            for i in mirrored:
+                if events[i].dagster_event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
+                    _record_check_evaluation(conn, events[i], ids[i], rows[i])
+                    evaluated.append(i)
             assets = [i for i in mirrored if events[i].dagster_event_type in ASSET_EVENTS]
             self._store_asset_event_tags(
                 conn, [events[i] for i in assets], [ids[i] for i in assets]
@@ -256,8 +287,8 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
             }
             for i in sorted(last.values()):
                 self._store_asset_event(conn, events[i], ids[i])
-        for i in mirrored:  # a check's rows, as store_event writes them (their own connection)
-            if events[i].dagster_event_type in ASSET_CHECK_EVENTS:
+        for i in mirrored:  # a planned check's rows, as store_event writes them
+            if events[i].dagster_event_type in ASSET_CHECK_EVENTS and i not in evaluated:
                 self.store_asset_check_event(events[i], ids[i])
 
     def _has_asset_key_index_cols_on_connection(self, conn: Connection) -> bool:
@@ -282,15 +313,73 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         self._engines.dispose()
 
 
+#: What ``store_event_batch`` writes at once: the types Dagster sends in batches, and the check
+#: evaluations our asset steps send (``STORES_CHECK_EVALUATION_BATCHES``).
+_BATCHED_TYPES = frozenset(BATCH_WRITABLE_EVENTS) | {DagsterEventType.ASSET_CHECK_EVALUATION}
+
+
 def _batchable(events: Sequence[EventLogEntry]) -> bool:
-    """Events of one run, each of a type Dagster sends in batches (none of them a run's
-    status event, which ``store_event`` also mirrors and which no batch carries)."""
+    """Events of one run (a run id: an evaluation reported outside a run is stored as Dagster
+    stores it), each of a type written at once (none of them a run's status event, which
+    ``store_event`` also mirrors and which no batch carries)."""
     return bool(events) and all(
         event.is_dagster_event
-        and event.dagster_event_type in BATCH_WRITABLE_EVENTS
+        and event.dagster_event_type in _BATCHED_TYPES
+        and event.run_id
         and event.run_id == events[0].run_id
         for event in events
     )
+
+
+def _record_check_evaluation(
+    conn: Connection, event: EventLogEntry, event_id: int, row: dict[str, Any]
+) -> None:
+    """The check execution row of an evaluation in a run, as Dagster's
+    ``_update_asset_check_evaluation`` writes it (the row its planned event made, else a new
+    one), in the caller's transaction, with the event as serialised for its event row."""
+    evaluation = event.get_dagster_event().asset_check_evaluation_data
+    executions = AssetCheckExecutionsTable
+    target = evaluation.target_materialization_data
+    values = {
+        "execution_status": (
+            AssetCheckExecutionRecordStatus.SUCCEEDED.value
+            if evaluation.passed
+            else AssetCheckExecutionRecordStatus.FAILED.value
+        ),
+        "evaluation_event": row["event"],
+        "evaluation_event_storage_id": event_id,
+        "materialization_event_storage_id": target.storage_id if target else None,
+        "partition": evaluation.partition,
+    }
+    partition = executions.c.partition
+    of_partition = (
+        partition.is_(None) if evaluation.partition is None else partition == evaluation.partition
+    )
+    updated = conn.execute(
+        executions.update()
+        .where(
+            executions.c.asset_key == evaluation.asset_key.to_string(),
+            executions.c.check_name == evaluation.check_name,
+            executions.c.run_id == event.run_id,
+            of_partition,
+        )
+        .values(**values, evaluation_event_timestamp=row["timestamp"])
+    ).rowcount
+    if updated == 0:  # no planned row: Dagster inserts one
+        conn.execute(
+            executions.insert().values(
+                asset_key=evaluation.asset_key.to_string(),
+                check_name=evaluation.check_name,
+                run_id=event.run_id,
+                evaluation_event_timestamp=row["timestamp"],
+                **values,
+            )
+        )
+    elif updated > 1:
+        raise DagsterInvariantViolationError(
+            f"Updated {updated} rows for asset check evaluation {evaluation.asset_check_key} "
+            "as a result of duplicate AssetCheckPlanned events."
+        )
 
 
 @functools.cache

@@ -383,3 +383,174 @@ def test_the_ui_reads_each_documents_check_result_from_the_shipped_storage(
             record = instance.get_latest_asset_check_evaluation_record(check_key)
             assert record is not None and record.run_id == result.run_id
             assert record.status != AssetCheckExecutionRecordStatus.PLANNED
+
+
+# -- batches of check evaluations (our asset steps send them: defs/event_batches.py) ----------
+
+
+def _check_evaluations(run_id: str) -> tuple[list[EventLogEntry], list[EventLogEntry]]:
+    """A run's planned checks (per partition, as a batched run plans them, and one of the whole
+    asset) and a step's evaluations of them: passed, failed, warned, with and without a target
+    materialisation, with and without metadata, one of the whole asset and one of a check
+    nothing planned (Dagster inserts its row)."""
+    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+        AssetCheckEvaluationTargetMaterializationData,
+    )
+
+    keys = DOCUMENTS[:6]
+    subset = dg.StaticPartitionsDefinition(DOCUMENTS).subset_with_partition_keys(keys)
+    at = time.time()
+    planned = []
+    for name, partitions in (("spans_ok", subset), ("quality_ok", subset), ("whole_ok", None)):
+        event = DagsterEvent(
+            event_type_value=DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED.value,
+            job_name="ingest_documents",
+            event_specific_data=AssetCheckEvaluationPlanned(
+                asset_key=dg.AssetKey("sections"), check_name=name, partitions_subset=partitions
+            ),
+            step_key="sections",
+        )
+        planned.append(_dagster_entry(run_id, event, at))
+        at += 0.001
+
+    def evaluation(name: str, key: str | None, passed: bool, n: int) -> EventLogEntry:
+        evaluated = dg.AssetCheckEvaluation(
+            asset_key=dg.AssetKey("sections"),
+            check_name=name,
+            passed=passed,
+            partition=key,
+            description=None if n % 3 == 0 else f"found {n}",
+            metadata={"problems": dg.MetadataValue.json([n])} if n % 2 else {},
+            severity=dg.AssetCheckSeverity.WARN if n % 4 == 1 else dg.AssetCheckSeverity.ERROR,
+            target_materialization_data=(
+                AssetCheckEvaluationTargetMaterializationData(
+                    storage_id=100 + n, run_id=run_id, timestamp=at
+                )
+                if n % 5
+                else None
+            ),
+        )
+        event = DagsterEvent(
+            event_type_value=DagsterEventType.ASSET_CHECK_EVALUATION.value,
+            job_name="ingest_documents",
+            event_specific_data=evaluated,
+            step_key="sections",
+        )
+        return _dagster_entry(run_id, event, at + n * 0.001)
+
+    evaluations = [
+        evaluation(name, key, passed=(i + j) % 3 != 0, n=2 * i + j)
+        for i, key in enumerate(keys)
+        for j, name in enumerate(("spans_ok", "quality_ok"))
+    ]
+    evaluations.append(evaluation("whole_ok", None, passed=True, n=50))
+    evaluations.append(evaluation("never_planned", keys[0], passed=False, n=51))
+    return planned, evaluations
+
+
+def test_a_batch_of_check_evaluations_leaves_the_rows_store_event_leaves(tmp_path: Path) -> None:
+    """A step's evaluations stored as one batch (one transaction per file, each serialised
+    once) leave exactly the rows Dagster's own ``store_event`` leaves storing them one by one:
+    the run's file, the index's event rows, and each check execution row updated from planned
+    to its result (or inserted, for a check nothing planned)."""
+    from agrag_pipeline.defs.instance_storage import stores_check_evaluation_batches
+
+    run_id = str(uuid.uuid4())
+    planned, evaluations = _check_evaluations(run_id)
+    dagsters = SqliteEventLogStorage(str(tmp_path / "dagster"))
+    batched = KeptEngineSqliteEventLogStorage(str(tmp_path / "batched"))
+    assert stores_check_evaluation_batches(batched)
+    assert not stores_check_evaluation_batches(dagsters)
+    commits: list[object] = []
+
+    def count(conn) -> None:  # type: ignore[no-untyped-def]
+        commits.append(conn)
+
+    begins = _entry(run_id, "the run begins")
+    try:
+        for entry in [begins, *planned, *evaluations]:
+            dagsters.store_event(entry)
+        batched.store_event(begins)
+        for entry in planned:
+            batched.store_event(entry)
+        event.listen(Engine, "commit", count)
+        try:
+            batched.store_event_batch(evaluations)
+        finally:
+            event.remove(Engine, "commit", count)
+    finally:
+        dagsters.dispose()
+        batched.dispose()
+    assert len(commits) == 2, len(commits)  # Dagster's: three per evaluation
+    for name in ("index.db", f"{run_id}.db"):
+        ours = _rows(tmp_path / "batched" / name)
+        theirs = _rows(tmp_path / "dagster" / name)
+        assert ours.keys() == theirs.keys()
+        for table in ours:
+            assert ours[table] == theirs[table], (name, table)
+    with sqlite3.connect(tmp_path / "batched" / "index.db") as db:
+        statuses = [r[0] for r in db.execute("SELECT execution_status FROM asset_check_executions")]
+    assert len(statuses) == 12 + 1 + 1
+    assert set(statuses) == {"SUCCEEDED", "FAILED"}  # none left planned
+
+
+def _stored_step_events(
+    instance: dg.DagsterInstance, run_id: str
+) -> list[tuple[str, str | None, str | None, str]]:
+    """(type, asset, partition, message) of a run's materialisations and evaluations, as stored."""
+    kinds = {"ASSET_MATERIALIZATION", "ASSET_CHECK_EVALUATION"}
+    found = []
+    for entry in instance.all_logs(run_id):
+        dagster_event = entry.dagster_event
+        if dagster_event is None or dagster_event.event_type_value not in kinds:
+            continue
+        asset = dagster_event.asset_key.to_user_string() if dagster_event.asset_key else None
+        kind = dagster_event.event_type_value
+        found.append((kind, asset, dagster_event.partition, entry.message))
+    return found
+
+
+def test_a_step_stores_its_documents_materialisations_and_evaluations_in_one_batch_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real run on the shipped instance: each step's materialisations reach the storage as
+    one batch, and its check evaluations as another, none of them alone; and the run's stored
+    events are those a stock Dagster instance stores one by one for the same documents (same
+    order, assets, partitions and messages), with the same check results."""
+    from dagster_support import check_evaluations, sections_of_a_good_and_a_mojibake_text
+
+    batches: list[list[str]] = []
+    alone: list[str] = []
+    original_batch = KeptEngineSqliteEventLogStorage.store_event_batch
+    original_one = KeptEngineSqliteEventLogStorage.store_event
+
+    def store_event_batch(self, events):  # type: ignore[no-untyped-def]
+        batches.append([e.dagster_event_type.value for e in events])
+        return original_batch(self, events)
+
+    def store_event(self, event):  # type: ignore[no-untyped-def]
+        if event.dagster_event_type is not None:
+            alone.append(event.dagster_event_type.value)
+        return original_one(self, event)
+
+    monkeypatch.setattr(KeptEngineSqliteEventLogStorage, "store_event_batch", store_event_batch)
+    monkeypatch.setattr(KeptEngineSqliteEventLogStorage, "store_event", store_event)
+    from dagster_support import shipped_instance
+
+    (tmp_path / "shipped").mkdir()
+    with shipped_instance(tmp_path / "shipped", monkeypatch) as instance:
+        result, _ = sections_of_a_good_and_a_mojibake_text(tmp_path / "shipped", instance)
+        assert result.success
+        ours = _stored_step_events(instance, result.run_id)
+    made, evaluated = ["ASSET_MATERIALIZATION"] * 2, ["ASSET_CHECK_EVALUATION"] * 4
+    assert batches.count(made) == 2  # raw_documents, sections: one batch each
+    assert batches.count(evaluated) == 1  # sections' two checks of the two documents
+    assert "ASSET_MATERIALIZATION" not in alone and "ASSET_CHECK_EVALUATION" not in alone
+
+    (tmp_path / "stock").mkdir()
+    with dg.instance_for_test() as stock:
+        theirs_result, _ = sections_of_a_good_and_a_mojibake_text(tmp_path / "stock", stock)
+        theirs = _stored_step_events(stock, theirs_result.run_id)
+    assert ours == theirs
+    assert check_evaluations(result) == check_evaluations(theirs_result)
+    assert len(ours) == 2 * 2 + 4
