@@ -35,6 +35,7 @@ upstream materialisation it was made from. (Since each document's materialisatio
 by hand, a per-document content version could be recorded the same way; not done yet.)
 """
 
+import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
@@ -107,16 +108,32 @@ class StepConfig(dg.Config):
 def latest_materializations(
     instance: dg.DagsterInstance, asset: str, keys: list[str]
 ) -> dict[str, md.Pointer]:
-    """The latest materialisation of each of ``keys`` of ``asset`` (two queries, any count)."""
+    """The latest materialisation of each of ``keys`` of ``asset`` (two queries, any count).
+
+    On a SQL event log the pointers are read from the event log's columns (storage id, run,
+    partition) and the stored event's JSON (its time and data version tag), not from records
+    Dagster deserialises whole with their metadata: each step reads its upstream's pointers,
+    and deserialising them cost about 5% of a run worker's CPU.
+    """
     asset_key = dg.AssetKey(asset)
-    ids = instance.event_log_storage.get_latest_storage_id_by_partition(
+    storage = instance.event_log_storage
+    ids = storage.get_latest_storage_id_by_partition(
         asset_key, DagsterEventType.ASSET_MATERIALIZATION, set(keys)
     )
     if not ids:
         return {}
+    if isinstance(storage, SqlEventLogStorage):
+        return _pointers_from_columns(storage, asset, list(ids.values()))
+    return _pointers_from_records(instance, asset, list(ids.values()))
+
+
+def _pointers_from_records(
+    instance: dg.DagsterInstance, asset: str, storage_ids: list[int]
+) -> dict[str, md.Pointer]:
+    """``latest_materializations`` from Dagster's records (any event log storage)."""
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=asset_key, storage_ids=list(ids.values())),
-        limit=len(ids),
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), storage_ids=storage_ids),
+        limit=len(storage_ids),
     ).records
     return {
         r.partition_key: md.Pointer(
@@ -132,6 +149,32 @@ def latest_materializations(
         for r in records
         if r.partition_key is not None
     }
+
+
+def _pointers_from_columns(
+    storage: SqlEventLogStorage, asset: str, storage_ids: list[int]
+) -> dict[str, md.Pointer]:
+    """``latest_materializations`` read from the index's rows: one query, a JSON parse each."""
+    table = SqlEventLogStorageTable
+    query = sa.select(table.c.id, table.c.run_id, table.c.partition, table.c.event).where(
+        table.c.id.in_(storage_ids)
+    )
+    pointers = {}
+    with storage.index_connection() as conn:
+        for storage_id, run_id, partition, stored in conn.execute(query):
+            if partition is None:
+                continue
+            entry = json.loads(stored)
+            made = entry["dagster_event"]["event_specific_data"]["materialization"]
+            pointers[partition] = md.Pointer(
+                asset,
+                partition,
+                run_id,
+                int(storage_id),
+                float(entry["timestamp"]),
+                (made.get("tags") or {}).get(DATA_VERSION_TAG),
+            )
+    return pointers
 
 
 def materialized_in_run(instance: dg.DagsterInstance, run_id: str, asset: str) -> set[str]:

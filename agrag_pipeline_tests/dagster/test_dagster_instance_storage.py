@@ -554,3 +554,30 @@ def test_a_step_stores_its_documents_materialisations_and_evaluations_in_one_bat
     assert ours == theirs
     assert check_evaluations(result) == check_evaluations(theirs_result)
     assert len(ours) == 2 * 2 + 4
+
+
+def test_upstream_pointers_read_from_the_event_log_columns_equal_dagsters_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step reads its upstream's latest materialisations from the event log's columns
+    and the stored JSON: the same pointers (run, storage id, exact time, data version) as
+    from the records Dagster deserialises, after two runs of the same documents."""
+    from dagster_support import sections_of_a_good_and_a_mojibake_text, shipped_instance
+
+    from agrag_pipeline.defs import assets
+
+    with shipped_instance(tmp_path, monkeypatch) as instance:
+        first, keys = sections_of_a_good_and_a_mojibake_text(tmp_path, instance)
+        second, _ = sections_of_a_good_and_a_mojibake_text(tmp_path, instance)
+        assert first.success and second.success
+        storage = instance.event_log_storage
+        for asset in ("raw_documents", "sections"):
+            ids = storage.get_latest_storage_id_by_partition(
+                dg.AssetKey(asset), dg.DagsterEventType.ASSET_MATERIALIZATION, set(keys)
+            )
+            ours = assets.latest_materializations(instance, asset, keys)
+            theirs = assets._pointers_from_records(instance, asset, list(ids.values()))
+            assert ours == theirs
+            assert set(ours) == set(keys)
+            assert {p.run_id for p in ours.values()} == {second.run_id}
+            assert all(p.data_version for p in ours.values())
