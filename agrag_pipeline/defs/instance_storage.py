@@ -238,15 +238,17 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
         """Store a batch as ``store_event`` stores each of its events, with one transaction per
-        file instead of two per event: the run's file gets every row in one insert, the index
-        shard every asset event's row (with its tags), each asset's entry from the last event
-        of each type (the row ``store_event`` would leave), and every check-planned row.
+        file instead of two or three per event: the run's file gets every row in one insert,
+        the index shard every asset and check event's row (with its tags), each asset's entry
+        from the last event of each type (the row ``store_event`` would leave), and each
+        check's execution rows (planned, then updated to its result).
 
-        What Dagster 1.13 sends in batches (``DAGSTER_EVENT_BATCH_SIZE`` > 0, set below): a
-        run's planned events at its launch (one per document and asset, one per check), and
-        the materialisations of a partitioned output; on SQLite each used to cost two
-        transactions and two statements compiled one at a time. A batch of anything else, or
-        of more than one run, goes event by event, as Dagster's base class does.
+        What comes in batches (``DAGSTER_EVENT_BATCH_SIZE`` > 0, set below): a run's planned
+        events at its launch (one per document and asset, one per check), the materialisations
+        of a partitioned output, and our steps' materialisations and check evaluations
+        (``event_batches.py``); on SQLite each used to cost two transactions and two
+        statements compiled one at a time. A batch of anything else, or of more than one run,
+        goes event by event, as Dagster's base class does.
         """
         if not _batchable(events):
             for event in events:
@@ -264,17 +266,21 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         ]
         if not mirrored:
             return
-        evaluated: list[int] = []
+        check_rows = {
+            DagsterEventType.ASSET_CHECK_EVALUATION: _record_check_evaluation,
+            DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED: _record_planned_check,
+        }
         with self.index_transaction() as conn:
             inserted = conn.execute(
                 table.insert().returning(table.c.id, sort_by_parameter_order=True),
                 [rows[i] for i in mirrored],
             )
             ids = dict(zip(mirrored, (int(row[0]) for row in inserted), strict=True))
-            for i in mirrored:
-                if events[i].dagster_event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
-                    _record_check_evaluation(conn, events[i], ids[i], rows[i])
-                    evaluated.append(i)
+            for i in mirrored:  # a check's execution rows, in the same transaction
+                kind = events[i].dagster_event_type
+                record = check_rows.get(kind) if kind is not None else None
+                if record is not None:
+                    record(conn, events[i], ids[i], rows[i])
             assets = [i for i in mirrored if events[i].dagster_event_type in ASSET_EVENTS]
             self._store_asset_event_tags(
                 conn, [events[i] for i in assets], [ids[i] for i in assets]
@@ -287,9 +293,6 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
             }
             for i in sorted(last.values()):
                 self._store_asset_event(conn, events[i], ids[i])
-        for i in mirrored:  # a planned check's rows, as store_event writes them
-            if events[i].dagster_event_type in ASSET_CHECK_EVENTS and i not in evaluated:
-                self.store_asset_check_event(events[i], ids[i])
 
     def _has_asset_key_index_cols_on_connection(self, conn: Connection) -> bool:
         # Asked (a PRAGMA table_info) for every asset event; a column, once there, stays.
@@ -328,6 +331,35 @@ def _batchable(events: Sequence[EventLogEntry]) -> bool:
         and event.run_id
         and event.run_id == events[0].run_id
         for event in events
+    )
+
+
+def _record_planned_check(
+    conn: Connection, event: EventLogEntry, event_id: int, row: dict[str, Any]
+) -> None:
+    """A planned check's execution rows, one per partition it plans, as Dagster's
+    ``_store_asset_check_evaluation_planned`` writes them, in the caller's transaction; the
+    event serialised once for all of them (Dagster serialised it again for each partition's
+    row: 50 times per check in a run of 50 documents)."""
+    planned = event.get_dagster_event().asset_check_planned_data
+    subset = planned.partitions_subset
+    partitions: list[str | None] = list(subset.get_partition_keys()) if subset else [None]
+    conn.execute(
+        AssetCheckExecutionsTable.insert().values(
+            [
+                {
+                    "asset_key": planned.asset_key.to_string(),
+                    "check_name": planned.check_name,
+                    "partition": partition,
+                    "run_id": event.run_id,
+                    "execution_status": AssetCheckExecutionRecordStatus.PLANNED.value,
+                    "evaluation_event": row["event"],
+                    "evaluation_event_timestamp": row["timestamp"],
+                    "evaluation_event_storage_id": event_id,
+                }
+                for partition in partitions
+            ]
+        )
     )
 
 
