@@ -302,6 +302,7 @@ def orchestrate_stage(
     work: Path,
     configs: list[str] | None = None,
     core_workers: int = 2,
+    run_worker_start: bool = True,
 ) -> dict[str, Any]:
     """Backfill through a real Dagster instance against the core alone, chunks only (no
     embeddings), then the same after ``change_fraction`` of the documents changed; for each
@@ -311,7 +312,10 @@ def orchestrate_stage(
     compared with the core on the same cores.
 
     Also counts the events each configuration stores per document, and the cost of one event:
-    (Dagster's time - the core's time) / events.
+    (Dagster's time - the core's time) / events. The runs execute in warm workers; with
+    ``run_worker_start`` a fresh worker's start-up is measured too (``run_worker_start.py``)
+    and the shipped configuration's CPU projected with one per run, as the daemon starts them
+    (a lower bound: a fresh worker's caches are cold in its run as well).
     """
     keys = [p.name for p in corpus_files(root)]
     names = configs or [DEFAULT_CONFIG]
@@ -421,6 +425,27 @@ def orchestrate_stage(
         result["ratio_incremental_over_full_dagster"] = round(
             seconds["dagster incremental"] / seconds["dagster full"], 4
         )
+    if run_worker_start and "dagster full (cpu)" in seconds:
+        from benchmarks.run_worker_start import measure
+
+        start = measure(root)
+        full = seconds["dagster full (cpu)"] + facts["dagster_runs_full"] * start["start_cpu_s"]
+        incremental = (
+            seconds["dagster incremental (cpu)"]
+            + facts["dagster_runs_incremental"] * start["start_cpu_s"]
+        )
+        result["run_worker_start"] = start
+        result["fresh_worker_per_run_cpu_s"] = {
+            "dagster full": round(full, 2),
+            "dagster incremental": round(incremental, 2),
+        }
+        result["cpu_ratio_incremental_over_full_dagster_fresh_workers"] = round(
+            incremental / full, 4
+        )
+        if f"{workers_name} full (cpu)" in seconds:
+            result["cpu_ratio_dagster_fresh_workers_over_core_workers_full"] = round(
+                full / seconds[f"{workers_name} full (cpu)"], 3
+            )
     return result
 
 
@@ -847,6 +872,11 @@ def main(argv: list[str] | None = None) -> None:
         "--core-assets", action="store_true", help="whole: the four pipeline assets, no sinks"
     )
     parser.add_argument(
+        "--no-run-worker-start",
+        action="store_true",
+        help="orchestration: do not measure a fresh run worker's start-up (about 12 s)",
+    )
+    parser.add_argument(
         "--distinct-only",
         action="store_true",
         help="whole: time encode on the distinct texts only (not also on every chunk's)",
@@ -881,6 +911,7 @@ def main(argv: list[str] | None = None) -> None:
                 Path(work),
                 args.configs,
                 args.core_workers,
+                not args.no_run_worker_start,
             )
     figures["stage_wall_s"] = round(time.perf_counter() - start, 1)
     figures["peak_rss_mb"] = peak_rss_mb()
