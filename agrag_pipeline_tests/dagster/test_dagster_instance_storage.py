@@ -214,6 +214,15 @@ def _rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
     return found
 
 
+def _assert_same_rows(ours_dir: Path, theirs_dir: Path, run_id: str) -> None:
+    """Every row of the index shard and of the run's file equal in both storages' folders."""
+    for name in ("index.db", f"{run_id}.db"):
+        ours, theirs = _rows(ours_dir / name), _rows(theirs_dir / name)
+        assert ours.keys() == theirs.keys()
+        for table in ours:
+            assert ours[table] == theirs[table], (name, table)
+
+
 def test_a_batch_is_stored_with_one_transaction_per_file_as_store_event_stores_each(
     tmp_path: Path,
 ) -> None:
@@ -246,12 +255,7 @@ def test_a_batch_is_stored_with_one_transaction_per_file_as_store_event_stores_e
         one_by_one.dispose()
         batched.dispose()
     assert len(commits) == 2 + 2, len(commits)  # one per file and batch; the old code: 269
-    for name in ("index.db", f"{run_id}.db"):
-        ours = _rows(tmp_path / "batched" / name)
-        theirs = _rows(tmp_path / "one_by_one" / name)
-        assert ours.keys() == theirs.keys()
-        for table in ours:
-            assert ours[table] == theirs[table], (name, table)
+    _assert_same_rows(tmp_path / "batched", tmp_path / "one_by_one", run_id)
 
 
 def _store_batches(base_dir: str, run_ids: list[str], start: object) -> None:
@@ -480,12 +484,7 @@ def test_a_batch_of_check_evaluations_leaves_the_rows_store_event_leaves(tmp_pat
         dagsters.dispose()
         batched.dispose()
     assert len(commits) == 2, len(commits)  # Dagster's: three per evaluation
-    for name in ("index.db", f"{run_id}.db"):
-        ours = _rows(tmp_path / "batched" / name)
-        theirs = _rows(tmp_path / "dagster" / name)
-        assert ours.keys() == theirs.keys()
-        for table in ours:
-            assert ours[table] == theirs[table], (name, table)
+    _assert_same_rows(tmp_path / "batched", tmp_path / "dagster", run_id)
     with sqlite3.connect(tmp_path / "batched" / "index.db") as db:
         statuses = [r[0] for r in db.execute("SELECT execution_status FROM asset_check_executions")]
     assert len(statuses) == 12 + 1 + 1
