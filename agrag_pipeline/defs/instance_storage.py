@@ -257,7 +257,22 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         rows = [self._event_to_row(event) for event in events]
         table = SqlEventLogStorageTable
         with self.run_connection(events[0].run_id) as conn:
-            conn.execute(table.insert(), rows)
+            stored = conn.execute(
+                table.insert().returning(table.c.id, sort_by_parameter_order=True), rows
+            )
+            run_file_ids = [int(row[0]) for row in stored]
+        try:
+            self._mirror_batch(events, rows)
+        except Exception:
+            # Nothing of a batch stays half-stored: its rows leave the run's file again, so
+            # Dagster's fallback (each event through ``store_event``) stores each event once.
+            with self.run_connection(events[0].run_id) as conn:
+                conn.execute(table.delete().where(table.c.id.in_(run_file_ids)))
+            raise
+
+    def _mirror_batch(self, events: Sequence[EventLogEntry], rows: list[dict[str, Any]]) -> None:
+        """The index shard's part of ``store_event_batch``, in one transaction."""
+        table = SqlEventLogStorageTable
         mirrored = [
             i
             for i, event in enumerate(events)

@@ -578,3 +578,45 @@ def test_upstream_pointers_read_from_the_event_log_columns_equal_dagsters_record
             assert set(ours) == set(keys)
             assert {p.run_id for p in ours.values()} == {second.run_id}
             assert all(p.data_version for p in ours.values())
+
+
+def test_a_batch_the_index_cannot_take_leaves_nothing_half_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds the index shard's write lock past the busy timeout (a real lock,
+    taken by a second SQLite connection): the batch fails naming the lock and leaves none of
+    its rows in the run's file either, so Dagster's fallback (each event stored alone) or a
+    later try stores every event exactly once; a later try stores the rows Dagster's own
+    ``store_event`` stores."""
+    from agrag_pipeline.defs import instance_storage
+
+    monkeypatch.setattr(instance_storage, "SQLITE_BUSY_TIMEOUT_SECONDS", 0.2)
+    run_id = str(uuid.uuid4())
+    planned, evaluations = _check_evaluations(run_id)
+    begins = _entry(run_id, "the run begins")
+    dagsters = SqliteEventLogStorage(str(tmp_path / "dagster"))
+    ours = KeptEngineSqliteEventLogStorage(str(tmp_path / "ours"))
+    try:
+        for entry in [begins, *planned, *evaluations]:
+            dagsters.store_event(entry)
+        ours.store_event(begins)
+        ours.store_event_batch(planned)
+        holder = sqlite3.connect(tmp_path / "ours" / "index.db", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # the write lock, held
+        try:
+            with pytest.raises(Exception, match="locked"):
+                ours.store_event_batch(evaluations)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        with sqlite3.connect(tmp_path / "ours" / f"{run_id}.db") as db:
+            kept = db.execute(
+                "SELECT count(*) FROM event_logs WHERE dagster_event_type = ?",
+                ("ASSET_CHECK_EVALUATION",),
+            ).fetchone()[0]
+        assert kept == 0
+        ours.store_event_batch(evaluations)
+    finally:
+        dagsters.dispose()
+        ours.dispose()
+    _assert_same_rows(tmp_path / "ours", tmp_path / "dagster", run_id)
