@@ -265,14 +265,19 @@ def _store_batches(base_dir: str, run_ids: list[str], start: object) -> None:
         storage.store_event_batch(_planned_batch(run_id))
         storage.store_event(_entry(run_id, "between the batches"))
         storage.store_event_batch(_materialization_batch(run_id))
+        planned_checks, evaluations = _check_evaluations(run_id)
+        storage.store_event_batch(planned_checks)
+        storage.store_event_batch(evaluations)
     storage.dispose()
 
 
 @pytest.mark.slow  # two fresh interpreters import Dagster: 15-30 s on the shared machine
 def test_two_processes_storing_batches_at_once_lose_nothing(tmp_path: Path) -> None:
     """Two real processes (the daemon launching runs, run workers) store batches of their runs
-    into the same index shard at the same moment: every event is there once, in its run's
-    file and (asset and check events) in the index, and every asset's entry names a run."""
+    (planned events, materialisations, planned checks, check evaluations) into the same index
+    shard at the same moment: every event is there once, in its run's file and (asset and check
+    events) in the index, every asset's entry names a run, and every evaluation's check
+    execution row holds its result."""
     base_dir = str(tmp_path / "history")
     first = KeptEngineSqliteEventLogStorage(base_dir)
     first.store_event(_entry(str(uuid.uuid4()), "an earlier run"))
@@ -290,24 +295,29 @@ def test_two_processes_storing_batches_at_once_lose_nothing(tmp_path: Path) -> N
         writer.join(timeout=180)
     assert [w.exitcode for w in writers] == [0, 0]
     planned, made = len(_planned_batch("x")), len(_materialization_batch("x"))
+    checks = sum(len(batch) for batch in _check_evaluations("x"))
     all_runs = [run_id for run_ids in runs.values() for run_id in run_ids]
     reader = SqliteEventLogStorage(base_dir)
     for run_id in all_runs:
-        assert len(reader.get_logs_for_run(run_id)) == planned + 1 + made
+        assert len(reader.get_logs_for_run(run_id)) == planned + 1 + made + checks
     with sqlite3.connect(Path(base_dir) / "index.db") as db:
         mirrored = dict(
             db.execute("SELECT run_id, count(*) FROM event_logs GROUP BY run_id").fetchall()
         )
         assert {run_id: mirrored.get(run_id) for run_id in all_runs} == dict.fromkeys(
-            all_runs, planned + made
+            all_runs, planned + made + checks
         )
         last_runs = dict(db.execute("SELECT asset_key, last_run_id FROM asset_keys").fetchall())
-        planned_checks = db.execute(
-            "SELECT count(*) FROM asset_check_executions WHERE execution_status = 'PLANNED'"
-        ).fetchone()[0]
+        statuses = db.execute(
+            "SELECT execution_status, count(*) FROM asset_check_executions GROUP BY 1"
+        ).fetchall()
     assert set(last_runs) == {dg.AssetKey(a).to_string() for a in ASSETS}
     assert set(last_runs.values()) <= set(all_runs)
-    assert planned_checks == len(ASSETS) * len(all_runs)
+    # Per run: 3 checks planned for the whole asset, never evaluated; 13 planned and evaluated
+    # (12 of partitions, 1 of the whole asset); 1 evaluated that nothing planned.
+    by_status = dict(statuses)
+    assert by_status.pop("PLANNED") == len(ASSETS) * len(all_runs)
+    assert sum(by_status.values()) == (12 + 1 + 1) * len(all_runs)
 
 
 def test_the_ui_reads_each_documents_check_result_from_the_shipped_storage(
