@@ -64,7 +64,7 @@ from agrag_pipeline.defs.dagster_internals import (
     get_input_data_version_tag,
     get_input_event_pointer_tag,
 )
-from agrag_pipeline.defs.event_batches import log_in_one_batch
+from agrag_pipeline.defs.event_batches import EventBatcher
 from agrag_pipeline.defs.partitions import batched_backfills, documents_partitions
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.defs.run_launcher import worker_tags
@@ -417,7 +417,7 @@ def _materialize(
         else {}
     )
     made: list[str] = []
-    materializations: list[dg.AssetMaterialization] = []
+    materializations = EventBatcher(context)
     reused = 0
     for outcome in outcomes:
         if not outcome.ok:
@@ -429,7 +429,7 @@ def _materialize(
         pointers = {asset: found.get(key) for asset, found in inputs.items()}
         for asset, pointer in pointers.items():
             meta.update(md.pointer_metadata(pointer, asset))
-        materializations.append(
+        yield from materializations.add(
             dg.AssetMaterialization(
                 asset_key=step,
                 partition=key,
@@ -442,7 +442,7 @@ def _materialize(
             )
         )
         made.append(key)
-    yield from log_in_one_batch(context, materializations)
+    yield from materializations.flush()
     failed = {o.source_key: f"{step} failed: {o.error}" for o in outcomes if not o.ok}
     context.log.info(
         f"{step}: {len(made)} of {len(keys)} documents done ({reused} already current), "

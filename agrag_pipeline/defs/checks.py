@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 import dagster as dg
 
 from agrag_pipeline.defs.dagster_internals import AssetCheckEvaluationTargetMaterializationData
-from agrag_pipeline.defs.event_batches import log_in_one_batch
+from agrag_pipeline.defs.event_batches import EventBatcher
 from agrag_pipeline.defs.metadata import Pointer
 from agrag_pipeline.defs.partitions import documents_partitions
 from agrag_pipeline.extraction.step import EXTRACTION_CHECKS
@@ -100,7 +100,7 @@ def report_checks(
     if not selected:
         return
     failed = warned = 0
-    evaluations: list[dg.AssetCheckEvaluation] = []
+    evaluations = EventBatcher(context)
     for key in keys:
         target = targets.get(key)
         for outcome in evaluate(key):
@@ -108,7 +108,7 @@ def report_checks(
                 continue
             failed += 0 if outcome.passed or outcome.severity == "warn" else 1
             warned += 0 if outcome.passed or outcome.severity != "warn" else 1
-            evaluations.append(
+            yield from evaluations.add(
                 dg.AssetCheckEvaluation(
                     asset_key=asset_key,
                     check_name=outcome.name,
@@ -130,7 +130,7 @@ def report_checks(
                     ),
                 )
             )
-    yield from log_in_one_batch(context, evaluations)
+    yield from evaluations.flush()
     if failed:
         context.log.warning(f"{asset}: {failed} check evaluations failed (see the checks tab)")
     if warned:

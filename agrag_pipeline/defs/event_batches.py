@@ -36,6 +36,30 @@ def check_evaluation_message(evaluation: dg.AssetCheckEvaluation) -> str:
     )
 
 
+#: Events per batch, at most: a step logs a batch when it holds this many, so a run of many
+#: documents (``agrag materialize`` runs every document in one run) never keeps all its
+#: evaluations in memory at once.
+MAX_EVENTS_PER_BATCH = 500
+
+
+class EventBatcher:
+    """A step's events of one kind, logged in batches of at most ``MAX_EVENTS_PER_BATCH``:
+    ``add`` returns the events of a batch it logged (for the step to yield), ``flush`` the
+    rest's."""
+
+    def __init__(self, context: dg.AssetExecutionContext) -> None:
+        self._context = context
+        self._pending: list[dg.AssetMaterialization | dg.AssetCheckEvaluation] = []
+
+    def add(self, event: dg.AssetMaterialization | dg.AssetCheckEvaluation) -> list[DagsterEvent]:
+        self._pending.append(event)
+        return self.flush() if len(self._pending) >= MAX_EVENTS_PER_BATCH else []
+
+    def flush(self) -> list[DagsterEvent]:
+        pending, self._pending = self._pending, []
+        return log_in_one_batch(self._context, pending)
+
+
 def log_in_one_batch(
     context: dg.AssetExecutionContext,
     events: Sequence[dg.AssetMaterialization | dg.AssetCheckEvaluation],

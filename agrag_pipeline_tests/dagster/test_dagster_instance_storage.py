@@ -630,3 +630,35 @@ def test_a_batch_the_index_cannot_take_leaves_nothing_half_stored(
         dagsters.dispose()
         ours.dispose()
     _assert_same_rows(tmp_path / "ours", tmp_path / "dagster", run_id)
+
+
+def test_a_step_logs_its_events_in_batches_of_bounded_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step never holds more than ``MAX_EVENTS_PER_BATCH`` events before logging them (a run
+    of every document, as ``agrag materialize`` makes, would otherwise keep all its check
+    evaluations in memory): with a bound of 3, the sections step's 4 evaluations go as a batch
+    of 3 and one more, and every evaluation is stored with its result."""
+    from dagster_support import check_evaluations, sections_of_a_good_and_a_mojibake_text
+
+    from agrag_pipeline.defs import event_batches
+
+    monkeypatch.setattr(event_batches, "MAX_EVENTS_PER_BATCH", 3)
+    sizes: list[int] = []
+    original_batch = KeptEngineSqliteEventLogStorage.store_event_batch
+
+    def store_event_batch(self, events):  # type: ignore[no-untyped-def]
+        if events[0].dagster_event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
+            sizes.append(len(events))
+        return original_batch(self, events)
+
+    monkeypatch.setattr(KeptEngineSqliteEventLogStorage, "store_event_batch", store_event_batch)
+    from dagster_support import shipped_instance
+
+    with shipped_instance(tmp_path, monkeypatch) as instance:
+        result, _ = sections_of_a_good_and_a_mojibake_text(tmp_path, instance)
+        assert result.success
+        stored = _stored_step_events(instance, result.run_id)
+    assert sizes == [3]  # the fourth, alone, is stored as one event (Dagster's store_event)
+    assert sum(1 for kind, *_ in stored if kind == "ASSET_CHECK_EVALUATION") == 4
+    assert len(check_evaluations(result)) == 4
