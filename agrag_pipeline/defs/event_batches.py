@@ -1,4 +1,5 @@
-"""A step's materialisations, and its check evaluations, logged as one batch each.
+"""A step's materialisations, and its check evaluations, logged in batches (one of each kind
+per step, up to ``MAX_EVENTS_PER_BATCH`` events).
 
 Why: each event a step body logs (``context.log_event``, or a yielded ``AssetMaterialization``)
 is stored alone, in two transactions and, for a check evaluation, serialised twice; a run of
