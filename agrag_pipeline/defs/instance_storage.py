@@ -31,10 +31,10 @@ Batches: Dagster stores a run's planned events (one per document and asset) as o
 one, two transactions each. ``store_event_batch`` here writes a batch with one transaction per
 file, the same rows; the storage sets ``DAGSTER_EVENT_BATCH_SIZE`` in its process unless the
 environment sets it. Our asset steps send their documents' materialisations as one batch, and
-their check evaluations as another (``STORES_CHECK_EVALUATION_BATCHES``: Dagster's own storages
-take no batch of evaluations), so a run of 50 documents stores a step's 100-150 events in two
-transactions instead of 300-450, each event serialised once (Dagster serialised an evaluation
-twice: its event row, then its check execution row).
+their check evaluations as another (``stores_check_evaluation_batches``: Dagster's own
+storages take no batch of evaluations), so a run of 50 documents stores a step's 100-150
+events in two transactions instead of 300-450, each event serialised once (Dagster serialised
+an evaluation twice: its event row, then its check execution row).
 
 Configured in ``dagster.yaml``::
 
@@ -98,17 +98,6 @@ from agrag_pipeline.defs.dagster_internals import (
 EVENT_BATCH_SIZE_VARIABLE = "DAGSTER_EVENT_BATCH_SIZE"
 EVENT_BATCH_SIZE = 1000
 
-#: Set on a storage whose ``store_event_batch`` takes a batch of check evaluations (Dagster's
-#: own take only ``BATCH_WRITABLE_EVENTS``: PostgreSQL's refuses any other batch, and Dagster
-#: then stores it event by event after printing the error).
-STORES_CHECK_EVALUATION_BATCHES = "agrag_stores_check_evaluation_batches"
-
-
-def stores_check_evaluation_batches(storage: object) -> bool:
-    """Whether ``storage`` takes a batch of check evaluations (see the constant above)."""
-    return getattr(storage, STORES_CHECK_EVALUATION_BATCHES, False) is True
-
-
 #: Engines kept per storage: the index and the most recent run shards (the webserver reads many).
 MAX_ENGINES = 16
 
@@ -167,8 +156,6 @@ class PlannedEventPerRun:
 
 
 class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage):
-    agrag_stores_check_evaluation_batches = True  # STORES_CHECK_EVALUATION_BATCHES
-
     def __init__(
         self,
         base_dir: str,
@@ -281,10 +268,6 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         ]
         if not mirrored:
             return
-        check_rows = {
-            DagsterEventType.ASSET_CHECK_EVALUATION: _record_check_evaluation,
-            DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED: _record_planned_check,
-        }
         with self.index_transaction() as conn:
             inserted = conn.execute(
                 table.insert().returning(table.c.id, sort_by_parameter_order=True),
@@ -293,7 +276,7 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
             ids = dict(zip(mirrored, (int(row[0]) for row in inserted), strict=True))
             for i in mirrored:  # a check's execution rows, in the same transaction
                 kind = events[i].dagster_event_type
-                record = check_rows.get(kind) if kind is not None else None
+                record = _CHECK_ROWS.get(kind) if kind is not None else None
                 if record is not None:
                     record(conn, events[i], ids[i], rows[i])
             assets = [i for i in mirrored if events[i].dagster_event_type in ASSET_EVENTS]
@@ -331,8 +314,15 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
         self._engines.dispose()
 
 
+def stores_check_evaluation_batches(storage: object) -> bool:
+    """Whether ``storage``'s ``store_event_batch`` takes a batch of check evaluations: ours
+    does; Dagster's own take only ``BATCH_WRITABLE_EVENTS`` (PostgreSQL's refuses any other
+    batch, and Dagster then stores it event by event after printing the error)."""
+    return isinstance(storage, KeptEngineSqliteEventLogStorage)
+
+
 #: What ``store_event_batch`` writes at once: the types Dagster sends in batches, and the check
-#: evaluations our asset steps send (``STORES_CHECK_EVALUATION_BATCHES``).
+#: evaluations our asset steps send (``stores_check_evaluation_batches``).
 _BATCHED_TYPES = frozenset(BATCH_WRITABLE_EVENTS) | {DagsterEventType.ASSET_CHECK_EVALUATION}
 
 
@@ -397,6 +387,7 @@ def _record_check_evaluation(
         "evaluation_event_storage_id": event_id,
         "materialization_event_storage_id": target.storage_id if target else None,
         "partition": evaluation.partition,
+        "evaluation_event_timestamp": row["timestamp"],
     }
     partition = executions.c.partition
     of_partition = (
@@ -410,7 +401,7 @@ def _record_check_evaluation(
             executions.c.run_id == event.run_id,
             of_partition,
         )
-        .values(**values, evaluation_event_timestamp=row["timestamp"])
+        .values(**values)
     ).rowcount
     if updated == 0:  # no planned row: Dagster inserts one
         conn.execute(
@@ -418,7 +409,6 @@ def _record_check_evaluation(
                 asset_key=evaluation.asset_key.to_string(),
                 check_name=evaluation.check_name,
                 run_id=event.run_id,
-                evaluation_event_timestamp=row["timestamp"],
                 **values,
             )
         )
@@ -427,6 +417,13 @@ def _record_check_evaluation(
             f"Updated {updated} rows for asset check evaluation {evaluation.asset_check_key} "
             "as a result of duplicate AssetCheckPlanned events."
         )
+
+
+#: A check event's execution rows, written in the batch's index transaction.
+_CHECK_ROWS = {
+    DagsterEventType.ASSET_CHECK_EVALUATION: _record_check_evaluation,
+    DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED: _record_planned_check,
+}
 
 
 @functools.cache
