@@ -517,15 +517,9 @@ def _stored_step_events(
     return found
 
 
-def test_a_step_stores_its_documents_materialisations_and_evaluations_in_one_batch_each(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A real run on the shipped instance: each step's materialisations reach the storage as
-    one batch, and its check evaluations as another, none of them alone; and the run's stored
-    events are those a stock Dagster instance stores one by one for the same documents (same
-    order, assets, partitions and messages), with the same check results."""
-    from dagster_support import check_evaluations, sections_of_a_good_and_a_mojibake_text
-
+def _spy_on_stores(monkeypatch: pytest.MonkeyPatch) -> tuple[list[list[str]], list[str]]:
+    """The event types of every batch the shipped storage is handed, and of every event it
+    is handed alone, recorded as they arrive (the storage then stores them as before)."""
     batches: list[list[str]] = []
     alone: list[str] = []
     original_batch = KeptEngineSqliteEventLogStorage.store_event_batch
@@ -542,8 +536,23 @@ def test_a_step_stores_its_documents_materialisations_and_evaluations_in_one_bat
 
     monkeypatch.setattr(KeptEngineSqliteEventLogStorage, "store_event_batch", store_event_batch)
     monkeypatch.setattr(KeptEngineSqliteEventLogStorage, "store_event", store_event)
-    from dagster_support import shipped_instance
+    return batches, alone
 
+
+def test_a_step_stores_its_documents_materialisations_and_evaluations_in_one_batch_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real run on the shipped instance: each step's materialisations reach the storage as
+    one batch, and its check evaluations as another, none of them alone; and the run's stored
+    events are those a stock Dagster instance stores one by one for the same documents (same
+    order, assets, partitions and messages), with the same check results."""
+    from dagster_support import (
+        check_evaluations,
+        sections_of_a_good_and_a_mojibake_text,
+        shipped_instance,
+    )
+
+    batches, alone = _spy_on_stores(monkeypatch)
     (tmp_path / "shipped").mkdir()
     with shipped_instance(tmp_path / "shipped", monkeypatch) as instance:
         result, _ = sections_of_a_good_and_a_mojibake_text(tmp_path / "shipped", instance)
@@ -639,26 +648,22 @@ def test_a_step_logs_its_events_in_batches_of_bounded_size(
     of every document, as ``agrag materialize`` makes, would otherwise keep all its check
     evaluations in memory): with a bound of 3, the sections step's 4 evaluations go as a batch
     of 3 and one more, and every evaluation is stored with its result."""
-    from dagster_support import check_evaluations, sections_of_a_good_and_a_mojibake_text
+    from dagster_support import (
+        check_evaluations,
+        sections_of_a_good_and_a_mojibake_text,
+        shipped_instance,
+    )
 
     from agrag_pipeline.defs import event_batches
 
     monkeypatch.setattr(event_batches, "MAX_EVENTS_PER_BATCH", 3)
-    sizes: list[int] = []
-    original_batch = KeptEngineSqliteEventLogStorage.store_event_batch
-
-    def store_event_batch(self, events):  # type: ignore[no-untyped-def]
-        if events[0].dagster_event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
-            sizes.append(len(events))
-        return original_batch(self, events)
-
-    monkeypatch.setattr(KeptEngineSqliteEventLogStorage, "store_event_batch", store_event_batch)
-    from dagster_support import shipped_instance
-
+    batches, alone = _spy_on_stores(monkeypatch)
     with shipped_instance(tmp_path, monkeypatch) as instance:
         result, _ = sections_of_a_good_and_a_mojibake_text(tmp_path, instance)
         assert result.success
         stored = _stored_step_events(instance, result.run_id)
-    assert sizes == [3]  # the fourth, alone, is stored as one event (Dagster's store_event)
+    evaluated = "ASSET_CHECK_EVALUATION"
+    assert [len(b) for b in batches if b[0] == evaluated] == [3]
+    assert alone.count(evaluated) == 1  # the fourth, a batch of one, stored alone by Dagster
     assert sum(1 for kind, *_ in stored if kind == "ASSET_CHECK_EVALUATION") == 4
     assert len(check_evaluations(result)) == 4
