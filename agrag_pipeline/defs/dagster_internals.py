@@ -45,7 +45,7 @@ from dagster._core.definitions.events import AssetKeyPartitionKey
 # ``execute_in_process`` and ``dg.execute_job`` make runs without a ``remote_job_origin``, which
 # the UI shows apart from the job. The origin classes, the reconstructable repository, its
 # singleton name and ``execute_run`` below are all for that.
-from dagster._core.definitions.reconstruct import ReconstructableRepository
+from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
 from dagster._core.definitions.repository_definition import SINGLETON_REPOSITORY_NAME
 
 # assets.py: no public output flag saying "the body logged its materialisations itself, per
@@ -69,13 +69,22 @@ from dagster._core.events import generate_event_batch_id as new_event_batch_id
 # launch.py: see ``ReconstructableRepository``.
 from dagster._core.execution.api import execute_run
 
+# run_forkserver.py: the instance reference a run worker opens its instance from is not exported.
+from dagster._core.instance import InstanceRef
+
 # run_launcher.py (a health check of the local run worker): ``RunLauncher.
 # check_run_worker_health`` may be overridden, but the result type it returns and its status
 # values are not exported.
 from dagster._core.launcher.base import CheckRunHealthResult, WorkerStatus
 
-# launch.py: see ``ReconstructableRepository``.
+# run_forkserver.py and run_launcher.py: the Python origin of a run's code (interpreter, code
+# pointer, image), which says whether a local process can load it, is not exported.
+from dagster._core.origin import JobPythonOrigin, RepositoryPythonOrigin
+
+# launch.py: see ``ReconstructableRepository``. run_launcher.py: whether a run's code location is
+# loaded on this machine is told by the class of its origin, and none is exported.
 from dagster._core.remote_origin import (
+    GrpcServerCodeLocationOrigin,
     ManagedGrpcPythonEnvCodeLocationOrigin,
     RemoteJobOrigin,
     RemoteRepositoryOrigin,
@@ -125,7 +134,9 @@ from dagster._core.storage.sqlite_storage import (
 
 # assets.py: no public name for the run tag that names a run's backfill. sensors.py and
 # run_launcher.py: none for the prefix of run tags the UI hides (tags only the pipeline reads).
-from dagster._core.storage.tags import BACKFILL_ID_TAG, HIDDEN_TAG_PREFIX
+# run_launcher.py: no public name for the tag of a run launched through a code server (it
+# says the run is terminated through that server).
+from dagster._core.storage.tags import BACKFILL_ID_TAG, GRPC_INFO_TAG, HIDDEN_TAG_PREFIX
 
 # launch.py: see ``ReconstructableRepository``.
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
@@ -133,6 +144,28 @@ from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 # instance_storage.py, postgres_storage.py: the type of the ``inst_data`` a ``ConfigurableClass``
 # storage receives is not exported (``ConfigurableClass`` itself is public).
 from dagster._serdes import ConfigurableClassData
+
+# run_forkserver.py (run workers forked from a loaded code location): the code a run's origin
+# points at is loaded with this; the context that turns the SIGINT of a termination into an
+# interrupted (canceled) run is not exported either. See ``execute_run_command_body``.
+from dagster._utils.hosted_user_process import recon_repository_from_origin
+from dagster._utils.interrupts import capture_interrupts
+
+#: The module of Dagster's run worker command, which ``execute_run_command_body`` imports.
+RUN_WORKER_MODULE = "dagster._cli.api"
+
+
+def execute_run_command_body(run_id: str, instance: Any, *, set_exit_code_on_failure: bool) -> int:
+    """Execute a run in this process as ``dagster api execute_run`` does (run_forkserver.py).
+
+    That command is Dagster's own run worker (its container launchers start it); its body has
+    no public form. Imported here on first use: Dagster's CLI costs every other process 40 ms.
+    """
+    from dagster._cli.api import _execute_run_command_body
+
+    return _execute_run_command_body(
+        run_id, instance, lambda _event: None, set_exit_code_on_failure=set_exit_code_on_failure
+    )
 
 
 def event_log_alembic_config() -> Any:
@@ -151,9 +184,11 @@ __all__ = [
     "DATA_VERSION_IS_USER_PROVIDED_TAG",
     "DATA_VERSION_TAG",
     "DEFAULT_DATA_VERSION",
+    "GRPC_INFO_TAG",
     "HIDDEN_TAG_PREFIX",
     "INDEX_SHARD_NAME",
     "NULL_EVENT_POINTER",
+    "RUN_WORKER_MODULE",
     "SINGLETON_REPOSITORY_NAME",
     "SQLITE_BUSY_TIMEOUT_SECONDS",
     "SYSTEM_METADATA_KEY_SOURCE_ASSET_OBSERVATION",
@@ -167,11 +202,16 @@ __all__ = [
     "ConfigurableClassData",
     "DagsterEventBatchMetadata",
     "DagsterSqliteStorage",
+    "GrpcServerCodeLocationOrigin",
+    "InstanceRef",
+    "JobPythonOrigin",
     "LoadableTargetOrigin",
     "ManagedGrpcPythonEnvCodeLocationOrigin",
+    "ReconstructableJob",
     "ReconstructableRepository",
     "RemoteJobOrigin",
     "RemoteRepositoryOrigin",
+    "RepositoryPythonOrigin",
     "SqlEventLogStorage",
     "SqlEventLogStorageTable",
     "SqlRunStorage",
@@ -182,10 +222,13 @@ __all__ = [
     "_event_logs_directory",
     "_runs_directory",
     "_schedule_directory",
+    "capture_interrupts",
     "event_log_alembic_config",
     "execute_run",
+    "execute_run_command_body",
     "get_input_data_version_tag",
     "get_input_event_pointer_tag",
     "new_event_batch_id",
     "pg_config",
+    "recon_repository_from_origin",
 ]

@@ -11,7 +11,7 @@ executes in this process, like ``execute_in_process``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import dagster as dg
@@ -21,6 +21,7 @@ from agrag_pipeline.defs.dagster_internals import (
     SINGLETON_REPOSITORY_NAME,
     LoadableTargetOrigin,
     ManagedGrpcPythonEnvCodeLocationOrigin,
+    ReconstructableJob,
     ReconstructableRepository,
     RemoteJobOrigin,
     RemoteRepositoryOrigin,
@@ -33,15 +34,17 @@ MODULE = "agrag_pipeline.definitions"
 ATTRIBUTE = "defs"
 
 
-def execute_job_run(
+def create_job_run(
     instance: dg.DagsterInstance,
     job_name: str,
     *,
     run_id: str | None = None,
     tags: Mapping[str, str] | None = None,
     run_config: Mapping[str, Any] | None = None,
-) -> JobExecutionResult:
-    """Create the run with this code location's origin and execute it here."""
+    asset_selection: Iterable[dg.AssetKey] | None = None,
+) -> tuple[ReconstructableJob, dg.DagsterRun]:
+    """Create a run of ``job_name`` (of ``asset_selection`` only, if given) with this code
+    location's origin, not started."""
     working_directory = str(PROJECT_ROOT)
     recon_job = ReconstructableRepository.for_module(
         MODULE, ATTRIBUTE, working_directory
@@ -63,5 +66,21 @@ def execute_job_run(
             RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME), job_name
         ),
         job_code_origin=recon_job.get_python_origin(),
+        asset_selection=frozenset(asset_selection) if asset_selection is not None else None,
+    )
+    return recon_job, run
+
+
+def execute_job_run(
+    instance: dg.DagsterInstance,
+    job_name: str,
+    *,
+    run_id: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    run_config: Mapping[str, Any] | None = None,
+) -> JobExecutionResult:
+    """Create the run with this code location's origin and execute it here."""
+    recon_job, run = create_job_run(
+        instance, job_name, run_id=run_id, tags=tags, run_config=run_config
     )
     return execute_run(recon_job, run, instance, raise_on_error=False)

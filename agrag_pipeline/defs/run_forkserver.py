@@ -1,0 +1,350 @@
+"""Run workers forked from a process that has already loaded the code location.
+
+Why: Dagster's code server starts every run in a fresh interpreter (``spawn``), which imports
+Dagster and this project again and builds the definitions: about 2.5 CPU seconds a run here, more
+than all of Dagster's per-event work for a run of 50 documents, and nearly all the cost of the
+one-document runs an incremental update makes (BENCHMARKS.md, "Run workers forked from a loaded
+code location"). A forkserver pays that once: it loads the code location and builds its
+definitions, then forks one fresh process per run, which executes it exactly as ``dagster api
+execute_run`` (the run worker Dagster's own container launchers start) does. Each run keeps a
+process of its own: a ``kill -9`` costs that run only, run monitoring sees it gone, and
+termination interrupts it the way Dagster's code server does (``SIGINT``).
+
+Never stale: while loading, the forkserver records every file it reads (each imported module's
+source, ``data/pipeline.yaml``, the OCR models the fingerprints hash); before each fork it checks
+that none changed, and if one did it exits instead and the launcher starts a new one, so a run
+always executes the code and settings on disk, as a freshly spawned worker would. Environment
+variables are those of the process that started it, as a code server's are.
+
+Fork safety: it forks only while it runs no Python thread but its own, and it never opens the
+instance or any other connection. The native threads it holds (numpy's BLAS pool, pyarrow's
+allocator) belong to libraries that re-create them in a forked child; torch, whose OpenMP pool
+does not survive a fork, is never loaded here (``preload``). What it loaded is frozen for the
+garbage collector (``gc.freeze``): a worker neither traverses nor copies it, and exits as any
+interpreter does, finalising every object its run created.
+
+The launcher side is ``RunForkserver``; ``python -m agrag_pipeline.defs.run_forkserver FD
+ORIGIN`` is the server, talking over the socket ``FD`` in JSON lines.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import io
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+#: How long the launcher waits for a new forkserver to load the code location.
+START_TIMEOUT_S = 300.0
+#: How long the launcher waits for a loaded forkserver to fork (a stat of each watched file).
+FORK_TIMEOUT_S = 30.0
+#: How often the forkserver wakes to reap its finished children when no request comes.
+_REAP_INTERVAL_S = 1.0
+#: Files read while loading that are not inputs of the code (devices, the process's own state).
+_UNWATCHED_PREFIXES = ("/dev/", "/proc/", "/sys/")
+
+
+class ForkserverUnavailable(RuntimeError):
+    """The forkserver could not start or fork this run: launch it the default way."""
+
+
+class ForkserverStale(ForkserverUnavailable):
+    """A file the forkserver loaded has changed since: start a new forkserver."""
+
+
+# --- launcher side ---------------------------------------------------------------------------
+
+
+class RunForkserver:
+    """One forkserver process for one code location (its interpreter and code pointer).
+
+    Not thread-safe: the run launcher serialises its calls.
+    """
+
+    def __init__(self, executable: str, serialized_origin: str, working_directory: str | None):
+        self._executable = executable
+        self._origin = serialized_origin
+        self._cwd = working_directory
+        self._process: subprocess.Popen[bytes] | None = None
+        self._socket: socket.socket | None = None
+        self._stream: io.BufferedRWPair | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def fork_run(self, run_id: str, serialized_instance_ref: str) -> int:
+        """Fork a worker that executes ``run_id``; its pid. Starts the forkserver when needed."""
+        for attempt in (1, 2):
+            if self._process is None or self._process.poll() is not None:
+                self._start()
+            try:
+                reply = self._call(
+                    {"run_id": run_id, "instance_ref": serialized_instance_ref}, FORK_TIMEOUT_S
+                )
+            except ForkserverStale:
+                self.close()
+                if attempt == 2:
+                    raise
+                continue
+            return int(reply["pid"])
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        """Stop the forkserver (the runs it forked go on: they are processes of their own)."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        if self._socket is not None:
+            self._socket.close()  # the forkserver reads the end of its input and exits
+            self._socket = None
+        if self._process is not None:
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process = None
+
+    def _start(self) -> None:
+        self.close()
+        ours, theirs = socket.socketpair()
+        try:
+            self._process = subprocess.Popen(
+                [
+                    self._executable,
+                    "-m",
+                    "agrag_pipeline.defs.run_forkserver",
+                    str(theirs.fileno()),
+                    self._origin,
+                ],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                cwd=self._cwd,
+            )
+        except OSError as error:
+            ours.close()
+            raise ForkserverUnavailable(f"cannot start {self._executable}: {error}") from error
+        finally:
+            theirs.close()
+        self._socket, self._stream = ours, ours.makefile("rwb")
+        self._call(None, START_TIMEOUT_S)  # the server's first line says it has loaded the code
+
+    def _call(self, request: dict[str, str] | None, timeout_s: float) -> dict[str, Any]:
+        stream, control = self._stream, self._socket
+        assert stream is not None and control is not None and self._process is not None
+        try:
+            if request is not None:
+                stream.write(json.dumps(request).encode() + b"\n")
+                stream.flush()
+            # one request at a time, so nothing is ever left in the stream's buffer
+            ready, _, _ = select.select([control], [], [], timeout_s)
+            line = stream.readline() if ready else b""
+        except OSError as error:
+            line = b""
+            detail = str(error)
+        else:
+            detail = "no answer" if not ready else "it exited"
+        if not line:
+            self._process.kill()
+            self.close()
+            raise ForkserverUnavailable(f"the run forkserver failed: {detail}")
+        reply: dict[str, Any] = json.loads(line)
+        if "stale" in reply:
+            raise ForkserverStale(f"{reply['stale']} changed since the forkserver loaded it")
+        if "error" in reply:
+            self.close()
+            raise ForkserverUnavailable(reply["error"])
+        return reply
+
+
+# --- server side ------------------------------------------------------------------------------
+
+
+@contextmanager
+def _recording_opened_files() -> Iterator[set[str]]:
+    """Every file path opened while the block runs (Python's ``open`` audit event)."""
+    opened: set[str] = set()
+    recording = True
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if recording and event == "open" and isinstance(args[0], str):
+            opened.add(args[0])
+
+    sys.addaudithook(hook)  # cannot be removed: it stops recording instead
+    try:
+        yield opened
+    finally:
+        recording = False
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
+
+
+class _WatchedFiles:
+    """The files the loaded code came from, with the state they had when it was loaded."""
+
+    def __init__(self, opened: set[str]) -> None:
+        paths = set(opened)
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str):
+                paths.add(path)
+        watched = (os.path.abspath(p) for p in paths if not p.startswith(_UNWATCHED_PREFIXES))
+        self._stamps = {path: _stamp(path) for path in watched if not os.path.isdir(path)}
+
+    def __len__(self) -> int:
+        return len(self._stamps)
+
+    def first_changed(self) -> str | None:
+        for path, stamp in self._stamps.items():
+            if _stamp(path) != stamp:
+                return path
+        return None
+
+
+def _load_code_location(serialized_origin: str) -> None:
+    """Import the code location and build its definitions and jobs, as a run worker would, and
+    load what its runs' first documents would."""
+    from dagster import deserialize_value
+
+    from agrag_pipeline.defs.dagster_internals import (
+        RUN_WORKER_MODULE,
+        RepositoryPythonOrigin,
+        recon_repository_from_origin,
+    )
+
+    origin = deserialize_value(serialized_origin, RepositoryPythonOrigin)
+    repository = recon_repository_from_origin(origin).get_definition()
+    repository.get_all_jobs()
+    importlib.import_module(RUN_WORKER_MODULE)  # what every run worker imports next
+    from agrag_pipeline.preload import preload
+
+    preload()  # what each run's first documents would load (libraries, word lists)
+
+
+def _execute_forked_run(run_id: str, serialized_instance_ref: str) -> int:
+    """The body of ``dagster api execute_run``, in this already loaded process."""
+    from dagster import DagsterInstance, deserialize_value
+
+    from agrag_pipeline.defs.dagster_internals import (
+        InstanceRef,
+        capture_interrupts,
+        execute_run_command_body,
+    )
+
+    with capture_interrupts():
+        instance_ref = deserialize_value(serialized_instance_ref, InstanceRef)
+        with DagsterInstance.from_ref(instance_ref) as instance:
+            return execute_run_command_body(run_id, instance, set_exit_code_on_failure=True)
+
+
+class _WorkerDone(BaseException):
+    """Raised in a forked worker when its run is over: it unwinds to ``main``, so the worker
+    exits as any interpreter does (threads joined, ``atexit``, every object finalised)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _fork(run_id: str, serialized_instance_ref: str, control: socket.socket) -> int:
+    """Fork a worker for the run; its pid here. The worker raises ``_WorkerDone``."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        # The worker must not hold the forkserver's end of the socket: the launcher could then
+        # never see it exit. The descriptor now names /dev/null, so whatever closes it later
+        # closes nothing else.
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, control.fileno(), inheritable=False)
+        os.close(null)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        code = _execute_forked_run(run_id, serialized_instance_ref)
+    except BaseException:
+        traceback.print_exc()
+    raise _WorkerDone(code)
+
+
+def _reap_children() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _serve(control: socket.socket, watched: _WatchedFiles) -> None:
+    stream = control.makefile("rwb")
+
+    def reply(message: dict[str, Any]) -> None:
+        stream.write(json.dumps(message).encode() + b"\n")
+        stream.flush()
+
+    reply({"ready": True, "watched_files": len(watched)})
+    while True:
+        ready, _, _ = select.select([control], [], [], _REAP_INTERVAL_S)
+        _reap_children()
+        if not ready:
+            continue
+        line = stream.readline()
+        if not line:  # the launcher closed the socket or died: the runs go on without us
+            return
+        request = json.loads(line)
+        changed = watched.first_changed()
+        if changed is not None:
+            reply({"stale": changed})
+            return
+        if threading.active_count() != 1:
+            reply({"error": "the run forkserver has started a thread; it cannot fork safely"})
+            return
+        gc.freeze()
+        reply({"pid": _fork(request["run_id"], request["instance_ref"], control)})
+
+
+def main(argv: list[str]) -> int:
+    control = socket.socket(fileno=int(argv[0]))
+    control.set_inheritable(False)  # not to the OCR engine or LibreOffice a run starts
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C of `dagster dev` is the daemon's
+    try:
+        with _recording_opened_files() as opened:
+            _load_code_location(argv[1])
+        watched = _WatchedFiles(opened)
+    except BaseException:
+        error = f"loading the code location failed:\n{traceback.format_exc()}"
+        control.sendall(json.dumps({"error": error}).encode() + b"\n")
+        return 1
+    # What is loaded now is never collected again, here or in a worker: a worker neither
+    # traverses it nor copies its pages. Objects a run creates are collected and finalised as
+    # in any process, at its exit too.
+    gc.collect()
+    gc.freeze()
+    try:
+        _serve(control, watched)
+    except _WorkerDone as done:  # in a forked worker, its run over
+        return done.code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
