@@ -1,10 +1,13 @@
 """What a fresh run worker costs before its run starts: the part ``benchmarks.stages`` leaves out.
 
 ``benchmarks.stages orchestrate`` executes every run in a warm worker process (definitions
-built, tokenizer loaded, outside the timers). Runs the daemon launches do not start warm: the
-code server spawns a new interpreter for each run (Dagster 1.13's gRPC ``StartRun``, a
-``spawn`` process), which imports the code location, opens the instance and builds the job
-before the run's first step. This measures that in real fresh processes: each child imports
+built, tokenizer loaded, outside the timers). Runs Dagster's default launcher starts do not
+start warm: the code server spawns a new interpreter for each run (Dagster 1.13's gRPC
+``StartRun``, a ``spawn`` process), which imports the code location, opens the instance and
+builds the job before the run's first step. (The shipped launcher forks runs from a forkserver
+that has loaded the code location, ``defs/run_forkserver.py``; ``fork_runs: false`` gives
+Dagster's default back. ``benchmarks.daemon_backfill`` measures either end to end.)
+This measures that in real fresh processes: each child imports
 the definitions, opens a shipped instance and executes a one-document run (chunks only), and
 reports its CPU before the run and for the run; the parent adds the interpreter's own start and
 exit (the child's whole CPU from ``getrusage``).

@@ -314,8 +314,9 @@ def orchestrate_stage(
     Also counts the events each configuration stores per document, and the cost of one event:
     (Dagster's time - the core's time) / events. The runs execute in warm workers; with
     ``run_worker_start`` a fresh worker's start-up is measured too (``run_worker_start.py``)
-    and the shipped configuration's CPU projected with one per run, as the daemon starts them
-    (a lower bound: a fresh worker's caches are cold in its run as well).
+    and the CPU projected with one per run, as Dagster's default launch starts them (a lower
+    bound: a fresh worker's caches are cold in its run as well). The shipped launcher forks its
+    runs from a loaded forkserver instead; ``daemon_backfill.py`` measures that end to end.
     """
     keys = [p.name for p in corpus_files(root)]
     names = configs or [DEFAULT_CONFIG]
