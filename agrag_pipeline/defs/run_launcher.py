@@ -37,6 +37,7 @@ import os
 import re
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -170,7 +171,8 @@ class LocalProcessRunLauncher(DefaultRunLauncher):
     def _forkserver_for(self, run: DagsterRun) -> RunForkserver | None:
         """The forkserver of the run's code location, if a local interpreter loads it."""
         origin, remote = run.job_code_origin, run.remote_job_origin
-        if not self._fork_runs or not hasattr(os, "fork") or remote is None:
+        # Linux only: macOS's system frameworks do not survive a fork (Python spawns there too)
+        if not self._fork_runs or not sys.platform.startswith("linux") or remote is None:
             return None
         if not _served_here(remote.repository_origin.code_location_origin):
             return None  # a code server elsewhere: only it can start the run
