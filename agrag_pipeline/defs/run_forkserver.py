@@ -160,7 +160,12 @@ class RunForkserver:
             self._process.kill()
             self.close()
             raise ForkserverUnavailable(f"the run forkserver failed: {detail}")
-        reply: dict[str, Any] = json.loads(line)
+        try:
+            reply: dict[str, Any] = json.loads(line)
+        except ValueError:
+            self._process.kill()
+            self.close()
+            raise ForkserverUnavailable(f"the run forkserver answered {line[:200]!r}") from None
         if "stale" in reply:
             raise ForkserverStale(f"{reply['stale']} changed since the forkserver loaded it")
         if "error" in reply:
