@@ -12,7 +12,10 @@ time from launch and the CPU of every process of ``dagster dev``'s process group
 workers included) less the group's idle rate, measured for 30 s before; and the CPU of each
 kind of process.
 
-    .venv/bin/python -m benchmarks.daemon_backfill --documents 1000 [--repo PATH]
+    .venv/bin/python -m benchmarks.daemon_backfill --documents 1000 [--assets all] [--repo PATH]
+
+``--assets all`` backfills every per-document asset (embeddings, graph, search index too)
+instead of the chunks.
 
 ``--repo`` runs ``dagster dev`` from another checkout (a ``git worktree`` with ``.venv`` linked
 to this one's), for a before/after comparison with this code's harness.
@@ -41,7 +44,11 @@ from agrag_pipeline_tests.dagster.dagster_dev_support import (
 from benchmarks.corpus import write_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CHUNK_ASSETS = ("raw_documents", "sections", "chunks")
+#: What a backfill selects: the chunks (no model), or every per-document asset (the whole graph).
+ASSETS = {
+    "chunks": ("raw_documents", "sections", "chunks"),
+    "all": ("raw_documents", "sections", "chunks", "embeddings", "graph", "search_index"),
+}
 IDLE_S = 30.0
 
 
@@ -75,7 +82,9 @@ def group_cpu(pgid: int) -> tuple[float, dict[str, float]]:
     return total, by_role
 
 
-def _backfill(server: Any, instance: Any, pgid: int, keys: list[str], idle: float) -> dict:
+def _backfill(
+    server: Any, instance: Any, pgid: int, keys: list[str], idle: float, assets: tuple[str, ...]
+) -> dict:
     before = {run.run_id for run in instance.get_runs()}
     cpu0, roles0 = group_cpu(pgid)
     started, launched_at = time.monotonic(), time.time()
@@ -83,7 +92,7 @@ def _backfill(server: Any, instance: Any, pgid: int, keys: list[str], idle: floa
         LAUNCH_BACKFILL_MUTATION,
         {
             "params": {
-                "assetSelection": [{"path": [asset]} for asset in CHUNK_ASSETS],
+                "assetSelection": [{"path": [asset]} for asset in assets],
                 "partitionNames": keys,
                 "title": f"benchmark: {len(keys)} documents",
             }
@@ -116,7 +125,9 @@ def _backfill(server: Any, instance: Any, pgid: int, keys: list[str], idle: floa
     }
 
 
-def measure(documents: int, repo: Path, changed_share: float = 0.01) -> dict[str, Any]:
+def measure(
+    documents: int, repo: Path, changed_share: float = 0.01, assets: str = "chunks"
+) -> dict[str, Any]:
     base = Path(tempfile.mkdtemp(prefix="daemon-backfill-"))
     dirs = ProjectDirs.under(base, repo / INSTANCE_TEMPLATE)
     write_corpus(dirs.raw_root, documents)
@@ -131,7 +142,7 @@ def measure(documents: int, repo: Path, changed_share: float = 0.01) -> dict[str
             idle0, t0 = group_cpu(pgid)[0], time.monotonic()
             time.sleep(IDLE_S)
             idle = (group_cpu(pgid)[0] - idle0) / (time.monotonic() - t0)
-            full = _backfill(server, instance, pgid, keys, idle)
+            full = _backfill(server, instance, pgid, keys, idle, ASSETS[assets])
             markdown = [k for k in keys if k.endswith(".md")]
             count = max(1, round(documents * changed_share))
             changed = markdown[:: max(1, len(markdown) // count)][:count]
@@ -139,9 +150,15 @@ def measure(documents: int, repo: Path, changed_share: float = 0.01) -> dict[str
                 with open(dirs.raw_root / key, "a", encoding="utf-8") as stream:
                     stream.write("\n\nOne more sentence, changed for the incremental run.\n")
             time.sleep(2)
-            update = _backfill(server, instance, pgid, changed, idle)
+            update = _backfill(server, instance, pgid, changed, idle, ASSETS[assets])
     update["share_of_full_cpu"] = round(update["cpu_s_less_idle"] / full["cpu_s_less_idle"], 3)
-    return {"repo": str(repo), "idle_cpu_per_s": round(idle, 3), "full": full, "update": update}
+    return {
+        "repo": str(repo),
+        "assets": assets,
+        "idle_cpu_per_s": round(idle, 3),
+        "full": full,
+        "update": update,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -149,8 +166,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--documents", type=int, default=1000)
     parser.add_argument("--repo", type=Path, default=REPO_ROOT)
     parser.add_argument("--changed-share", type=float, default=0.01)
+    parser.add_argument("--assets", choices=sorted(ASSETS), default="chunks")
     args = parser.parse_args(argv)
-    print(json.dumps(measure(args.documents, args.repo.resolve(), args.changed_share), indent=1))
+    result = measure(args.documents, args.repo.resolve(), args.changed_share, args.assets)
+    print(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
