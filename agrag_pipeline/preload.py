@@ -1,16 +1,20 @@
 """Load once, before forking workers, what every worker would otherwise load for itself.
 
-Why: the core imports some libraries (pandas, the PDF, spreadsheet and reStructuredText readers)
-and reads the reading-quality word lists only when a document first needs them, so ``agrag``
-and each spawned process start quickly. A process that forks its workers (the Dagster run
-forkserver, ``defs/run_forkserver.py``) loads them once instead, and each worker it forks
-inherits them: a forked run worker read its first English document in 1.7 CPU seconds without
-this, 0.7 with it (BENCHMARKS.md, "Run workers forked from a loaded code location").
+Why: the core imports some libraries (pandas, the PDF, spreadsheet and reStructuredText readers,
+torch and sentence-transformers) and reads the reading-quality word lists only when a document
+first needs them, so ``agrag`` and each spawned process start quickly. A process that forks its
+workers (the Dagster run forkserver, ``defs/run_forkserver.py``) loads them once instead, and
+each worker it forks inherits them: a forked run worker read its first English document in 1.7
+CPU seconds without this, 0.7 with it, and a run that embeds no longer spends 4.6 CPU seconds
+importing torch and sentence-transformers (BENCHMARKS.md, "Run workers forked from a loaded code
+location").
 
-Nothing here keeps a file open, starts a thread or loads torch (whose thread pools a forked
-child must not inherit): it parses and chunks a short English text in memory, which reads the
-English word lists and warms the parsers' and the chunker's caches, and imports the libraries
-the other readers load on first use.
+Nothing here keeps a file open, starts a Python thread or runs a torch operation: torch's thread
+pools start at a process's first operation, so each worker starts its own (a pool started
+before a fork does not survive it; a test forks a preloaded process and embeds in the child). It
+parses and chunks a short English text in memory, which reads the English word lists and warms
+the parsers' and the chunker's caches, and imports the libraries the other readers and the
+embedder load on first use. The model itself is loaded by each run that embeds.
 
 Core module: no Dagster.
 """
@@ -19,7 +23,8 @@ from __future__ import annotations
 
 import importlib
 
-#: Libraries the readers and table writers import on first use (those installed are loaded).
+#: Libraries the readers, table writers and embedder import on first use (those installed are
+#: loaded).
 LAZY_LIBRARIES = (
     "pandas",
     "pyarrow.parquet",
@@ -34,6 +39,8 @@ LAZY_LIBRARIES = (
     "PIL.Image",
     "docutils.core",
     "docutils.parsers.rst",
+    "torch",
+    "sentence_transformers",
 )
 
 #: A short English document in the shapes the chunker handles (headings, prose, a list, code,
