@@ -18,8 +18,9 @@ variables are those of the process that started it, as a code server's are.
 
 Fork safety: it forks only while it runs no Python thread but its own, and it never opens the
 instance or any other connection. The native threads it holds (numpy's BLAS pool, pyarrow's
-allocator) belong to libraries that re-create them in a forked child; torch, whose OpenMP pool
-does not survive a fork, is never loaded here (``preload``). What it loaded is frozen for the
+allocator) belong to libraries that re-create them in a forked child; torch is imported but
+runs no operation here (``preload``), so its OpenMP pool, which would not survive a fork, starts
+in each worker. What it loaded is frozen for the
 garbage collector (``gc.freeze``): a worker neither traverses nor copies it, and exits as any
 interpreter does, finalising every object its run created.
 
