@@ -31,7 +31,12 @@ from agrag_pipeline.defs.dagster_internals import (
     ReconstructableRepository,
 )
 from agrag_pipeline.defs.launch import MODULE, create_job_run
-from agrag_pipeline.defs.run_forkserver import ForkserverUnavailable, RunForkserver
+from agrag_pipeline.defs.run_forkserver import (
+    ForkserverUnavailable,
+    RunForkserver,
+    _recording_opened_files,
+    _WatchedFiles,
+)
 from agrag_pipeline.defs.run_launcher import LocalProcessRunLauncher, _served_here
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
 from agrag_pipeline_tests.dagster.dagster_support import (
@@ -224,3 +229,21 @@ def test_only_code_locations_loaded_on_this_machine_are_forked() -> None:
         LoadableTargetOrigin(executable_path=sys.executable, module_name=MODULE), MODULE
     )
     assert _served_here(managed)
+
+
+def test_the_forkserver_watches_the_files_code_reads_not_those_it_writes(tmp_path: Path) -> None:
+    """A scratch file a library writes while loading and deletes later is no input of the code:
+    watched, its deletion would make every fork after it start a new forkserver."""
+    read, written, scratch = tmp_path / "read.yaml", tmp_path / "out.log", tmp_path / "scratch"
+    read.write_text("a: 1\n")
+    with _recording_opened_files() as opened:
+        read.read_text()
+        written.write_text("log line\n")
+        descriptor = os.open(scratch, os.O_RDWR | os.O_CREAT)
+        os.close(descriptor)
+    watched = _WatchedFiles(opened)
+    scratch.unlink()
+    written.unlink()
+    assert watched.first_changed() is None
+    read.write_text("a: 2\n")
+    assert watched.first_changed() == str(read)
