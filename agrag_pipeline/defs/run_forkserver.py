@@ -41,13 +41,14 @@ import os
 import select
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +149,13 @@ class RunForkserver:
         self._socket, self._stream = ours, ours.makefile("rwb")
         self._call(None, START_TIMEOUT_S)  # the server's first line says it has loaded the code
 
+    def _abandon(self, reason: str) -> NoReturn:
+        """Kill a forkserver that stopped answering as it should; the run goes the default way."""
+        assert self._process is not None
+        self._process.kill()
+        self.close()
+        raise ForkserverUnavailable(reason)
+
     def _call(self, request: dict[str, str] | None, timeout_s: float) -> dict[str, Any]:
         stream, control = self._stream, self._socket
         assert stream is not None and control is not None and self._process is not None
@@ -164,15 +172,11 @@ class RunForkserver:
         else:
             detail = "no answer" if not ready else "it exited"
         if not line:
-            self._process.kill()
-            self.close()
-            raise ForkserverUnavailable(f"the run forkserver failed: {detail}")
+            self._abandon(f"the run forkserver failed: {detail}")
         try:
             reply: dict[str, Any] = json.loads(line)
         except ValueError:
-            self._process.kill()
-            self.close()
-            raise ForkserverUnavailable(f"the run forkserver answered {line[:200]!r}") from None
+            self._abandon(f"the run forkserver answered {line[:200]!r}")
         if "stale" in reply:
             raise ForkserverStale(f"{reply['stale']} changed since the forkserver loaded it")
         if "error" in reply:
@@ -212,13 +216,14 @@ def _recording_opened_files() -> Iterator[set[str]]:
         recording = False
 
 
-def _stamp(path: str) -> tuple[int, int, int] | None:
-    """What tells a file changed: its time, size and inode (an editor's save replaces it)."""
+def _stamp(path: str) -> tuple[int, int, int, int] | None:
+    """What tells a file changed: its type, time, size and inode (an editor's save replaces
+    it); None when it is gone."""
     try:
         status = os.stat(path)
     except OSError:
         return None
-    return status.st_mtime_ns, status.st_size, status.st_ino
+    return stat.S_IFMT(status.st_mode), status.st_mtime_ns, status.st_size, status.st_ino
 
 
 class _WatchedFiles:
@@ -231,7 +236,12 @@ class _WatchedFiles:
             if isinstance(path, str):
                 paths.add(path)
         watched = (os.path.abspath(p) for p in paths if not p.startswith(_UNWATCHED_PREFIXES))
-        self._stamps = {path: _stamp(path) for path in watched if not os.path.isdir(path)}
+        stamps = {path: _stamp(path) for path in watched}
+        self._stamps = {  # a package's folder is no input (its files are)
+            path: stamp
+            for path, stamp in stamps.items()
+            if stamp is None or stamp[0] != stat.S_IFDIR
+        }
 
     def __len__(self) -> int:
         return len(self._stamps)
