@@ -494,10 +494,12 @@ def run_worker_pid(served: Served, run_id: str) -> int | None:
     return None
 
 
-def freeze_mid_run(served: Served, run_id: str) -> int | None:
-    """Stop the run's worker with SIGSTOP as soon as it has recorded its pid, then confirm the run
-    has not ended: a frozen worker cannot finish between that check and the SIGKILL, so the kill
-    provably lands mid-run. Returns the pid, or None if the run ended before it could be frozen
+def kill_mid_run(served: Served, run_id: str) -> int | None:
+    """Kill the run's worker with SIGKILL while its run is provably not over: stop it with SIGSTOP
+    as soon as it has recorded its pid, confirm the run has not ended (a frozen worker cannot
+    finish between that check and the kill), then kill it at once. Not left frozen: a worker
+    stopped inside a write holds SQLite's write lock, and the webserver could launch no other
+    run until it was killed. Returns the pid, or None if the run ended before it could be frozen
     (a small run on a fast machine: the caller launches another)."""
     pid = wait_for(
         f"run {run_id} to start its worker", lambda: run_worker_pid(served, run_id), 120, 0.1
@@ -508,6 +510,7 @@ def freeze_mid_run(served: Served, run_id: str) -> int | None:
     except (ProcessLookupError, psutil.NoSuchProcess):
         alive = False
     if alive and run_status(served, run_id)["status"] in {"STARTING", "STARTED"}:
+        os.kill(pid, signal.SIGKILL)
         return pid
     if alive:
         os.kill(pid, signal.SIGCONT)
@@ -523,14 +526,12 @@ def test_dagster_dev_fails_killed_runs_and_runs_the_queued_one(served: Served) -
     doomed: dict[str, int] = {}
     for _attempt in range(6):
         run_id = launch_partition_run(served, keys[len(doomed)])
-        pid = freeze_mid_run(served, run_id)
+        pid = kill_mid_run(served, run_id)
         if pid is not None:
             doomed[run_id] = pid
         if len(doomed) == 2:
             break
     assert len(doomed) == 2, f"only {len(doomed)} runs could be caught mid-run in 6 attempts"
-    for pid in doomed.values():
-        os.kill(pid, signal.SIGKILL)
     killed_at = time.monotonic()
     queued = launch_partition_run(served, keys[2], ("raw_documents",))
     for run_id in doomed:
