@@ -124,7 +124,7 @@ from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
 from dagster._core.storage.sql import get_alembic_config
-from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS, create_db_conn_string
 from dagster._core.storage.sqlite_storage import (
     DagsterSqliteStorage,
     _event_logs_directory,
@@ -151,8 +151,17 @@ from dagster._serdes import ConfigurableClassData
 from dagster._utils.hosted_user_process import recon_repository_from_origin
 from dagster._utils.interrupts import capture_interrupts
 
-#: The module of Dagster's run worker command, which ``execute_run_command_body`` imports.
-RUN_WORKER_MODULE = "dagster._cli.api"
+#: What a run worker imports as it runs (found by listing the modules a forked worker's run
+#: added): the run worker command's module, which ``execute_run_command_body`` imports, the
+#: in-process executor and its plan, and the compute log manager with the file watcher it
+#: tails a step's output with.
+RUN_WORKER_MODULES = (
+    "dagster._cli.api",
+    "dagster._core.executor.in_process",
+    "dagster._core.execution.plan.active",
+    "dagster._core.storage.local_compute_log_manager",
+    "watchdog.observers.polling",
+)
 
 
 def execute_run_command_body(run_id: str, instance: Any, *, set_exit_code_on_failure: bool) -> int:
@@ -188,7 +197,7 @@ __all__ = [
     "HIDDEN_TAG_PREFIX",
     "INDEX_SHARD_NAME",
     "NULL_EVENT_POINTER",
-    "RUN_WORKER_MODULE",
+    "RUN_WORKER_MODULES",
     "SINGLETON_REPOSITORY_NAME",
     "SQLITE_BUSY_TIMEOUT_SECONDS",
     "SYSTEM_METADATA_KEY_SOURCE_ASSET_OBSERVATION",
@@ -223,6 +232,7 @@ __all__ = [
     "_runs_directory",
     "_schedule_directory",
     "capture_interrupts",
+    "create_db_conn_string",
     "event_log_alembic_config",
     "execute_run",
     "execute_run_command_body",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from alembic.script import ScriptDirectory
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationPlanned,
 )
@@ -26,10 +27,15 @@ from dagster._core.events import (
 )
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+from dagster._core.storage.sqlite_storage import DagsterSqliteStorage
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from agrag_pipeline.defs.instance_storage import KeptEngineSqliteEventLogStorage
+from agrag_pipeline.defs.instance_storage import (
+    KeptEngineSqliteEventLogStorage,
+    KeptEngineSqliteStorage,
+    warm_process,
+)
 
 
 def _entry(run_id: str, message: str) -> EventLogEntry:
@@ -667,3 +673,53 @@ def test_a_step_logs_its_events_in_batches_of_bounded_size(
     assert alone.count(evaluated) == 1  # the fourth, a batch of one, stored alone by Dagster
     assert sum(1 for kind, *_ in stored if kind == "ASSET_CHECK_EVALUATION") == 4
     assert len(check_evaluations(result)) == 4
+
+
+def _counting_script_directories(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every alembic migration-script directory opened from now on (each parses every script)."""
+    opened: list[object] = []
+    from_config = ScriptDirectory.from_config.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[ScriptDirectory], config: object, *args: object) -> ScriptDirectory:
+        opened.append(config)
+        return from_config(cls, config, *args)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ScriptDirectory, "from_config", classmethod(counting))
+    return opened
+
+
+def test_an_instance_already_set_up_opens_without_reading_the_migration_scripts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a run worker forked from a loaded code location does: the forkserver read the
+    schema's head once (``warm_process``), and the instance's files were set up before."""
+    base = str(tmp_path / "home")
+    first = KeptEngineSqliteStorage(base)  # sets the files up, as Dagster does
+    first.event_log_storage.store_event(_entry(str(uuid.uuid4()), "an earlier run"))
+    first.dispose()
+    warm_process()
+    opened = _counting_script_directories(monkeypatch)
+    storage = KeptEngineSqliteStorage(base)
+    try:
+        run_id = str(uuid.uuid4())
+        storage.event_log_storage.store_event(_entry(run_id, "stored after reopening"))
+        assert storage.run_storage.get_runs() == []
+        assert list(storage.schedule_storage.all_instigator_state()) == []
+    finally:
+        storage.dispose()
+    assert opened == []
+    reader = SqliteEventLogStorage(str(Path(base) / "history" / "runs"))
+    assert [e.user_message for e in reader.get_logs_for_run(run_id)] == ["stored after reopening"]
+
+
+def test_database_files_not_set_up_are_set_up_as_dagster_sets_them_up(tmp_path: Path) -> None:
+    """An empty file (a crash between its creation and its tables) is not taken for one set up."""
+    base = tmp_path / "ours"
+    for folder, name in (("history", "runs.db"), ("schedules", "schedules.db")):
+        (base / folder).mkdir(parents=True)
+        (base / folder / name).touch()
+    KeptEngineSqliteStorage(str(base)).dispose()
+    DagsterSqliteStorage.from_local(str(tmp_path / "stock")).dispose()
+    for folder, name in (("history", "runs.db"), ("schedules", "schedules.db")):
+        ours, stock = _schema(base / folder / name), _schema(tmp_path / "stock" / folder / name)
+        assert ours == stock and ours[1], name
