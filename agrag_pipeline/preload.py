@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import importlib
 
-#: Libraries the readers, table writers and embedder import on first use (those installed are
-#: loaded).
+#: Libraries the readers, table writers and embedder import on first use, and the module that
+#: reads a document's raw bytes back (those installed are loaded).
 LAZY_LIBRARIES = (
     "pandas",
     "pyarrow.parquet",
+    "pyarrow.dataset",
+    "fsspec.implementations.chained",
+    "agrag_pipeline.storage.raw_remote",
     "wordfreq",
     "regex",
     "ftfy.badness",

@@ -46,6 +46,7 @@ import subprocess
 import sys
 import threading
 import traceback
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -259,7 +260,7 @@ def _load_code_location(serialized_origin: str) -> None:
     from dagster import deserialize_value
 
     from agrag_pipeline.defs.dagster_internals import (
-        RUN_WORKER_MODULE,
+        RUN_WORKER_MODULES,
         RepositoryPythonOrigin,
         recon_repository_from_origin,
     )
@@ -267,7 +268,11 @@ def _load_code_location(serialized_origin: str) -> None:
     origin = deserialize_value(serialized_origin, RepositoryPythonOrigin)
     repository = recon_repository_from_origin(origin).get_definition()
     repository.get_all_jobs()
-    importlib.import_module(RUN_WORKER_MODULE)  # what every run worker imports next
+    for module in RUN_WORKER_MODULES:  # what every run worker imports next
+        importlib.import_module(module)
+    from agrag_pipeline.defs.instance_storage import warm_process
+
+    warm_process()  # what every run worker's instance reads as it opens
     from agrag_pipeline.preload import preload
 
     preload()  # what each run's first documents would load (libraries, word lists)
@@ -390,12 +395,28 @@ def _end_worker(code: int) -> None:
     """
     try:
         threading._shutdown()  # type: ignore[attr-defined]  # Python's shutdown does it first
+        _skip_torch_operator_unregistration()
         atexit._run_exitfuncs()
         gc.collect()
         sys.stdout.flush()
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _skip_torch_operator_unregistration() -> None:
+    """Detach the exit-time finalizers with which ``torch.library`` unregisters the operator
+    kernels torch's Python code registered (thousands, one finalizer per library): unregistering
+    them in a worker about to exit wrote to pages of torch's dispatcher that it shares with the
+    forkserver (about 8,000 page copies and 0.05 CPU s a worker). The other finalizers run."""
+    library = sys.modules.get("torch.library")
+    unregister = getattr(library, "_del_library", None)
+    if unregister is None:
+        return
+    registry = getattr(weakref.finalize, "_registry", {})  # CPython's, since 3.4
+    for finalizer, info in list(registry.items()):
+        if getattr(info, "func", None) is unregister:
+            finalizer.detach()
 
 
 if __name__ == "__main__":
