@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -247,3 +248,35 @@ def test_the_forkserver_watches_the_files_code_reads_not_those_it_writes(tmp_pat
     assert watched.first_changed() is None
     read.write_text("a: 2\n")
     assert watched.first_changed() == str(read)
+
+
+def test_a_worker_ends_without_unregistering_torchs_operators_and_runs_the_other_finalizers(
+    tmp_path: Path,
+) -> None:
+    """A forked worker's exit skips torch's exit-time unregistration of its operators (it wrote
+    to pages shared with the forkserver) and nothing else: a folder a finalizer removes at exit
+    is removed."""
+    folder = tmp_path / "removed at exit"
+    script = f"""
+import os, shutil, sys, weakref, torch
+import agrag_pipeline.defs.run_forkserver as forkserver
+class Holder: pass
+holder = Holder()
+os.mkdir({str(folder)!r})
+weakref.finalize(holder, shutil.rmtree, {str(folder)!r})
+torch_finalizers = [i for i in weakref.finalize._registry.values()
+                    if i.func is sys.modules["torch.library"]._del_library]
+assert torch_finalizers, "torch registers no operator library here any more"
+forkserver._skip_torch_operator_unregistration()
+left = [i for i in weakref.finalize._registry.values()
+        if i.func is sys.modules["torch.library"]._del_library]
+print(len(torch_finalizers), len(left))
+forkserver._end_worker(0)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    registered, left = map(int, done.stdout.split())
+    assert registered > 0 and left == 0
+    assert not folder.exists()
