@@ -44,6 +44,9 @@ LAZY_LIBRARIES = (
     "docutils.parsers.rst",
     "torch",
     "sentence_transformers",
+    # The search index's lancedb starts a thread as it is imported, which a process that
+    # forks must not hold; its namespace client, most of its import (0.6-1.2 CPU s), does not.
+    "lance_namespace",
 )
 
 #: A short English document in the shapes the chunker handles (headings, prose, a list, code,
