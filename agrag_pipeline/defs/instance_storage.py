@@ -182,7 +182,7 @@ class KeptEngineSqliteEventLogStorage(PlannedEventPerRun, SqliteEventLogStorage)
             engine = self._engines.get(self.conn_string_for_shard(shard))
             if shard not in self._initialized_dbs:
                 if shard == INDEX_SHARD_NAME:
-                    if not _set_up(self.path_for_shard(shard)):
+                    if _stamped_revision(self.path_for_shard(shard)) is None:
                         self._initdb(engine)
                 elif not self._run_shard_template or not self._run_shard_ready(shard):
                     self._initdb(engine)
@@ -440,23 +440,17 @@ def _alembic_head() -> str:
     return str(ScriptDirectory.from_config(config).as_revision_number("head"))
 
 
-def _stamped_revision(path: str) -> str | None:
-    """The alembic revision a SQLite file is stamped with (None: none, or not readable)."""
-    try:
-        with contextlib.closing(sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)) as db:
-            row = db.execute("SELECT version_num FROM alembic_version").fetchone()
-    except sqlite3.Error:
-        return None
-    return str(row[0]) if row else None
+def _stamped_revision(path: str, *tables: str) -> str | None:
+    """The alembic revision the SQLite file at ``path`` is stamped with, if it holds ``tables``
+    too (None: no file, no revision, a table missing, or not readable).
 
-
-def _set_up(path: str, *tables: str) -> bool:
-    """Whether the SQLite file at ``path`` is stamped with an alembic revision and holds
-    ``tables``. Dagster's set-up of a file that is does nothing (it asks only whether some
-    revision is stamped), but first parses every migration script to find the head: ~30 ms of
-    each run worker's start for each of the three files it opens."""
+    A file with a revision and its tables is set up: Dagster's set-up of such a file does
+    nothing (it asks only whether some revision is stamped), but first parses every migration
+    script to find the head, ~30 ms of each run worker's start for each of the three files it
+    opens; the storages below skip it.
+    """
     if not os.path.exists(path):
-        return False
+        return None
     try:
         with contextlib.closing(sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)) as db:
             row = db.execute("SELECT version_num FROM alembic_version").fetchone()
@@ -465,8 +459,8 @@ def _set_up(path: str, *tables: str) -> bool:
                 for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             }
     except sqlite3.Error:
-        return False
-    return bool(row and row[0]) and found.issuperset(tables)
+        return None
+    return str(row[0]) if row and row[0] and found.issuperset(tables) else None
 
 
 def _fsync(path: str) -> None:
@@ -510,8 +504,8 @@ class KeptEngineSqliteRunStorage(_KeptEngine, SqliteRunStorage):
     def from_local(
         cls, base_dir: str, inst_data: ConfigurableClassData | None = None
     ) -> KeptEngineSqliteRunStorage:
-        """Dagster's ``from_local``, less its set-up of a file that is set up (``_set_up``)."""
-        if _set_up(os.path.join(base_dir, "runs.db"), "runs", "instance_info"):
+        """Dagster's ``from_local``, less its set-up of a file set up (``_stamped_revision``)."""
+        if _stamped_revision(os.path.join(base_dir, "runs.db"), "runs", "instance_info"):
             return cls(create_db_conn_string(base_dir, "runs"), inst_data)
         return super().from_local(base_dir, inst_data)
 
@@ -521,8 +515,8 @@ class KeptEngineSqliteScheduleStorage(_KeptEngine, SqliteScheduleStorage):
     def from_local(
         cls, base_dir: str, inst_data: ConfigurableClassData | None = None
     ) -> SqliteScheduleStorage:
-        """Dagster's ``from_local``, less its set-up of a file that is set up (``_set_up``)."""
-        if _set_up(os.path.join(base_dir, "schedules.db"), "jobs"):
+        """Dagster's ``from_local``, less its set-up of a file set up (``_stamped_revision``)."""
+        if _stamped_revision(os.path.join(base_dir, "schedules.db"), "jobs"):
             return cls(create_db_conn_string(base_dir, "schedules"), inst_data)
         return super().from_local(base_dir, inst_data)
 
