@@ -13,8 +13,11 @@ Nothing here keeps a file open, starts a Python thread or runs a torch operation
 pools start at a process's first operation, so each worker starts its own (a pool started
 before a fork does not survive it; a test forks a preloaded process and embeds in the child). It
 parses and chunks a short English text in memory, which reads the English word lists and warms
-the parsers' and the chunker's caches, and imports the libraries the other readers and the
-embedder load on first use. The model itself is loaded by each run that embeds.
+the parsers' and the chunker's caches, and imports the libraries the other readers, the
+embedder and the search index load on first use (lancedb's import starts an event loop thread,
+stopped again before any fork). The model itself is loaded by each run that embeds (building it
+runs torch operations), after what can be done without torch here: its weights hashed,
+transformers' table of weight renamings built.
 
 Core module: no Dagster.
 """
@@ -44,8 +47,8 @@ LAZY_LIBRARIES = (
     "docutils.parsers.rst",
     "torch",
     "sentence_transformers",
-    # The search index's lancedb starts a thread as it is imported, which a process that
-    # forks must not hold; its namespace client, most of its import (0.6-1.2 CPU s), does not.
+    # lancedb's namespace client; lancedb itself is imported by ``import_lancedb_for_forking``,
+    # as its import starts a thread.
     "lance_namespace",
 )
 
@@ -87,6 +90,11 @@ def preload() -> None:
             importlib.import_module(name)
         except ImportError:  # a reader of an optional extra that is not installed
             continue
+    from agrag_pipeline.embedding.sentence_transformer import prepare_loading_in_forked_workers
+    from agrag_pipeline.sinks.index import import_lancedb_for_forking
+
+    import_lancedb_for_forking()
+    prepare_loading_in_forked_workers()
     from agrag_pipeline.chunking.chunker import StructureChunker
     from agrag_pipeline.chunking.tokens import TokenCounter
     from agrag_pipeline.parsing import parse_document

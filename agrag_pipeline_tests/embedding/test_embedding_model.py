@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from agrag_pipeline.embedding.sentence_transformer import (
     WeightsMismatchError,
     file_sha256,
     packaged_minilm_dir,
+    verify_weights,
 )
 from agrag_pipeline.embedding.settings import (
     MINILM_WEIGHTS_SHA256,
@@ -109,6 +111,25 @@ def test_tampered_weights_are_refused_before_loading(tmp_path: Path):
         WeightsMismatchError, match=r"SHA-256 is .* expected " + MINILM_WEIGHTS_SHA256
     ):
         make_embedder(settings, tmp_path / "cache")
+
+
+def test_weights_checked_once_are_hashed_again_after_a_write_that_restores_their_mtime(
+    tmp_path: Path,
+):
+    model_dir = tmp_path / "minilm"
+    shutil.copytree(packaged_minilm_dir(), model_dir)
+    weights = model_dir / "model.safetensors"
+    assert verify_weights(model_dir, MINILM_WEIGHTS_SHA256) == MINILM_WEIGHTS_SHA256
+    before = weights.stat()
+    with weights.open("r+b") as f:  # same size, one bit changed, the old times put back
+        f.seek(1_000_000)
+        byte = f.read(1)
+        f.seek(1_000_000)
+        f.write(bytes([byte[0] ^ 0x01]))
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert weights.stat().st_mtime_ns == before.st_mtime_ns
+    with pytest.raises(WeightsMismatchError, match="SHA-256 is "):
+        verify_weights(model_dir, MINILM_WEIGHTS_SHA256)
 
 
 def test_unknown_model_without_a_directory_is_a_clear_error(tmp_path: Path):
