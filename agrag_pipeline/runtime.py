@@ -385,12 +385,12 @@ class Runtime:
     @cached_property
     def chunker(self) -> StructureChunker:
         from agrag_pipeline.chunking.chunker import StructureChunker
-        from agrag_pipeline.chunking.tokens import TokenCounter
+        from agrag_pipeline.chunking.tokens import shared_token_counter
 
         tokenizer_path, max_sequence_tokens = self.tokenizer()
         return StructureChunker(
             self.settings.chunker,
-            TokenCounter(tokenizer_path),
+            shared_token_counter(tokenizer_path),
             max_sequence_tokens=max_sequence_tokens,
         )
 
