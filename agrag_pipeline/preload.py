@@ -96,14 +96,14 @@ def preload() -> None:
     import_lancedb_for_forking()
     prepare_loading_in_forked_workers()
     from agrag_pipeline.chunking.chunker import StructureChunker
-    from agrag_pipeline.chunking.tokens import shared_token_counter
+    from agrag_pipeline.chunking.tokens import TokenCounter
     from agrag_pipeline.parsing import parse_document
     from agrag_pipeline.settings import ChunkerSettings
     from agrag_pipeline.storage.tables import chunks_to_table, sections_to_table
 
     parsed = parse_document(SAMPLE_MARKDOWN.encode("utf-8"), "preload/sample.md", "text/markdown")
     sections_to_table(parsed.sections)
-    chunks = StructureChunker(ChunkerSettings(), shared_token_counter()).chunk(
+    chunks = StructureChunker(ChunkerSettings(), TokenCounter()).chunk(
         parsed, schema_fingerprint=None, extraction_fingerprint=None
     )
     chunks_to_table(chunks, "preload/sample.md")

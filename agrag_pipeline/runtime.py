@@ -385,12 +385,12 @@ class Runtime:
     @cached_property
     def chunker(self) -> StructureChunker:
         from agrag_pipeline.chunking.chunker import StructureChunker
-        from agrag_pipeline.chunking.tokens import shared_token_counter
+        from agrag_pipeline.chunking.tokens import TokenCounter
 
         tokenizer_path, max_sequence_tokens = self.tokenizer()
         return StructureChunker(
             self.settings.chunker,
-            shared_token_counter(tokenizer_path),
+            TokenCounter(tokenizer_path),
             max_sequence_tokens=max_sequence_tokens,
         )
 

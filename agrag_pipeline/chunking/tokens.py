@@ -23,8 +23,6 @@ from typing import Literal
 import tokenizers
 import tokie
 
-from agrag_pipeline.file_identity import file_identity
-
 Backend = Literal["tokie", "tokenizers"]
 
 #: Below this many characters a batch is counted serially: tokie's parallel batch call costs
@@ -176,31 +174,3 @@ def _splits_at_whitespace(config: dict[str, object]) -> bool:
     if pre.get("type") == "Sequence":
         kinds = [p.get("type") for p in pre.get("pretokenizers", []) if isinstance(p, dict)]
     return any(k in _WHITESPACE_SPLITTING for k in kinds)
-
-
-#: The counters ``shared_token_counter`` has built, by tokenizer file (as it was) and backend.
-_SHARED: dict[tuple[str | int, ...], TokenCounter] = {}
-#: How many it keeps: a process counts with one tokenizer, rarely two.
-_SHARED_MAX = 4
-
-
-def shared_token_counter(
-    tokenizer_path: str | Path | None = None, backend: Backend = "tokie"
-) -> TokenCounter:
-    """A counter for ``tokenizer_path``, the same one each time while the file is unchanged.
-
-    Why: the chunker and the embedder count with the model's tokenizer (the embedder to group
-    texts of like length), and building a counter reads, hashes and parses the file twice
-    (tokie and HF tokenizers, ~0.06 CPU s); a run worker forked from the forkserver inherits
-    the one the forkserver built instead of building its own. A file changed since (its
-    inode, size, modification or status-change time) gets a new counter.
-    """
-    path = Path(tokenizer_path) if tokenizer_path is not None else default_tokenizer_path()
-    key = (*file_identity(path), backend)
-    counter = _SHARED.get(key)
-    if counter is None:
-        counter = TokenCounter(path, backend)
-        while len(_SHARED) >= _SHARED_MAX:
-            del _SHARED[next(iter(_SHARED))]
-        _SHARED[key] = counter
-    return counter

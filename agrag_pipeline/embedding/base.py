@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agrag_pipeline.chunking.tokens import TokenCounter, shared_token_counter
+from agrag_pipeline.chunking.tokens import TokenCounter
 from agrag_pipeline.fingerprints import fingerprint as _fingerprint
 
 logger = logging.getLogger(__name__)
@@ -94,9 +94,7 @@ class Embedder(ABC):
     @cached_property
     def _token_counter(self) -> TokenCounter | None:
         # The chunker's counter: the same counts the chunker sized the texts with.
-        if self.tokenizer_path is None:
-            return None
-        return shared_token_counter(self.tokenizer_path)
+        return TokenCounter(self.tokenizer_path) if self.tokenizer_path is not None else None
 
     def token_counts(self, texts: Sequence[str]) -> list[int] | None:
         """Token counts with the model's tokenizer, or None where the backend has none."""

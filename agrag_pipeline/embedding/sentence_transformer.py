@@ -25,7 +25,6 @@ from agrag_pipeline.embedding.base import (
 )
 from agrag_pipeline.embedding.batching import fixed_batches, token_budget_batches
 from agrag_pipeline.embedding.settings import PUBLISHED_WEIGHTS_SHA256
-from agrag_pipeline.file_identity import FileIdentity, file_identity
 
 if TYPE_CHECKING:
     from agrag_pipeline.embedding.settings import EmbeddingSettings
@@ -68,12 +67,26 @@ def packaged_minilm_dir() -> Path:
 
 #: SHA-256 of files already hashed by this process (or the process it was forked from), by the
 #: file's identity: every run that embeds checks the same 90 MB of weights (0.05 CPU s a run).
-_HASHED: dict[FileIdentity, str] = {}
+_HASHED: dict[tuple[str, int, int, int, int, int], str] = {}
+
+
+def _identity(path: Path) -> tuple[str, int, int, int, int, int]:
+    """What changes whenever a file's content can have: its inode, size, and modification and
+    status-change times (the latter set by the kernel on any write, never by a user)."""
+    stat = path.stat()
+    return (
+        str(path.resolve()),
+        stat.st_dev,
+        stat.st_ino,
+        stat.st_size,
+        stat.st_mtime_ns,
+        stat.st_ctime_ns,
+    )
 
 
 def file_sha256(path: Path) -> str:
     """The file's SHA-256, hashed again unless this very file, unchanged, was hashed before."""
-    identity = file_identity(path)
+    identity = _identity(path)
     known = _HASHED.get(identity)
     if known is not None:
         return known
@@ -81,7 +94,7 @@ def file_sha256(path: Path) -> str:
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
-    if file_identity(path) == identity:  # not written while it was read
+    if _identity(path) == identity:  # not written while it was read
         _HASHED[identity] = digest.hexdigest()
     return digest.hexdigest()
 

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agrag_pipeline.chunking.tokens import (
-    TokenCounter,
-    default_tokenizer_path,
-    shared_token_counter,
-)
+from agrag_pipeline.chunking.tokens import TokenCounter, default_tokenizer_path
 
 
 def _corpus_paragraphs(corpus_dir: Path) -> list[str]:
@@ -101,26 +96,3 @@ def test_the_fast_disputed_check_agrees_with_the_per_character_rule() -> None:
         ch = chr(cp)  # lone surrogates included: a text layer from another source may hold one
         assert disputed(ch) == _disputed_char(ch), hex(cp)
         assert disputed("plain ascii text " + ch) == _disputed_char(ch), hex(cp)
-
-
-def test_the_chunker_and_the_embedder_count_with_one_counter_per_unchanged_tokenizer(
-    tmp_path: Path,
-) -> None:
-    from agrag_pipeline.embedding.sentence_transformer import SentenceTransformerEmbedder
-    from agrag_pipeline.embedding.settings import EmbeddingSettings
-    from agrag_pipeline.runtime import Runtime
-    from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
-
-    embedder = SentenceTransformerEmbedder.from_settings(EmbeddingSettings())
-    chunker_counter = Runtime.from_files(DEFAULT_SETTINGS_PATH).chunker.counter
-    assert embedder._token_counter is chunker_counter
-    assert shared_token_counter() is chunker_counter
-
-    copied = tmp_path / "tokenizer.json"
-    copied.write_bytes(default_tokenizer_path().read_bytes())
-    first = shared_token_counter(copied)
-    assert shared_token_counter(copied) is first
-    before = copied.stat()
-    copied.write_bytes(copied.read_bytes())  # rewritten in place, the same bytes and size
-    os.utime(copied, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert shared_token_counter(copied) is not first
