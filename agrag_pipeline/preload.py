@@ -9,8 +9,8 @@ CPU seconds without this, 0.7 with it, and a run that embeds no longer spends 4.
 importing torch and sentence-transformers (BENCHMARKS.md, "Run workers forked from a loaded code
 location").
 
-Nothing here keeps a file open, starts a Python thread or runs a torch operation: torch's thread
-pools start at a process's first operation, so each worker starts its own (a pool started
+Nothing here keeps a file open, leaves a Python thread running or runs a torch operation: torch's
+thread pools start at a process's first operation, so each worker starts its own (a pool started
 before a fork does not survive it; a test forks a preloaded process and embeds in the child). It
 parses and chunks a short English text in memory, which reads the English word lists and warms
 the parsers' and the chunker's caches, and imports the libraries the other readers, the
