@@ -8,7 +8,6 @@ they are trusted.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -25,6 +24,7 @@ from agrag_pipeline.embedding.base import (
 )
 from agrag_pipeline.embedding.batching import fixed_batches, token_budget_batches
 from agrag_pipeline.embedding.settings import PUBLISHED_WEIGHTS_SHA256
+from agrag_pipeline.fingerprints import file_sha256
 
 if TYPE_CHECKING:
     from agrag_pipeline.embedding.settings import EmbeddingSettings
@@ -65,45 +65,11 @@ def packaged_minilm_dir() -> Path:
     return Path(MODEL_DIR)
 
 
-#: SHA-256 of files already hashed by this process (or the process it was forked from), by the
-#: file's identity: every run that embeds checks the same 90 MB of weights (0.05 CPU s a run).
-_HASHED: dict[tuple[str, int, int, int, int, int], str] = {}
-
-
-def _identity(path: Path) -> tuple[str, int, int, int, int, int]:
-    """What changes whenever a file's content can have: its inode, size, and modification and
-    status-change times (the latter set by the kernel on any write, never by a user)."""
-    stat = path.stat()
-    return (
-        str(path.resolve()),
-        stat.st_dev,
-        stat.st_ino,
-        stat.st_size,
-        stat.st_mtime_ns,
-        stat.st_ctime_ns,
-    )
-
-
-def file_sha256(path: Path) -> str:
-    """The file's SHA-256, hashed again unless this very file, unchanged, was hashed before."""
-    identity = _identity(path)
-    known = _HASHED.get(identity)
-    if known is not None:
-        return known
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    if _identity(path) == identity:  # not written while it was read
-        _HASHED[identity] = digest.hexdigest()
-    return digest.hexdigest()
-
-
 def prepare_loading_in_forked_workers() -> None:
     """Do once, in a process that forks run workers, what loading the shipped model repeats in
-    each of them: hash its weights (remembered above) and build transformers' table of weight
-    renamings (a cached table of 1,200 compiled patterns, 0.05 CPU s). Pure Python and file
-    reads: no thread started, no torch operation run."""
+    each of them: hash its weights (``file_sha256`` remembers the hash) and build transformers'
+    table of weight renamings (a cached table of 1,200 compiled patterns, 0.05 CPU s). Pure
+    Python and file reads: no thread started, no torch operation run."""
     try:
         weights = packaged_minilm_dir() / WEIGHTS_FILE
     except ImportError:

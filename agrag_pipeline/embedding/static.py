@@ -29,8 +29,8 @@ from agrag_pipeline.embedding.base import (
     embedding_fingerprint,
     l2_normalize,
 )
-from agrag_pipeline.embedding.sentence_transformer import file_sha256, verify_weights
-from agrag_pipeline.fingerprints import fingerprint
+from agrag_pipeline.embedding.sentence_transformer import verify_weights
+from agrag_pipeline.fingerprints import file_sha256, fingerprint
 
 if TYPE_CHECKING:
     from agrag_pipeline.embedding.settings import EmbeddingSettings

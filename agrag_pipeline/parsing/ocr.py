@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import hashlib
 import io
 import math
 import os
@@ -47,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agrag_pipeline.fingerprints import file_sha256
 from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import ParseTimeoutError
 
@@ -231,16 +231,6 @@ def check_available(settings: OcrSettings) -> None:
         )
 
 
-@functools.lru_cache(maxsize=32)
-def _file_digest(path: Path, size: int, mtime_ns: int) -> str:
-    # Keyed by size and mtime too: a replaced file is hashed again.
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 #: wordfreq language (``quality.identify_language``) -> Tesseract language (its trained data,
 #: Debian's tesseract-ocr-<code>): what a page whose words are of that language is read with.
 TESSERACT_LANGUAGES: dict[str, str] = {
@@ -293,8 +283,7 @@ def engine_fingerprint(settings: OcrSettings) -> dict[str, str]:
     for code in needed:
         path = folder / f"{code}.traineddata" if folder else None
         if path is not None and code in installed and path.is_file():
-            stat = path.stat()
-            base[f"traineddata.{code}"] = _file_digest(path, stat.st_size, stat.st_mtime_ns)
+            base[f"traineddata.{code}"] = file_sha256(path)
         else:
             base[f"traineddata.{code}"] = "missing"
     return base
