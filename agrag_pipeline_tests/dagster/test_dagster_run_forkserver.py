@@ -11,6 +11,7 @@ launcher in ``test_dagster_dev_end_to_end.py``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ import psutil
 import pytest
 from dagster import DagsterEventType, DagsterRunStatus
 
+from agrag_pipeline.defs import run_forkserver
 from agrag_pipeline.defs.dagster_internals import (
     GRPC_INFO_TAG,
     GrpcServerCodeLocationOrigin,
@@ -132,6 +134,11 @@ def _wait_gone(pid: int, timeout_s: float = 30) -> None:
         time.sleep(0.1)
 
 
+def _holds_change_notices(pid: int) -> bool:
+    descriptors = Path(f"/proc/{pid}/fd")
+    return any("inotify" in os.readlink(fd) for fd in descriptors.iterdir())
+
+
 def _keys(instance: dg.DagsterInstance) -> list[str]:
     return instance.get_dynamic_partitions("documents")
 
@@ -199,7 +206,14 @@ def test_terminating_a_forked_run_interrupts_its_worker_and_cancels_the_run(
         assert not current.is_finished, current.status
         time.sleep(0.05)
     worker = _worker_pid(instance, run.run_id)
-    assert instance.run_launcher.terminate(run.run_id)
+    launcher = instance.run_launcher
+    assert isinstance(launcher, LocalProcessRunLauncher)
+    (forkserver,) = launcher._forkservers.values()
+    assert forkserver.pid is not None
+    # The forkserver holds the kernel's change notices; the worker it forked let go of them.
+    assert _holds_change_notices(forkserver.pid)
+    assert not _holds_change_notices(worker)
+    assert launcher.terminate(run.run_id)
     finished = _wait(instance, run.run_id, 120)
     assert finished.status == DagsterRunStatus.CANCELED
     _wait_gone(worker)
@@ -250,6 +264,78 @@ def test_the_forkserver_watches_the_files_code_reads_not_those_it_writes(tmp_pat
     assert watched.first_changed() == str(read)
 
 
+def _watching(*paths: Path) -> _WatchedFiles:
+    """Watched files as the forkserver records them (modules in memory come with them)."""
+    with _recording_opened_files() as opened:
+        for path in paths:
+            # a file code looked for and did not find is watched too
+            with contextlib.suppress(FileNotFoundError):
+                path.read_bytes()
+    watched = _WatchedFiles(opened)
+    assert watched.notified, "the kernel's change notices were not available"
+    return watched
+
+
+def test_the_forkserver_notices_a_rewrite_that_puts_the_old_modification_time_back(
+    tmp_path: Path,
+) -> None:
+    """Same size, same modification time, same inode: only the kernel's notice tells."""
+    read = tmp_path / "settings.yaml"
+    read.write_text("a: 1\n")
+    before = read.stat()
+    watched = _watching(read)
+    with read.open("r+b") as handle:
+        handle.write(b"a: 2\n")
+    os.utime(read, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert watched.first_changed() == str(read)
+
+
+def test_the_forkserver_notices_a_link_on_the_way_pointed_at_another_copy(tmp_path: Path) -> None:
+    """A release folder swapped by pointing a symbolic link elsewhere: the files read through
+    it are now others, though nothing was written to them."""
+    for release in ("v1", "v2"):
+        (tmp_path / release).mkdir()
+        (tmp_path / release / "settings.yaml").write_text("a: 1\n")
+    current = tmp_path / "current"
+    current.symlink_to("v1")
+    watched = _watching(current / "settings.yaml")
+    (tmp_path / "v1" / "unrelated.log").write_text("written beside it\n")
+    assert watched.first_changed() is None
+    (tmp_path / "next").symlink_to("v2")
+    (tmp_path / "next").replace(current)  # as deployments swap a link: atomically
+    assert watched.first_changed() == str(current)
+
+
+def test_the_forkserver_notices_a_file_it_did_not_find_appearing_in_a_new_folder(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "conf.d" / "local" / "override.yaml"
+    watched = _watching(missing)
+    assert watched.first_changed() is None
+    missing.parent.mkdir(parents=True)
+    missing.write_text("a: 2\n")
+    assert watched.first_changed() == str(tmp_path / "conf.d")
+
+
+def test_notices_lost_to_a_full_queue_fall_back_to_a_stat_of_each_file(tmp_path: Path) -> None:
+    """More changes beside the watched files than the kernel queues: the notices are lost, the
+    watched file's among them, so every file is compared with its stamp instead."""
+    read = tmp_path / "settings.yaml"
+    read.write_text("a: 1\n")
+    watched = _watching(read)
+    queued = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+
+    def flood(round: int) -> None:
+        for i in range(queued + 1):
+            (tmp_path / f"scratch-{round}-{i}").touch()
+
+    flood(1)
+    assert watched.first_changed() is None  # lost notices alone start no new forkserver
+    flood(2)
+    read.write_text("a: 22\n")  # its notice does not fit in the full queue
+    assert watched.first_changed() == str(read)
+
+
 def test_a_worker_ends_without_unregistering_torchs_operators_and_runs_the_other_finalizers(
     tmp_path: Path,
 ) -> None:
@@ -280,3 +366,19 @@ forkserver._end_worker(0)
     registered, left = map(int, done.stdout.split())
     assert registered > 0 and left == 0
     assert not folder.exists()
+
+
+def test_files_on_a_file_system_without_notices_are_compared_with_their_stamps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On NFS, SMB, FUSE or a virtual machine's shared folder another machine's write reaches
+    no inotify watch here: such files are stat'ed before each fork, as without notices."""
+    mounts = run_forkserver._mounts()
+    assert mounts[-1][0] == "/", "the root is the shallowest mount"
+    monkeypatch.setattr(run_forkserver, "_mounts", lambda: [(str(tmp_path), "nfs4"), *mounts])
+    shared = tmp_path / "settings.yaml"
+    shared.write_text("a: 1\n")
+    watched = _watching(shared)
+    assert watched.first_changed() is None
+    shared.write_text("a: 22\n")
+    assert watched.first_changed() == str(shared)
