@@ -511,6 +511,18 @@ class Warehouse:
         for document_id in sorted(held):
             yield UUID(document_id)
 
+    def ids_with_tables(self, *tables: str) -> set[UUID]:
+        """The documents that hold every one of ``tables``: one listing per table's folder, the
+        other folders not read (a graph reconciliation needs two of ten)."""
+        for table in tables:
+            if table not in TABLES:
+                raise ValueError(f"unknown table {table!r}; expected one of {TABLES}")
+        found: set[str] | None = None
+        for table in tables:
+            ids = set(self._ids_in(table, ".parquet"))
+            found = ids if found is None else found & ids
+        return {UUID(document_id) for document_id in found or ()}
+
     def held_paths(self, document_id: UUID) -> list[str]:
         """The places ``held_document_ids`` names for one document (for a message)."""
         names = [(f"{self._base}/{folder}", f"{document_id}{suffix}") for folder, suffix in HELD]

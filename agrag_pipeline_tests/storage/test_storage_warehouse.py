@@ -117,6 +117,23 @@ def test_layout_is_by_document_id_never_by_user_supplied_name(tmp_path: Path) ->
     assert warehouse.put_raw(document_id, HASH, b"x") == f"{tmp_path}/raw/{document_id}/{HASH}"
 
 
+def test_documents_holding_every_named_table_are_found_from_those_tables_folders(
+    tmp_path: Path,
+) -> None:
+    warehouse = Warehouse(str(tmp_path))
+    both, nodes_only = Document.node_id_for("both.md"), Document.node_id_for("nodes-only.md")
+    for document_id in (both, nodes_only):
+        warehouse.write_table("graph_nodes", document_id, chunks_to_table([]))
+    warehouse.write_table("graph_edges", both, chunks_to_table([]))
+    (tmp_path / "graph_edges" / "notes.txt").write_text("not a document's table\n")
+    warehouse.write_table("chunks", nodes_only, chunks_to_table([]))
+    assert warehouse.ids_with_tables("graph_nodes", "graph_edges") == {both}
+    assert warehouse.ids_with_tables("graph_nodes") == {both, nodes_only}
+    assert warehouse.ids_with_tables("entity_graph") == set()
+    with pytest.raises(ValueError, match="unknown table 'graph'"):
+        warehouse.ids_with_tables("graph")
+
+
 def test_a_failed_write_leaves_the_previous_file_whole_and_no_temporary(tmp_path: Path) -> None:
     warehouse = Warehouse(str(tmp_path))
     document_id = Document.node_id_for("a.md")

@@ -180,17 +180,14 @@ def reconcile_store(warehouse: Warehouse, store: GraphStore) -> int:
 
     Why: the tables are what the graph should hold. A database started afresh after damage,
     emptied or swapped for another would otherwise lack every document whose graph step does
-    not run again (the sensor reruns changed documents only). Costs one listing and one query;
-    a document's tables are read only when the store lacks it. Documents the store holds beyond
-    the tables are left alone: a Neo4j may serve more than one warehouse, and a deleted
-    document leaves the store through ``freshness.remove_deleted`` (the sinks go first).
+    not run again (the sensor reruns changed documents only). Costs a listing of the two graph
+    tables' folders and one query; a document's tables are read only when the store lacks it.
+    Documents the store holds beyond the tables are left alone: a Neo4j may serve more than one
+    warehouse, and a deleted document leaves the store through ``freshness.remove_deleted``
+    (the sinks go first).
     """
     in_store = store.document_ids()
-    with_tables = {
-        str(document_id)
-        for document_id, paths in warehouse.held_document_ids().items()
-        if all(warehouse.table_path(t, document_id) in paths for t in GRAPH_TABLES)
-    }
+    with_tables = {str(document_id) for document_id in warehouse.ids_with_tables(*GRAPH_TABLES)}
     written = 0
     for document_id in sorted(with_tables - in_store):
         graph = _graph_from_stored_tables(warehouse, UUID(document_id))
