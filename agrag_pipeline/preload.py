@@ -9,15 +9,15 @@ CPU seconds without this, 0.7 with it, and a run that embeds no longer spends 4.
 importing torch and sentence-transformers (BENCHMARKS.md, "Run workers forked from a loaded code
 location").
 
-Nothing here keeps a file open, leaves a Python thread running or runs a torch operation: torch's
-thread pools start at a process's first operation, so each worker starts its own (a pool started
-before a fork does not survive it; a test forks a preloaded process and embeds in the child). It
-parses and chunks a short English text in memory, which reads the English word lists and warms
-the parsers' and the chunker's caches, and imports the libraries the other readers, the
-embedder and the search index load on first use (lancedb's import starts an event loop thread,
-stopped again before any fork). The model itself is loaded by each run that embeds (building it
-runs torch operations), after what can be done without torch here: its weights hashed,
-transformers' table of weight renamings built.
+Nothing here keeps a file open or leaves a Python thread running, and torch runs on one thread
+only, which starts no thread pool (a pool started before a fork does not survive it): each
+child forked afterwards gets torch's thread count back and starts its own pool at its first
+batch (a test forks a preloaded process and embeds in the child). It parses and chunks a short
+English text in memory, which reads the English word lists and warms the parsers' and the
+chunker's caches; imports the libraries the other readers, the embedder and the search index
+load on first use (lancedb's import starts an event loop thread, stopped again before any
+fork); and builds the embedding model the settings file names, so that a run that embeds uses
+it instead of building its own (0.2-0.6 CPU s a run).
 
 Core module: no Dagster.
 """
@@ -25,6 +25,9 @@ Core module: no Dagster.
 from __future__ import annotations
 
 import importlib
+import logging
+
+log = logging.getLogger(__name__)
 
 #: Libraries the readers, table writers and embedder import on first use, and the module that
 #: reads a document's raw bytes back (those installed are loaded).
@@ -95,6 +98,7 @@ def preload() -> None:
 
     import_lancedb_for_forking()
     prepare_loading_in_forked_workers()
+    _build_the_embedding_model()
     from agrag_pipeline.chunking.chunker import StructureChunker
     from agrag_pipeline.chunking.tokens import TokenCounter
     from agrag_pipeline.parsing import parse_document
@@ -107,3 +111,20 @@ def preload() -> None:
         parsed, schema_fingerprint=None, extraction_fingerprint=None
     )
     chunks_to_table(chunks, "preload/sample.md")
+
+
+def _build_the_embedding_model() -> None:
+    """Build the model the settings file names (``AGRAG_SETTINGS``, else the default), as the
+    runs will: each run that embeds then uses it instead of building its own. A run that names
+    other settings builds its own; whatever fails here is left for the run that needs the
+    model, which reports it."""
+    from agrag_pipeline.embedding.sentence_transformer import build_model_for_forked_workers
+    from agrag_pipeline.runtime import resolve_roots
+    from agrag_pipeline.settings import load_settings
+
+    try:
+        settings = load_settings(resolve_roots().settings_path).embedding
+        if settings.backend == "sentence-transformers":
+            build_model_for_forked_workers(settings)
+    except Exception as exc:  # the run that needs the model reports it, with its context
+        log.info("the embedding model is left for each run to build: %s", exc)
