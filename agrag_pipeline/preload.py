@@ -17,7 +17,7 @@ English text in memory, which reads the English word lists and warms the parsers
 chunker's caches; imports the libraries the other readers, the embedder and the search index
 load on first use (lancedb's import starts an event loop thread, stopped again before any
 fork); and builds the embedding model the settings file names, so that a run that embeds uses
-it instead of building its own (0.2-0.6 CPU s a run).
+it instead of building its own (0.12-0.17 CPU s a run).
 
 Core module: no Dagster.
 """
