@@ -91,7 +91,7 @@ _BUILT_BEFORE_FORKING: dict[tuple[str, str], Any] = {}
 def build_model_for_forked_workers(settings: EmbeddingSettings) -> bool:
     """Build the model the settings name in a process that forks run workers (the run
     forkserver), for every worker it forks to use; whether it did (on the CPU only: a GPU's
-    context does not survive a fork).
+    context does not survive a fork, so a device that may be a GPU is not even asked about).
 
     Building runs torch operations, and a thread pool torch starts before a fork does not
     survive it (GNU OpenMP's pool is not started again in the child). So this process runs
@@ -100,7 +100,7 @@ def build_model_for_forked_workers(settings: EmbeddingSettings) -> bool:
     """
     import torch
 
-    if resolve_device(settings.device) != "cpu":
+    if not _surely_cpu(settings.device):
         return False
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -114,6 +114,22 @@ def build_model_for_forked_workers(settings: EmbeddingSettings) -> bool:
     embedder = SentenceTransformerEmbedder.from_settings(settings)
     _BUILT_BEFORE_FORKING[_model_key(embedder.model_dir, embedder.weights_sha256)] = embedder.model
     return True
+
+
+def _surely_cpu(device: str) -> bool:
+    """Whether ``device`` is the CPU, known without asking for a GPU: ``auto`` only with a torch
+    built for no GPU. On a CUDA build ``torch.cuda.is_available()`` starts CUDA's driver, and a
+    process that did cannot fork a child that uses CUDA."""
+    if device != "auto":
+        return device == "cpu"
+    import torch
+
+    built_for_gpu = (
+        torch.version.cuda is not None
+        or getattr(torch.version, "hip", None) is not None
+        or torch.backends.mps.is_built()
+    )
+    return not built_for_gpu
 
 
 def _model_key(model_dir: Path, weights_sha256: str) -> tuple[str, str]:

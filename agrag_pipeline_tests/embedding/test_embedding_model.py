@@ -190,3 +190,28 @@ def test_a_local_model_directory_brings_its_own_tokenizer_and_limit(tmp_path: Pa
     (model_dir / "tokenizer.json").unlink()
     with pytest.raises(ValueError, match=r"holds no tokenizer\.json"):
         rt.tokenizer()
+
+
+def test_a_forking_process_never_asks_a_gpu_build_of_torch_for_its_gpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``torch.cuda.is_available()`` starts CUDA's driver on a CUDA build, and a process that
+    did cannot fork a child that uses CUDA: the forkserver then builds no model (each run
+    builds its own, as before) and leaves torch's threads alone."""
+    import torch
+
+    from agrag_pipeline.embedding import sentence_transformer
+
+    def asked() -> bool:
+        raise AssertionError("torch.cuda.is_available() was called before a fork")
+
+    monkeypatch.setattr(torch.version, "cuda", "12.8")  # as a CUDA build of torch says
+    monkeypatch.setattr(torch.cuda, "is_available", asked)
+    threads = torch.get_num_threads()
+    for device in ("auto", "cuda"):
+        built = sentence_transformer.build_model_for_forked_workers(
+            EmbeddingSettings(device=device)
+        )
+        assert built is False
+    assert sentence_transformer._BUILT_BEFORE_FORKING == {}
+    assert torch.get_num_threads() == threads
