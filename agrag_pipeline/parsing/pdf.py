@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING
 import pypdfium2
 
 from agrag_pipeline.models import Document, PageBox
-from agrag_pipeline.parsing import pdf_layout
+from agrag_pipeline.parsing import pdf_fonts, pdf_layout
 from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
@@ -192,6 +192,8 @@ def parse(
         outline = _outline(pdf)
     finally:
         pdf.close()
+    deadline.check("CJK text in fonts the file does not embed")
+    unset, fontless = _count_unset(raw, pages)
     furniture = _mark_furniture(pages)
     toc_pages = _mark_toc(pages)
     _mark_footnotes(pages)
@@ -205,6 +207,8 @@ def parse(
     document.metadata.update(ocr_log.measures(pages))
     if unmapped:
         warnings.append(f"{unmapped} glyphs without a Unicode mapping were left out of the text")
+    if unset:
+        warnings.append(_unset_warning(unset, pages, fontless))
     off_page = sum(p.off_page for p in pages)
     if off_page:
         warnings.append(f"{off_page} characters drawn outside the page's visible box left out")
@@ -213,6 +217,8 @@ def parse(
     if toc_pages:
         warnings.append(f"table of contents on page(s) {', '.join(map(str, toc_pages))}")
     if not text.strip():
+        if unset:
+            raise EmptyDocumentError(key, _unset_warning(unset, pages, fontless))
         if not ocr_log.found_nothing(count) or (parsing is not None and parsing.ocr.require_text):
             raise EmptyDocumentError(key, ocr_log.why_empty(count))
         warnings.append("no text: OCR found no words (a photo, a drawing or a blank page?)")
@@ -229,6 +235,36 @@ def parse(
     )
     parsed.sections = build_sections(text, document, headings, builder.tables, locate=parsed.locate)
     return parsed
+
+
+# -- fonts missing on this machine ------------------------------------------------------------
+
+
+def _count_unset(raw: bytes, pages: list[PageRead]) -> tuple[int, set[str]]:
+    """The CJK characters PDFium dropped for want of a font, set on each page read
+    (``PageRead.unset``), and the fonts of the runs it gave no text for (``pdf_fonts``)."""
+    suspect = {k: _page_text(read) for k, read in enumerate(pages) if read.fontless_runs}
+    if not suspect:
+        return 0, set()
+    for k, lost in pdf_fonts.characters_lost(raw, suspect).items():
+        pages[k].unset = lost
+    fonts = set().union(*(pages[k].fontless_fonts for k in suspect if pages[k].unset))
+    return sum(p.unset for p in pages), fonts
+
+
+def _unset_warning(unset: int, pages: list[PageRead], fonts: set[str]) -> str:
+    numbers = [p.number for p in pages if p.unset]
+    return (
+        f"{unset} CJK characters on {_pages(numbers)} are missing from the text: their fonts "
+        f"({', '.join(sorted(fonts))}) are not embedded in the file and no installed font "
+        "covers them (install one, e.g. Debian's fonts-noto-cjk, and parse again)"
+    )
+
+
+def _page_text(read: PageRead) -> str:
+    return "\n".join(
+        i.text if isinstance(i, Line) else " ".join(map(" ".join, i.rows)) for i in read.items
+    )
 
 
 # -- OCR --------------------------------------------------------------------------------------
@@ -259,6 +295,9 @@ class _OcrLog:
             quality.GLYPHS_KEY: sum(p.chars for p in pages if p.number not in self.read),
             quality.UNMAPPED_KEY: sum(p.unmapped for p in pages),
         }
+        unset = sum(p.unset for p in pages)
+        if unset:
+            out[quality.UNSET_KEY] = unset
         if self.words:
             out[quality.OCR_WORDS_KEY] = self.words
             out[quality.OCR_CONFIDENCE_KEY] = round(self.confidence / self.words, 1)
@@ -319,8 +358,7 @@ _READS_WELL = 0.9
 def _reads_well(read: PageRead) -> bool:
     from agrag_pipeline.parsing import quality
 
-    parts = [i.text if isinstance(i, Line) else " ".join(map(" ".join, i.rows)) for i in read.items]
-    measured = quality.assess("\n".join(parts))
+    measured = quality.assess(_page_text(read))
     return measured.language is not None and measured.score >= _READS_WELL
 
 

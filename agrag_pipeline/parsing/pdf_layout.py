@@ -42,6 +42,7 @@ from typing import Any
 import pypdfium2
 import pypdfium2.raw as pdfium_c
 
+from agrag_pipeline.parsing import pdf_fonts
 from agrag_pipeline.parsing.pdf_glyph_names import GlyphNames
 
 #: A gap wider than this (in font sizes) between two characters is a word break.
@@ -193,6 +194,12 @@ class PageRead:
     #: Characters drawn wholly outside the page's visible box (crop box within media box).
     off_page: int = 0
     image_area: float = 0.0  # share of the page covered by images
+    #: Runs in fonts the file does not embed that PDFium gave no text for, where this machine
+    #: lacks CJK fonts (``pdf_fonts``), and those fonts' names.
+    fontless_runs: int = 0
+    fontless_fonts: set[str] = field(default_factory=set)
+    #: CJK characters the page holds that PDFium dropped for want of a font (``pdf.parse``).
+    unset: int = 0
 
 
 # -- characters -----------------------------------------------------------------------------
@@ -1857,6 +1864,8 @@ def read_page(
     textpage = page.get_textpage()
     try:
         chars = read_chars(page, textpage, out, glyph_names)
+        if not pdf_fonts.sets_vertical_cjk():
+            out.fontless_runs, out.fontless_fonts = pdf_fonts.runs_without_text(page, textpage)
     finally:
         textpage.close()
     if page.get_rotation() % 360 == 0:

@@ -27,9 +27,11 @@ for each script that holds a tenth of the letters and weighed by its share:
 - **mojibake**: text decoded with the wrong code page (``ftfy``'s badness, Apache-2.0);
 - **letter-spaced runs** ("d i f f e r e n t"), replacement characters (U+FFFD, ``(cid:N)``,
   private use);
-- **unmapped glyphs** a PDF's fonts did not map to characters, and the **OCR confidence** of
-  the words OCR read (both measured by the parser, in the document's metadata: ``glyphs``,
-  ``unmapped_glyphs``, ``ocr_words``, ``ocr_confidence``).
+- **unmapped glyphs** a PDF's fonts did not map to characters, **unset characters** its
+  fonts, not embedded, left out where no installed font covers them (``pdf_fonts``), and the
+  **OCR confidence** of the words OCR read (all measured by the parser, in the document's
+  metadata: ``glyphs``, ``unmapped_glyphs``, ``unset_glyphs``, ``ocr_words``,
+  ``ocr_confidence``).
 
 Each signal gives a penalty in [0, 1]; the score is the product of ``1 - penalty``, and the
 reasons are the signals that lowered it by a point or more, largest first, with examples.
@@ -56,6 +58,7 @@ LANGUAGE_KEY = "language"
 #: Keys the PDF parser records for the score (PDFs and images; absent elsewhere).
 GLYPHS_KEY = "glyphs"
 UNMAPPED_KEY = "unmapped_glyphs"
+UNSET_KEY = "unset_glyphs"
 OCR_WORDS_KEY = "ocr_words"
 OCR_CONFIDENCE_KEY = "ocr_confidence"
 
@@ -1159,6 +1162,18 @@ def _parser_penalties(metadata: dict[str, Any], measures: dict[str, float]) -> l
                 _share_penalty("unmapped", share),
                 f"{int(unmapped)} of {int(glyphs + unmapped)} glyphs have no Unicode mapping "
                 "and were left out",
+            )
+        )
+    unset = _number(metadata, UNSET_KEY)
+    if unset:
+        share = unset / max(glyphs + unset, 1.0)
+        measures["unset"] = share
+        out.append(
+            Penalty(
+                "unset",
+                _share_penalty("unmapped", share),
+                f"{int(unset)} of {int(glyphs + unset)} characters are in fonts the file does "
+                "not embed and no installed font covers, and are missing",
             )
         )
     ocr_words = _number(metadata, OCR_WORDS_KEY)

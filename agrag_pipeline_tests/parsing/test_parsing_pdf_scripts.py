@@ -8,14 +8,24 @@ justified second article; ``arabic_justified.pdf`` the same export of ``arabic_j
 the first two articles justified with no tatweel typed;
 ``vertical_ja.pdf`` is LibreOffice's PDF export of ``vertical_ja.fodt``, a page set in vertical
 writing (``style:writing-mode="tb-rl"``, Noto Serif CJK JP): the opening of Natsume Soseki's
-"I Am a Cat" (1905, in the public domain).
+"I Am a Cat" (1905, in the public domain). The CJK samples in fonts the file does not embed are
+written by ``pdf_fonts.cjk_sample_pdf`` (the way pTeX and older Acrobat wrote them; real files of
+the kind, measured in BENCHMARKS.md, are not ours to commit).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from parsed_support import parse_checked
+
+from agrag_pipeline.parsing import pdf_fonts, quality
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TATWEEL = "\u0640"
@@ -70,3 +80,86 @@ def test_vertical_japanese_reads_down_each_column_and_columns_right_to_left() ->
     page_width = 419.56  # A6 landscape, 14.8 cm
     assert first.x0 > 0.8 * page_width
     assert all(0 <= b.x0 < b.x1 <= page_width and b.y0 >= 0 for b in boxes)
+
+
+# -- CJK fonts the file does not embed ----------------------------------------------------------
+
+LATIN_LINE = "Minutes of the meeting"
+#: A process that hides this machine's fonts from PDFium (a mount namespace with an empty folder
+#: over /usr/share/fonts, where PDFium looks for them), parses the sample PDFs and prints what
+#: the parse said: the machine a user runs without CJK fonts, made for real.
+_WITHOUT_FONTS = """
+import json, sys
+from agrag_pipeline.parsing import parse_document, pdf_fonts
+from agrag_pipeline.parsing.errors import EmptyDocumentError
+out = {"sets": pdf_fonts.sets_vertical_cjk()}
+mixed = parse_document(pdf_fonts.cjk_sample_pdf(*pdf_fonts.SAMPLES[0], latin=sys.argv[1]), "m.pdf")
+out["text"] = mixed.text_layer
+out["warnings"] = mixed.warnings
+out["metadata"] = {
+    k: v for k, v in mixed.document.metadata.items() if isinstance(v, (str, int, float))
+}
+try:
+    parse_document(pdf_fonts.cjk_sample_pdf(*pdf_fonts.SAMPLES[2]), "v.pdf")
+    out["error"] = None
+except EmptyDocumentError as exc:
+    out["error"] = str(exc)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("sample", pdf_fonts.SAMPLES, ids=lambda s: f"{s[1]}-{s[2]}")
+def test_cjk_text_in_a_font_the_file_does_not_embed_is_read_with_the_installed_fonts(
+    sample: tuple[str, str, str, str, int, str],
+) -> None:
+    # bin/setup installs Noto CJK: PDFium sets vertical Japanese, Chinese and Korean in it.
+    assert pdf_fonts.sets_vertical_cjk()
+    raw = pdf_fonts.cjk_sample_pdf(*sample, latin=LATIN_LINE)
+    parsed = parse_checked(raw, "gazette.pdf")
+    assert "".join(parsed.text_layer.split()) == "".join(LATIN_LINE.split()) + sample[0]
+    assert not any("missing" in w for w in parsed.warnings)
+    assert quality.UNSET_KEY not in parsed.document.metadata
+
+
+def test_cjk_text_lost_for_want_of_a_font_is_named_and_lowers_the_score(tmp_path: Path) -> None:
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        pytest.skip("hiding the fonts needs root and unshare: nothing to prove here")
+    if subprocess.run([unshare, "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("this machine allows no mount namespace (unshare -m): nothing to prove")
+    empty = tmp_path / "no-fonts"
+    empty.mkdir()
+    script = tmp_path / "parse_without_fonts.py"
+    script.write_text(_WITHOUT_FONTS)
+    hide_fonts = 'mount --bind "$0" /usr/share/fonts && exec "$@"'
+    done = subprocess.run(
+        [
+            unshare,
+            "-m",
+            "sh",
+            "-c",
+            hide_fonts,
+            str(empty),
+            sys.executable,
+            str(script),
+            LATIN_LINE,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["sets"] is False  # the fonts are hidden from PDFium indeed
+    # The Latin line is read; the vertical Japanese after it is not, and the parse says so,
+    # naming the font and what to install, and the score counts the 8 characters lost.
+    assert "".join(seen["text"].split()) == "".join(LATIN_LINE.split())
+    (warning,) = [w for w in seen["warnings"] if "missing" in w]
+    assert "8 CJK characters on page 1" in warning and "Ryumin-Light" in warning
+    assert "fonts-noto-cjk" in warning
+    assert seen["metadata"][quality.UNSET_KEY] == 8
+    assert float(seen["metadata"]["reading_quality"]) < 0.8
+    assert "fonts the file does not embed" in seen["metadata"]["reading_quality_reasons"]
+    # A page of nothing but such text: an error that names the cause, not "no text layer".
+    assert seen["error"] is not None and "MSung-Light" in seen["error"]
