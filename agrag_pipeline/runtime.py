@@ -353,8 +353,18 @@ class Runtime:
 
     @cached_property
     def parse_fingerprint(self) -> str:
-        """Fingerprint of how documents are parsed: the parse version and the OCR engine."""
-        return fingerprint({"parse_version": PARSE_VERSION, "ocr": self.ocr_engine})
+        """Fingerprint of how documents are parsed: the parse version, the OCR engine, and
+        whether this machine has fonts for the CJK text a PDF names and does not embed (PDFium
+        drops it where none is installed: ``parsing.pdf_fonts``)."""
+        from agrag_pipeline.parsing.pdf_fonts import sets_vertical_cjk
+
+        return fingerprint(
+            {
+                "parse_version": PARSE_VERSION,
+                "ocr": self.ocr_engine,
+                "cjk_fonts": sets_vertical_cjk(),
+            }
+        )
 
     def code_versions(self) -> dict[str, str]:
         """Code versions of the assets: a changed setting marks the affected assets stale."""

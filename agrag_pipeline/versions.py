@@ -119,4 +119,8 @@ SNAPSHOT_VERSION = "1"
 #: ``.xlsb`` to ``.xlsx``, the others to PDF); an ``.xlsb`` was read as an ``.xlsx`` and failed.
 #: Apple iWork, OpenOffice.org 1, StarOffice, Works, WordPerfect and Lotus 1-2-3 files
 #: (LibreOffice, to OOXML).
-PARSE_VERSION = "30"
+#: 31: CJK text PDFium dropped for want of a font (a PDF that does not embed it, a machine
+#: that has none covering the script: ``pdf_fonts``) is counted, named in a warning and in the
+#: reading-quality score (``unset_glyphs``), and a page of nothing else fails with that reason.
+#: Whether the machine has such fonts is part of the parse fingerprint (``Runtime``).
+PARSE_VERSION = "31"
