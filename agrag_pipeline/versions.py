@@ -122,5 +122,10 @@ SNAPSHOT_VERSION = "1"
 #: 31: CJK text PDFium dropped for want of a font (a PDF that does not embed it, a machine
 #: that has none covering the script: ``pdf_fonts``) is counted, named in a warning and in the
 #: reading-quality score (``unset_glyphs``), and a page of nothing else fails with that reason.
-#: Whether the machine has such fonts is part of the parse fingerprint (``Runtime``).
+#: Whether the machine has such fonts is part of the parse fingerprint (``Runtime``). PDF text
+#: in Chinese and Japanese gets no space between two of its characters where the page leaves
+#: only tracking (a justified line's spread, glyphs set one by one: "道 路 交 通 法" was read so),
+#: a drawn space or a gap of half an em still one; a ruled table on a page turned for landscape
+#: (``/Rotate``) is read across the page as shown (its rows came out as columns); a one-page
+#: document's only line is no running head, though it ends in a number.
 PARSE_VERSION = "31"

@@ -520,6 +520,8 @@ def _mark_furniture(pages: list[PageRead]) -> int:
                         counts[key] >= 2
                         if len(pages) >= 2
                         else not _YEAR.fullmatch(numbered.group(1) or numbered.group(2))
+                        # A one-page document's only text is its content, not its head.
+                        and _text_besides(pages[0], line) > len(text)
                     )
                 )
             ):
@@ -533,6 +535,15 @@ def _mark_furniture(pages: list[PageRead]) -> int:
                 item.role = "furniture"
                 marked += 1
     return marked
+
+
+def _text_besides(read: PageRead, line: Line) -> int:
+    """How many characters the page's other lines and tables hold."""
+    return sum(
+        len(i.text) if isinstance(i, Line) else sum(map(len, itertools.chain(*i.rows)))
+        for i in read.items
+        if i is not line
+    )
 
 
 def _mark_band_mates(zone: list[list[Line]]) -> int:

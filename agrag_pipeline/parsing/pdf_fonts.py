@@ -50,12 +50,17 @@ def cjk_sample_pdf(
     supplement: int,
     codec: str,
     latin: str = "",
+    tracking: float = 0.0,
 ) -> bytes:
     """A one-page PDF whose ``text`` is set in ``font`` with ``cmap``, the font not embedded:
     the way old CJK PDFs name a font from the reader's Asian font pack (each character's code
     is its bytes in ``codec``, the code page the CMap reads); ``latin``, if given, is a line of
-    Helvetica above it."""
-    content = b"BT /F1 12 Tf 300 700 Td <%s> Tj ET" % text.encode(codec).hex().encode()
+    Helvetica above it; ``tracking``, points added after each character (``Tc``: justified
+    CJK text is spread so)."""
+    content = b"BT /F1 12 Tf %g Tc 300 700 Td <%s> Tj ET" % (
+        tracking,
+        text.encode(codec).hex().encode(),
+    )
     if latin:
         content = b"BT /F2 12 Tf 72 740 Td (%s) Tj ET " % latin.encode("latin-1") + content
     objects = [

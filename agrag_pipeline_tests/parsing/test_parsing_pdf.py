@@ -486,6 +486,40 @@ def test_ruled_table_is_a_table_with_its_header() -> None:
     assert table.pages == [1]
 
 
+def test_ruled_table_on_a_page_turned_for_landscape_reads_as_on_an_upright_page() -> None:
+    # /Rotate 90: a viewer shows user space turned, so the page is drawn turned: text at 90
+    # degrees, a rule across the shown page runs up user space. Shown (x, y from the top) is
+    # user (y, x). The table's rules must be turned with its text.
+    rows = [["Name", "Qty", "Price"], ["Apple", "3", "1.20"], ["Pear", "5", "0.80"]]
+    xs, tops = [72, 200, 300, 400], [92, 112, 132, 152]
+    lines = [(top, 72, top, 400) for top in tops] + [(92, x, 152, x) for x in xs]
+    texts = [
+        Text(tops[r] + 14, xs[c] + 4, value, 10, angle=90)
+        for r, row in enumerate(rows)
+        for c, value in enumerate(row)
+    ]
+    texts.append(Text(60, 72, "Prices of fruit, by the piece.", 11, angle=90))
+    parsed = _parse([Page(texts, lines=lines, rotate=90)])
+    (table,) = [s for s in parsed.sections if s.kind == "table"]
+    text = parsed.text_layer
+    assert table.table_header is not None
+    assert text[table.table_header.start : table.table_header.end] == (
+        "| Name | Qty | Price |\n| - | - | - |"
+    )
+    assert [text[r.start : r.end] for r in table.table_rows] == [
+        "| Apple | 3 | 1.20 |",
+        "| Pear | 5 | 0.80 |",
+    ]
+    assert text.startswith("Prices of fruit, by the piece.")
+
+
+def test_a_one_page_document_of_one_line_ending_in_a_number_keeps_that_line() -> None:
+    # At the top of its page and ending in a number, as a running head with its page number
+    # is; but it is all the document says.
+    parsed = _parse([Page([Text(72, 760, "Invoice total due 123", 11)])])
+    assert parsed.text_layer.strip() == "Invoice total due 123"
+
+
 def test_boxes_of_a_diagram_are_not_a_table() -> None:
     # A syntax diagram: labelled boxes joined by lines, mostly empty space between them.
     lines = []

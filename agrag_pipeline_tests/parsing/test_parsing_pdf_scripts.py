@@ -163,3 +163,27 @@ def test_cjk_text_lost_for_want_of_a_font_is_named_and_lowers_the_score(tmp_path
     assert "fonts the file does not embed" in seen["metadata"]["reading_quality_reasons"]
     # A page of nothing but such text: an error that names the cause, not "no text layer".
     assert seen["error"] is not None and "MSung-Light" in seen["error"]
+
+
+def _japanese(text: str, cmap: str, tracking: float) -> str:
+    raw = pdf_fonts.cjk_sample_pdf(
+        text, "Ryumin-Light", cmap, "Japan1", 2, "utf-16-be", tracking=tracking
+    )
+    return parse_checked(raw, "spread.pdf").text_layer.strip()
+
+
+@pytest.mark.parametrize("cmap", ["UniJIS-UCS2-H", "UniJIS-UCS2-V"])
+def test_japanese_spread_by_tracking_reads_without_spaces_between_its_characters(
+    cmap: str,
+) -> None:
+    # Justified CJK text is spread by adding space after each character (a quarter em here):
+    # no word breaks, as Chinese and Japanese put none between words.
+    assert _japanese("日本語の文章です", cmap, tracking=3) == "日本語の文章です"
+    # Brackets' glyphs sit in one half of their em; the empty half is no gap either.
+    assert _japanese("法律（平成十九年）の施行", cmap, tracking=2) == "法律（平成十九年）の施行"
+
+
+def test_a_space_the_page_draws_between_japanese_names_is_kept() -> None:
+    # Family and given name parted by a space glyph the page draws, spread or not.
+    assert _japanese("新山 祐介", "UniJIS-UCS2-H", tracking=0) == "新山 祐介"
+    assert _japanese("新山 祐介", "UniJIS-UCS2-H", tracking=3) == "新山 祐介"
