@@ -949,6 +949,8 @@ _UNSPACED = re.compile(
 
 def _unspaced(before: str, after: str) -> bool:
     """Whether two characters side by side are both of a script written without spaces."""
+    if before[-1:] < "\u2e80" or after[:1] < "\u2e80":  # every one of them lies above
+        return False
     return bool(before and after and _UNSPACED.match(before[-1]) and _UNSPACED.match(after[0]))
 
 
