@@ -1152,30 +1152,30 @@ def _number(metadata: dict[str, Any], key: str) -> float:
 
 def _parser_penalties(metadata: dict[str, Any], measures: dict[str, float]) -> list[Penalty]:
     out = []
-    glyphs, unmapped = _number(metadata, GLYPHS_KEY), _number(metadata, UNMAPPED_KEY)
-    if unmapped:
-        share = unmapped / max(glyphs + unmapped, 1.0)
-        measures["unmapped"] = share
-        out.append(
-            Penalty(
-                "unmapped",
-                _share_penalty("unmapped", share),
-                f"{int(unmapped)} of {int(glyphs + unmapped)} glyphs have no Unicode mapping "
-                "and were left out",
+    glyphs = _number(metadata, GLYPHS_KEY)
+    missing = {
+        "unmapped": (
+            _number(metadata, UNMAPPED_KEY),
+            "{missing} of {total} glyphs have no Unicode mapping and were left out",
+        ),
+        "unset": (
+            _number(metadata, UNSET_KEY),
+            "{missing} of {total} characters are in fonts the file does not embed and no "
+            "installed font covers, and are missing",
+        ),
+    }
+    for signal, (count, reason) in missing.items():
+        if count:
+            share = count / max(glyphs + count, 1.0)
+            measures[signal] = share
+            total = int(glyphs + count)
+            out.append(
+                Penalty(
+                    signal,
+                    _share_penalty("unmapped", share),
+                    reason.format(missing=int(count), total=total),
+                )
             )
-        )
-    unset = _number(metadata, UNSET_KEY)
-    if unset:
-        share = unset / max(glyphs + unset, 1.0)
-        measures["unset"] = share
-        out.append(
-            Penalty(
-                "unset",
-                _share_penalty("unmapped", share),
-                f"{int(unset)} of {int(glyphs + unset)} characters are in fonts the file does "
-                "not embed and no installed font covers, and are missing",
-            )
-        )
     ocr_words = _number(metadata, OCR_WORDS_KEY)
     if ocr_words:
         confidence = _number(metadata, OCR_CONFIDENCE_KEY)
