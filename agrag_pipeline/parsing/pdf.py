@@ -262,9 +262,12 @@ def _unset_warning(unset: int, pages: list[PageRead], fonts: set[str]) -> str:
 
 
 def _page_text(read: PageRead) -> str:
-    return "\n".join(
-        i.text if isinstance(i, Line) else " ".join(map(" ".join, i.rows)) for i in read.items
-    )
+    return "\n".join(map(_item_text, read.items))
+
+
+def _item_text(item: Line | Table) -> str:
+    """A line's text, or a table's cells in reading order."""
+    return item.text if isinstance(item, Line) else " ".join(map(" ".join, item.rows))
 
 
 # -- OCR --------------------------------------------------------------------------------------
@@ -539,11 +542,7 @@ def _mark_furniture(pages: list[PageRead]) -> int:
 
 def _text_besides(read: PageRead, line: Line) -> int:
     """How many characters the page's other lines and tables hold."""
-    return sum(
-        len(i.text) if isinstance(i, Line) else sum(map(len, itertools.chain(*i.rows)))
-        for i in read.items
-        if i is not line
-    )
+    return sum(len(_item_text(i)) for i in read.items if i is not line)
 
 
 def _mark_band_mates(zone: list[list[Line]]) -> int:

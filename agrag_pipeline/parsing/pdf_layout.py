@@ -951,7 +951,7 @@ def _unspaced(before: str, after: str) -> bool:
     """Whether two characters side by side are both of a script written without spaces."""
     if before[-1:] < "\u2e80" or after[:1] < "\u2e80":  # every one of them lies above
         return False
-    return bool(before and after and _UNSPACED.match(before[-1]) and _UNSPACED.match(after[0]))
+    return bool(_UNSPACED.match(before[-1]) and _UNSPACED.match(after[0]))
 
 
 def _unspaced_break(before: Char, after: Char, gap: float, size: float) -> bool:
@@ -1342,12 +1342,17 @@ def _word_char(text: str) -> bool:
 
 
 def _edges(
-    page: pypdfium2.PdfPage, width: float, height: float, left: float, bottom: float
+    page: pypdfium2.PdfPage,
+    rotation: int,
+    width: float,
+    height: float,
+    left: float,
+    bottom: float,
 ) -> list[dict[str, Any]]:
     """Ruling lines (thin paths, rectangle sides) in pdfplumber's edge form (top-left origin),
     on the page as shown, as its characters are (``/Rotate`` applied: a table on a page turned
     for landscape has its rules turned with its text)."""
-    _, _, to_shown = _frame(page.get_rotation() % 360, width, height)
+    _, _, to_shown = _frame(rotation, width, height)
     edges: list[dict[str, Any]] = []
     raw = page.raw
     n = pdfium_c.FPDFPage_CountObjects(raw)
@@ -1952,16 +1957,17 @@ def read_page(
             out.fontless_runs, out.fontless_fonts = pdf_fonts.runs_without_text(page, textpage)
     finally:
         textpage.close()
-    if page.get_rotation() % 360 == 0:
+    rotation = page.get_rotation() % 360
+    if rotation == 0:
         chars = _drawn_underscores(page, chars, height, left, bottom)
     out.image_area = _image_share(page, width * height)
     upright = [c for c in chars if c.index >= 0]
     turned = [c for c in chars if c.index < 0]
     tables: list[tuple[Table, set[int]]] = []
     if upright:
-        edges = _edges(page, width, height, left, bottom)
+        edges = _edges(page, rotation, width, height, left, bottom)
         if edges:
-            tables = _tables_as_shown(edges, upright, page.get_rotation() % 360, width, height)
+            tables = _tables_as_shown(edges, upright, rotation, width, height)
     taken: set[int] = set()
     for _, ids in tables:
         taken |= ids
