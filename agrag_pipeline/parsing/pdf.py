@@ -193,7 +193,7 @@ def parse(
     finally:
         pdf.close()
     deadline.check("CJK text in fonts the file does not embed")
-    unset, fontless = _count_unset(raw, pages)
+    unset_warning = _count_unset(raw, pages)
     furniture = _mark_furniture(pages)
     toc_pages = _mark_toc(pages)
     _mark_footnotes(pages)
@@ -207,8 +207,8 @@ def parse(
     document.metadata.update(ocr_log.measures(pages))
     if unmapped:
         warnings.append(f"{unmapped} glyphs without a Unicode mapping were left out of the text")
-    if unset:
-        warnings.append(_unset_warning(unset, pages, fontless))
+    if unset_warning:
+        warnings.append(unset_warning)
     off_page = sum(p.off_page for p in pages)
     if off_page:
         warnings.append(f"{off_page} characters drawn outside the page's visible box left out")
@@ -217,8 +217,8 @@ def parse(
     if toc_pages:
         warnings.append(f"table of contents on page(s) {', '.join(map(str, toc_pages))}")
     if not text.strip():
-        if unset:
-            raise EmptyDocumentError(key, _unset_warning(unset, pages, fontless))
+        if unset_warning:
+            raise EmptyDocumentError(key, unset_warning)
         if not ocr_log.found_nothing(count) or (parsing is not None and parsing.ocr.require_text):
             raise EmptyDocumentError(key, ocr_log.why_empty(count))
         warnings.append("no text: OCR found no words (a photo, a drawing or a blank page?)")
@@ -240,19 +240,29 @@ def parse(
 # -- fonts missing on this machine ------------------------------------------------------------
 
 
-def _count_unset(raw: bytes, pages: list[PageRead]) -> tuple[int, set[str]]:
-    """The CJK characters PDFium dropped for want of a font, set on each page read
-    (``PageRead.unset``), and the fonts of the runs it gave no text for (``pdf_fonts``)."""
+def _count_unset(raw: bytes, pages: list[PageRead]) -> str:
+    """Counts the CJK characters PDFium dropped for want of a font on each page read
+    (``PageRead.unset``, scored by ``quality``) and returns the warning that names them and
+    the fonts of the runs PDFium gave no text for (``pdf_fonts``); "" when nothing was lost."""
     suspect = {k: _page_text(read) for k, read in enumerate(pages) if read.fontless_runs}
     if not suspect:
-        return 0, set()
-    for k, lost in pdf_fonts.characters_lost(raw, suspect).items():
+        return ""
+    counted = pdf_fonts.characters_lost(raw, suspect)
+    if isinstance(counted, str):
+        fonts = set().union(*(pages[k].fontless_fonts for k in suspect))
+        numbers = [pages[k].number for k in suspect]
+        return (
+            f"text on {_pages(numbers)} may be missing from the text: its fonts "
+            f"({', '.join(sorted(fonts))}) are not embedded in the file and no installed font "
+            f"covers them ({counted}; install one, e.g. Debian's fonts-noto-cjk, and parse "
+            "again)"
+        )
+    for k, lost in counted.items():
         pages[k].unset = lost
+    unset = sum(p.unset for p in pages)
+    if not unset:
+        return ""
     fonts = set().union(*(pages[k].fontless_fonts for k in suspect if pages[k].unset))
-    return sum(p.unset for p in pages), fonts
-
-
-def _unset_warning(unset: int, pages: list[PageRead], fonts: set[str]) -> str:
     numbers = [p.number for p in pages if p.unset]
     return (
         f"{unset} CJK characters on {_pages(numbers)} are missing from the text: their fonts "

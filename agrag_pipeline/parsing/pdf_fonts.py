@@ -139,20 +139,26 @@ def runs_without_text(
     return runs, fonts
 
 
-def characters_lost(raw: bytes, read: dict[int, str]) -> dict[int, int]:
+def characters_lost(raw: bytes, read: dict[int, str]) -> dict[int, int] | str:
     """For each page index of ``read`` (our text of that page), how many CJK characters the
     page's content holds that our text lacks, counted by pdfminer (which maps a CID font's
-    codes to Unicode from Adobe's tables, with no font at all)."""
+    codes to Unicode from Adobe's tables, with no font at all). Where pdfminer cannot read
+    those pages (a file PDFium repairs and pdfminer does not), what it said instead: the text
+    PDFium read is kept and the loss is reported uncounted, not the document failed."""
     from pdfminer.high_level import extract_pages
 
     lost: dict[int, int] = {}
-    for index, layout in zip(
-        sorted(read),
-        extract_pages(io.BytesIO(raw), page_numbers=set(read), laparams=None),
-        strict=False,
-    ):
-        theirs = _cjk_count("".join(_characters(layout)))
-        lost[index] = max(0, theirs - _cjk_count(read[index]))
+    try:
+        for index, layout in zip(
+            sorted(read),
+            extract_pages(io.BytesIO(raw), page_numbers=set(read), laparams=None),
+            strict=False,
+        ):
+            theirs = _cjk_count("".join(_characters(layout)))
+            lost[index] = max(0, theirs - _cjk_count(read[index]))
+    except Exception as exc:  # pdfminer raises many kinds (syntax, assertions, key errors)
+        said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return f"pdfminer could not read the pages to count them: {said}"
     return lost
 
 

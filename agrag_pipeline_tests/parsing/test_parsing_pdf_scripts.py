@@ -89,9 +89,33 @@ LATIN_LINE = "Minutes of the meeting"
 #: over /usr/share/fonts, where PDFium looks for them), parses the sample PDFs and prints what
 #: the parse said: the machine a user runs without CJK fonts, made for real.
 _WITHOUT_FONTS = """
-import json, sys
+import json, re, sys
 from agrag_pipeline.parsing import parse_document, pdf_fonts
 from agrag_pipeline.parsing.errors import EmptyDocumentError
+
+
+def with_unreadable_font(raw):
+    # One more run, in a Type0 font whose /DescendantFonts is a reference where the format
+    # wants an array: PDFium reads past it, pdfminer stops at an assertion.
+    objects = [body for body in re.findall(rb"\\d+ 0 obj\\n(.*?)\\nendobj", raw, re.S)]
+    stream = re.search(rb"stream\\n(.*)\\nendstream", objects[4], re.S).group(1)
+    stream += b" BT /F3 12 Tf 72 600 Td <0041> Tj ET"
+    objects[4] = b"<< /Length %d >>\\nstream\\n%s\\nendstream" % (len(stream), stream)
+    objects[2] = objects[2].replace(b"/F2 8 0 R", b"/F2 8 0 R /F3 9 0 R")
+    objects.append(objects[3].replace(b"[6 0 R]", b"6 0 R"))
+    out, offsets = bytearray(b"%PDF-1.4\\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\\n%s\\nendobj\\n" % (number, body)
+    xref = len(out)
+    out += b"xref\\n0 %d\\n0000000000 65535 f \\n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \\n" % offset for offset in offsets)
+    out += b"trailer\\n<< /Size %d /Root 1 0 R >>\\nstartxref\\n%d\\n%%%%EOF\\n" % (
+        len(objects) + 1, xref
+    )
+    return bytes(out)
+
+
 out = {"sets": pdf_fonts.sets_vertical_cjk()}
 mixed = parse_document(pdf_fonts.cjk_sample_pdf(*pdf_fonts.SAMPLES[0], latin=sys.argv[1]), "m.pdf")
 out["text"] = mixed.text_layer
@@ -104,6 +128,9 @@ try:
     out["error"] = None
 except EmptyDocumentError as exc:
     out["error"] = str(exc)
+raw = with_unreadable_font(pdf_fonts.cjk_sample_pdf(*pdf_fonts.SAMPLES[0], latin=sys.argv[1]))
+uncounted = parse_document(raw, "u.pdf")
+out["uncounted"] = {"text": uncounted.text_layer, "warnings": uncounted.warnings}
 print(json.dumps(out))
 """
 
@@ -121,7 +148,9 @@ def test_cjk_text_in_a_font_the_file_does_not_embed_is_read_with_the_installed_f
     assert quality.UNSET_KEY not in parsed.document.metadata
 
 
-def test_cjk_text_lost_for_want_of_a_font_is_named_and_lowers_the_score(tmp_path: Path) -> None:
+def test_cjk_text_lost_for_want_of_a_font_is_named_and_scored_or_named_uncounted(
+    tmp_path: Path,
+) -> None:
     unshare = shutil.which("unshare")
     if os.geteuid() != 0 or unshare is None:
         pytest.skip("hiding the fonts needs root and unshare: nothing to prove here")
@@ -163,6 +192,13 @@ def test_cjk_text_lost_for_want_of_a_font_is_named_and_lowers_the_score(tmp_path
     assert "fonts the file does not embed" in seen["metadata"]["reading_quality_reasons"]
     # A page of nothing but such text: an error that names the cause, not "no text layer".
     assert seen["error"] is not None and "MSung-Light" in seen["error"]
+    # A file pdfminer cannot read (PDFium can): the text PDFium gave is kept and the loss is
+    # named, uncounted, instead of the whole document failing as corrupt.
+    uncounted = seen["uncounted"]
+    assert "".join(uncounted["text"].split()) == "".join(LATIN_LINE.split()) + "A"
+    (warning,) = [w for w in uncounted["warnings"] if "missing" in w]
+    assert "page 1 may be missing" in warning and "Ryumin-Light" in warning
+    assert "pdfminer could not read" in warning and "AssertionError" in warning
 
 
 def _japanese(text: str, cmap: str, tracking: float) -> str:
