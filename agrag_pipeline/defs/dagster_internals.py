@@ -101,8 +101,14 @@ from dagster._core.storage.config import pg_config
 # assets.py (the partitions a run materialised, from the event log's columns instead of every
 # event of the run deserialised) and instance_storage.py: the SQL event log's class and table
 # are not exported.
+# partitions.py (the changed documents moved to the end of the partitions' order, in one
+# transaction): Dagster orders dynamic partitions by their row's id and offers no way to
+# reorder them; delete then add would leave a moment in which the documents do not exist.
 from dagster._core.storage.event_log import SqlEventLogStorage, SqlEventLogStorageTable
-from dagster._core.storage.event_log.schema import AssetCheckExecutionsTable
+from dagster._core.storage.event_log.schema import (
+    AssetCheckExecutionsTable,
+    DynamicPartitionsTable,
+)
 
 # instance_storage.py (SQLite storages that keep their engines): storages are chosen publicly
 # only by name (``storage: sqlite:``); the classes, the folder layout of a SQLite instance
@@ -211,6 +217,7 @@ __all__ = [
     "ConfigurableClassData",
     "DagsterEventBatchMetadata",
     "DagsterSqliteStorage",
+    "DynamicPartitionsTable",
     "GrpcServerCodeLocationOrigin",
     "InstanceRef",
     "JobPythonOrigin",

@@ -10,6 +10,9 @@ with the version it holds), so nothing is redone that is current.
 Each tick logs what it found by name: new, changed, deleted documents, and every skipped or
 refused file with its reason.
 
+Changed documents are moved to the end of the partitions' order (``gather_at_end``) where they
+lie scattered, so that the backfill takes them in one run (new documents are added after them).
+
 Deleted documents: the partition is removed and the document's derived tables (sections,
 chunks, embeddings) are deleted, so loaders reading the warehouse never retrieve a document
 that no longer exists. Its raw snapshots and text layers stay (content-addressed history), so a
@@ -27,7 +30,7 @@ from agrag_pipeline.defs.dagster_internals import (
     AssetGraphSubset,
     AssetKeyPartitionKey,
 )
-from agrag_pipeline.defs.partitions import documents_partitions
+from agrag_pipeline.defs.partitions import documents_partitions, gather_at_end
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.freshness import ChangePlan, encode_cursor, plan_changes, remove_deleted
 from agrag_pipeline.models import Document
@@ -160,6 +163,13 @@ def raw_documents_sensor(
     )
     context.log.info(summary)
 
+    gone = set(plan.deleted)
+    moved = gather_at_end(context.instance, plan.changed, [k for k in registered if k not in gone])
+    if moved:
+        context.log.info(
+            f"moved {len(moved)} changed document(s) to the end of the partitions, so that "
+            "the backfill takes them in one run, not one run each"
+        )
     if plan.new:
         # Registered here in one statement, not returned as an AddDynamicPartitionsRequest: the
         # sensor daemon checks each requested key with a query of its own before adding, which

@@ -9,8 +9,10 @@ import dagster as dg
 import yaml
 from dagster_support import RANGE_END, RANGE_START, make_project
 
+from agrag_pipeline.defs.partitions import DOCUMENTS_PER_RUN, RANGE_END_TAG, RANGE_START_TAG
 from agrag_pipeline.defs.schedules import nightly_refresh
 from agrag_pipeline.defs.sensors import raw_documents_sensor
+from agrag_pipeline.freshness import contiguous_runs
 from agrag_pipeline.models import Document
 from agrag_pipeline.storage import Warehouse
 
@@ -102,6 +104,52 @@ def test_sensor_handles_new_changed_deleted_and_unchanged_documents(tmp_path: Pa
         message = fourth.skip_reason.skip_message or ""
         assert message.startswith("removed 1 deleted document(s) and their outputs: keep.md;")
         assert "1 deleted" in message
+
+
+def test_changed_documents_scattered_over_the_partitions_are_taken_in_one_run(
+    tmp_path: Path,
+) -> None:
+    docs: dict[str, Path | bytes] = {
+        f"doc{i:02d}.md": f"# Doc {i}\n\nFirst version.\n".encode() for i in range(12)
+    }
+    with dg.instance_for_test() as instance:
+        project = make_project(tmp_path, instance, docs)
+        defs = project.definitions()
+        first = _tick(project, defs, None)
+        order = instance.get_dynamic_partitions("documents")
+        assert order == sorted(docs)
+
+        # Three documents apart from each other change and one arrives: Dagster cuts a backfill
+        # into runs of neighbouring partitions, so in the order of registration that would be
+        # four runs. The changed ones move to the end, the new one comes after them: one run.
+        changed = [order[1], order[5], order[9]]
+        for key in changed:
+            (project.raw_root / key).write_bytes(b"# Changed\n\nSecond version.\n")
+        (project.raw_root / "late.md").write_bytes(b"# Late\n\nJust arrived.\n")
+        second = _tick(project, defs, first.cursor)
+        requested = _requested_partitions(second)
+        assert requested == {*changed, "late.md"}
+        after = instance.get_dynamic_partitions("documents")
+        assert after == [k for k in order if k not in changed] + [*changed, "late.md"]
+        assert len(contiguous_runs(after, requested, DOCUMENTS_PER_RUN)) == 1
+
+        # A document that bounds the range of a run not finished yet stays where it is (that
+        # run reads its range when it executes); already neighbours, nothing moves.
+        waiting = dg.DagsterRun(
+            job_name="ingest",
+            run_id="0" * 32,
+            status=dg.DagsterRunStatus.NOT_STARTED,
+            tags={RANGE_START_TAG: after[0], RANGE_END_TAG: after[2]},
+        )
+        instance.add_run(waiting)
+        again = [after[0], after[4], after[7]]
+        for key in again:
+            (project.raw_root / key).write_bytes(b"# Changed\n\nThird version.\n")
+        _tick(project, defs, second.cursor)
+        last = instance.get_dynamic_partitions("documents")
+        assert last[0] == after[0]
+        assert last[-2:] == [after[4], after[7]]
+        assert len(contiguous_runs(last, again, DOCUMENTS_PER_RUN)) == 2
 
 
 def test_a_fresh_sensor_over_a_materialised_warehouse_redoes_nothing(tmp_path: Path) -> None:
