@@ -14,7 +14,11 @@ when its file or the failing step's settings change, or when asked: the Material
 import dagster as dg
 
 from agrag_pipeline.defs.code_versions import asset_code_versions
-from agrag_pipeline.defs.partitions import DOCUMENTS_PER_RUN, documents_partitions
+from agrag_pipeline.defs.partitions import (
+    DOCUMENTS_PER_RUN,
+    documents_partitions,
+    gather_at_end,
+)
 from agrag_pipeline.defs.resources import PipelineResource
 from agrag_pipeline.defs.sensors import automation_status
 from agrag_pipeline.freshness import contiguous_runs, failed_as_before, stale_documents
@@ -61,6 +65,8 @@ def nightly_refresh(context: dg.ScheduleEvaluationContext, pipeline: PipelineRes
             + "; ".join(f"{k} ({known[k][:120]})" for k in sorted(known)[:20])
         )
     stale = [k for k in stale if k not in known]
+    if gather_at_end(context.instance, stale, ordered):
+        ordered = context.instance.get_dynamic_partitions(name)
     if not stale:
         yield dg.SkipReason(
             "every document is up to date"
