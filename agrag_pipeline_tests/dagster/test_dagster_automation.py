@@ -245,16 +245,16 @@ def test_nightly_refresh_requests_only_missing_or_stale_documents_in_as_few_runs
         (project.raw_root / "edit.md").write_bytes(b"# Edit\n\nChanged overnight.\n")
         (project.raw_root / "zzz.md").write_bytes(b"# Late\n\nArrived today.\n")
         requests = evaluate()
-        # The changed document is moved after the new one (both stale, apart in the order
-        # before): one run takes both.
+        # The changed and the new document, apart in the order, are moved together to its end:
+        # one run takes both.
         assert instance.get_dynamic_partitions("documents") == [
             "gone.md",
             "keep.md",
-            "zzz.md",
             "edit.md",
+            "zzz.md",
         ]
         ranges = [(r.tags[RANGE_START], r.tags[RANGE_END]) for r in requests]
-        assert ranges == [("zzz.md", "edit.md")]
+        assert ranges == [("edit.md", "zzz.md")]
         assert [r.run_key for r in requests] == ["nightly-20261129T0200-0"]
 
 
