@@ -10,6 +10,8 @@ Runs are cut by ``BackfillPolicy.multi_run``: up to ``DOCUMENTS_PER_RUN`` docume
 and two runs at once (``max_concurrent_runs: 2`` in the shipped dagster.yaml) use both cores.
 """
 
+from collections.abc import Sequence
+
 import dagster as dg
 
 from agrag_pipeline.defs.dagster_internals import DynamicPartitionsTable, SqlEventLogStorage
@@ -35,7 +37,9 @@ _UNFINISHED = [
 _KEYS_PER_STATEMENT = 1000
 
 
-def gather_at_end(instance: dg.DagsterInstance, keys: list[str], order: list[str]) -> list[str]:
+def gather_at_end(
+    instance: dg.DagsterInstance, keys: Sequence[str], order: Sequence[str]
+) -> list[str]:
     """Moves ``keys``, documents already registered that changed, to the end of the documents'
     partition order when fewer runs then take them; returns the keys moved.
 

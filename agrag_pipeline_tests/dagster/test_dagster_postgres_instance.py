@@ -14,6 +14,7 @@ import dagster as dg
 import pytest
 from dagster_support import make_project
 
+from agrag_pipeline.defs.partitions import gather_at_end
 from agrag_pipeline_tests.deploy.postgres import running_postgres
 
 
@@ -106,3 +107,24 @@ def test_the_pooled_storage_keeps_its_connections_where_dagster_postgres_opens_o
     assert pooled_sessions <= 3 * 4, pooled_sessions
     print(f"sessions opened for one run: pooled {pooled_sessions}, stock {stock_sessions}")
     assert stock_sessions > 10 * pooled_sessions, (stock_sessions, pooled_sessions)
+
+
+def test_changed_documents_are_moved_to_the_end_of_the_partitions_in_postgres(
+    postgres_url: str,
+) -> None:
+    dagster_url = postgres_url.replace("postgresql://", "postgresql+psycopg2://", 1)
+    overrides = {"storage": {"postgres": {"postgres_url": dagster_url}}}
+    keys = [f"doc{i}.md" for i in range(8)]
+    with dg.instance_for_test(overrides=overrides) as instance:
+        instance.add_dynamic_partitions("documents", keys)
+
+        def registered() -> list[str]:  # the module's other tests share the database
+            return [k for k in instance.get_dynamic_partitions("documents") if k in keys]
+
+        moved = gather_at_end(instance, [keys[6], keys[1], keys[3]], keys)
+        assert moved == [keys[1], keys[3], keys[6]]
+        order = [k for k in keys if k not in moved] + moved
+        assert registered() == order
+        # Already neighbours at the end: one run takes them as they are, nothing moves.
+        assert gather_at_end(instance, [keys[3], keys[6]], order) == []
+        assert registered() == order
