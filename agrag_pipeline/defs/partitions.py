@@ -26,7 +26,7 @@ batched_backfills = dg.BackfillPolicy.multi_run(max_partitions_per_run=DOCUMENTS
 #: The run tags by which a run names the partitions it covers (Dagster's, documented).
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
-#: Runs whose range is resolved when they execute: their bounds must stay where they are.
+#: Runs whose range is resolved when they execute: the keys in it must stay where they are.
 _UNFINISHED = [
     dg.DagsterRunStatus.NOT_STARTED,
     dg.DagsterRunStatus.QUEUED,
@@ -49,8 +49,9 @@ def gather_at_end(
     they are one run. The partitions' order is their registration order; after a move it is the
     order in which documents last changed. ``order``: the registered keys, in order.
 
-    A key that bounds the range of an unfinished run stays where it is: the run reads its range
-    when it executes, and a bound moved away would widen or invert it.
+    A key inside the range of an unfinished run stays where it is: such a run reads its range
+    when it executes, so a key moved out of it would leave that run, and a bound moved away
+    would widen or invert it.
     """
     registered = set(order)
     keys = [k for k in keys if k in registered]
@@ -59,11 +60,15 @@ def gather_at_end(
     runs_now = len(contiguous_runs(order, keys, DOCUMENTS_PER_RUN))
     if runs_now <= -(-len(keys) // DOCUMENTS_PER_RUN):
         return []
-    bounds: set[str] = set()
+    position = {k: i for i, k in enumerate(order)}
+    held: set[str] = set()
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=_UNFINISHED)):
-        bounds.update(run.tags.get(tag, "") for tag in (RANGE_START_TAG, RANGE_END_TAG))
-        bounds.add(run.tags.get("dagster/partition", ""))
-    wanted = set(keys) - bounds
+        start, end = run.tags.get(RANGE_START_TAG), run.tags.get(RANGE_END_TAG)
+        if start in position and end in position:
+            held.update(order[position[start] : position[end] + 1])
+        else:
+            held.update(k for k in (start, end) if k is not None)
+    wanted = set(keys) - held
     moving = [k for k in order if k in wanted]
     if moving:
         _move_to_end(instance, documents_partitions.name or "documents", moving)
