@@ -25,7 +25,7 @@ import ctypes
 import functools
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pypdfium2
@@ -78,6 +78,12 @@ def cjk_sample_pdf(
         f"/ItalicAngle 0 /Ascent 859 /Descent -141 /CapHeight 700 /StemV 80 >>".encode(),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
+    return pdf_file(objects)
+
+
+def pdf_file(objects: Sequence[bytes]) -> bytes:
+    """A PDF of ``objects`` (numbered from 1, the first the catalogue) with its cross-reference
+    table: the file around the objects the samples above are written as."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, 1):

@@ -103,17 +103,7 @@ def with_unreadable_font(raw):
     objects[4] = b"<< /Length %d >>\\nstream\\n%s\\nendstream" % (len(stream), stream)
     objects[2] = objects[2].replace(b"/F2 8 0 R", b"/F2 8 0 R /F3 9 0 R")
     objects.append(objects[3].replace(b"[6 0 R]", b"6 0 R"))
-    out, offsets = bytearray(b"%PDF-1.4\\n"), []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\\n%s\\nendobj\\n" % (number, body)
-    xref = len(out)
-    out += b"xref\\n0 %d\\n0000000000 65535 f \\n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \\n" % offset for offset in offsets)
-    out += b"trailer\\n<< /Size %d /Root 1 0 R >>\\nstartxref\\n%d\\n%%%%EOF\\n" % (
-        len(objects) + 1, xref
-    )
-    return bytes(out)
+    return pdf_fonts.pdf_file(objects)
 
 
 out = {"sets": pdf_fonts.sets_vertical_cjk()}
