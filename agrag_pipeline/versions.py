@@ -128,4 +128,7 @@ SNAPSHOT_VERSION = "1"
 #: a drawn space or a gap of half an em still one; a ruled table on a page turned for landscape
 #: (``/Rotate``) is read across the page as shown (its rows came out as columns); a one-page
 #: document's only line is no running head, though it ends in a number.
-PARSE_VERSION = "31"
+#: 32: letter-spaced PDF type (tracking, ``Tc``: "I N S T A L L A T I O N" in designed
+#: headings) reads as words; a CJK PDF that pdfminer cannot read keeps PDFium's text where
+#: no CJK font is installed (it failed whole).
+PARSE_VERSION = "32"

@@ -31,6 +31,7 @@ class Text:
     angle: int = 0  # degrees counter-clockwise
     #: TJ array instead of a string: [("word", 0), ("next", -300)] (kerning in 1/1000 em)
     pieces: list[tuple[str, int]] | None = None
+    tracking: float = 0.0  # points added after each character (``Tc``)
 
 
 @dataclass
@@ -57,7 +58,7 @@ def _content(page: Page) -> bytes:
             body = "[" + " ".join(f"({_escape(s)}) {k}" for s, k in t.pieces) + "] TJ"
         else:
             body = f"({_escape(t.text)}) Tj"
-        ops.append(f"BT /{t.font} {t.size} Tf {t.mode} Tr {matrix} {body} ET")
+        ops.append(f"BT /{t.font} {t.size} Tf {t.mode} Tr {t.tracking} Tc {matrix} {body} ET")
     return "\n".join(ops).encode("latin-1")
 
 
@@ -518,6 +519,46 @@ def test_a_one_page_document_of_one_line_ending_in_a_number_keeps_that_line() ->
     # is; but it is all the document says.
     parsed = _parse([Page([Text(72, 760, "Invoice total due 123", 11)])])
     assert parsed.text_layer.strip() == "Invoice total due 123"
+
+
+def test_letter_spaced_headings_and_text_read_as_words() -> None:
+    # Designed documents spread headings and capitals by tracking (Tc): every two letters then
+    # stand a word gap apart, and PDFium guesses a space between them ("I N S T A L L").
+    page = Page(
+        [
+            Text(72, 740, "INSTALLATION GUIDE", 18, "F2", tracking=6),
+            Text(72, 700, "Before you begin", 14, "F2", tracking=3),
+            Text(72, 670, "Run the installer and follow the steps on the screen.", tracking=2),
+            # Set solid, with one-letter words the page draws spaces between: they stay apart.
+            Text(72, 640, "Pick one of a b c d or e and go on."),
+        ]
+    )
+    parsed = _parse([page])
+    assert parsed.text_layer.splitlines() == [
+        "INSTALLATION GUIDE",
+        "",
+        "Before you begin",
+        "",
+        "Run the installer and follow the steps on the screen.",
+        "Pick one of a b c d or e and go on.",
+    ]
+    assert [s.heading for s in parsed.sections if s.heading] == [
+        "INSTALLATION GUIDE",
+        "Before you begin",
+    ]
+
+
+def test_letter_spaced_headings_of_a_libreoffice_export_read_as_words() -> None:
+    # LibreOffice positions each glyph of letter-spaced type, and PDFium put a space between
+    # every two letters: "A N N U A L R E P O R T" was the document's first heading.
+    pdf = Path(__file__).resolve().parents[1] / "fixtures" / "libreoffice_letter_spaced.pdf"
+    parsed = parse_document(pdf.read_bytes(), "report.pdf")
+    assert contract_violations(parsed) == []
+    assert [(s.heading, s.level) for s in parsed.sections if s.heading] == [
+        ("ANNUAL REPORT", 1),
+        ("Financial statements", 2),
+    ]
+    assert "open research in many countries and keeps its accounts public." in parsed.text_layer
 
 
 def test_boxes_of_a_diagram_are_not_a_table() -> None:
