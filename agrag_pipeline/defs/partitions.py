@@ -53,14 +53,13 @@ def gather_at_end(
     when it executes, so a key moved out of it would leave that run, and a bound moved away
     would widen or invert it.
     """
-    registered = set(order)
-    keys = [k for k in keys if k in registered]
+    position = {k: i for i, k in enumerate(order)}
+    keys = [k for k in keys if k in position]
     if not keys:
         return []
     runs_now = len(contiguous_runs(order, keys, DOCUMENTS_PER_RUN))
     if runs_now <= -(-len(keys) // DOCUMENTS_PER_RUN):
         return []
-    position = {k: i for i, k in enumerate(order)}
     held: set[str] = set()
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=_UNFINISHED)):
         start, end = run.tags.get(RANGE_START_TAG), run.tags.get(RANGE_END_TAG)

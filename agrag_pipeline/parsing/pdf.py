@@ -248,26 +248,24 @@ def _count_unset(raw: bytes, pages: list[PageRead]) -> str:
     if not suspect:
         return ""
     counted = pdf_fonts.characters_lost(raw, suspect)
-    if isinstance(counted, str):
-        fonts = set().union(*(pages[k].fontless_fonts for k in suspect))
-        numbers = [pages[k].number for k in suspect]
-        return (
-            f"text on {_pages(numbers)} may be missing from the text: its fonts "
-            f"({', '.join(sorted(fonts))}) are not embedded in the file and no installed font "
-            f"covers them ({counted}; install one, e.g. Debian's fonts-noto-cjk, and parse "
-            "again)"
-        )
-    for k, lost in counted.items():
-        pages[k].unset = lost
-    unset = sum(p.unset for p in pages)
-    if not unset:
-        return ""
-    fonts = set().union(*(pages[k].fontless_fonts for k in suspect if pages[k].unset))
-    numbers = [p.number for p in pages if p.unset]
+    if isinstance(counted, str):  # pdfminer could not count them: what it said instead
+        lost_on = list(suspect)
+        what = "text on {pages} may be missing from the text: its fonts"
+        said = f"{counted}; "
+    else:
+        for k, lost in counted.items():
+            pages[k].unset = lost
+        lost_on = [k for k in suspect if pages[k].unset]
+        if not lost_on:
+            return ""
+        unset = sum(p.unset for p in pages)
+        what = f"{unset} CJK characters on {{pages}} are missing from the text: their fonts"
+        said = ""
+    fonts = set().union(*(pages[k].fontless_fonts for k in lost_on))
     return (
-        f"{unset} CJK characters on {_pages(numbers)} are missing from the text: their fonts "
-        f"({', '.join(sorted(fonts))}) are not embedded in the file and no installed font "
-        "covers them (install one, e.g. Debian's fonts-noto-cjk, and parse again)"
+        what.format(pages=_pages([pages[k].number for k in lost_on]))
+        + f" ({', '.join(sorted(fonts))}) are not embedded in the file and no installed font "
+        f"covers them ({said}install one, e.g. Debian's fonts-noto-cjk, and parse again)"
     )
 
 
