@@ -131,4 +131,9 @@ SNAPSHOT_VERSION = "1"
 #: 32: letter-spaced PDF type (tracking, ``Tc``: "I N S T A L L A T I O N" in designed
 #: headings) reads as words; a CJK PDF that pdfminer cannot read keeps PDFium's text where
 #: no CJK font is installed (it failed whole).
-PARSE_VERSION = "32"
+#: 33: a space PDFium puts at a ``TJ`` adjustment between two CJK characters (how Word and
+#: InDesign justify a Chinese or Japanese line) is no longer taken for a space the page draws:
+#: such a line read with a space between every two characters. Vertical writing on a page
+#: written across (a label, a form's header cell) reads down its columns, not one character per
+#: line; a table cell's or a heading's Chinese or Japanese runs on where it wrapped, no space.
+PARSE_VERSION = "33"

@@ -52,7 +52,7 @@ import itertools
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -68,7 +68,7 @@ from agrag_pipeline.parsing.errors import (
 )
 from agrag_pipeline.parsing.parsed import LayoutSpan, ParsedDocument
 from agrag_pipeline.parsing.pdf_glyph_names import GlyphNames
-from agrag_pipeline.parsing.pdf_layout import Line, PageRead, Table
+from agrag_pipeline.parsing.pdf_layout import Line, PageRead, Table, join_wrapped
 from agrag_pipeline.parsing.textlayer import cell_text, pipe_row
 from agrag_pipeline.parsing.tree import MAX_HEADING_LEVEL, HeadingMark, TableMark, build_sections
 
@@ -1556,12 +1556,27 @@ def _outline_headings(
         first, last = found
         first = _division_label_above(lines, first, body, used)
         used.update(range(first, last + 1))
-        text = " ".join(" ".join(lines[k].text.split()) for k in range(first, last + 1))
+        text = _joined_heading(" ".join(lines[k].text.split()) for k in range(first, last + 1))
         marks.append(HeadingMark(lines[first].start, lines[last].end, min(max(level, 1), 6), text))
     if missing:
         warnings.append(f"{missing} outline entries were not found in the text")
     marks.sort(key=lambda m: m.start)
     return marks
+
+
+#: A heading's line of at least this many characters (spaces aside) ran to the width it was
+#: set in, and a Chinese or Japanese line of it goes on in the next with no space; a shorter one
+#: was broken there (names one under the other on a title slide).
+_FULL_HEADING_LINE = 8
+
+
+def _full_heading_line(line: str) -> bool:
+    return len(line) - line.count(" ") >= _FULL_HEADING_LINE
+
+
+def _joined_heading(lines: Iterable[str]) -> str:
+    """A heading's lines as one line (``pdf_layout.join_wrapped``)."""
+    return join_wrapped((line, _full_heading_line(line)) for line in lines)
 
 
 def _division_label_above(
@@ -1661,7 +1676,7 @@ def _under_title(
         if abs(line.size - run[0].size) > 0.5:
             break
         run.append(line)
-    text = " ".join(" ".join(line.text.split()) for line in run)
+    text = _joined_heading(" ".join(line.text.split()) for line in run)
     if not _looks_like_heading(text):
         return headings
     title = HeadingMark(run[0].start, run[-1].end, 1, text)
@@ -1806,7 +1821,8 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
             and line.top - prev_line.bottom < 0.9 * line.size
         ):  # a heading wrapped onto a second line: one heading
             last = marks[-1]
-            joined = f"{last.text} {line.text.strip()}"
+            ran_on = _full_heading_line(prev_line.text.strip())
+            joined = join_wrapped(((last.text, ran_on), (line.text.strip(), False)))
             marks[-1] = HeadingMark(last.start, line.end, last.level, joined)
         else:
             marks.append(HeadingMark(line.start, line.end, level_of[style], line.text.strip()))

@@ -51,16 +51,21 @@ def cjk_sample_pdf(
     codec: str,
     latin: str = "",
     tracking: float = 0.0,
+    adjustment: int = 0,
 ) -> bytes:
     """A one-page PDF whose ``text`` is set in ``font`` with ``cmap``, the font not embedded:
     the way old CJK PDFs name a font from the reader's Asian font pack (each character's code
     is its bytes in ``codec``, the code page the CMap reads); ``latin``, if given, is a line of
     Helvetica above it; ``tracking``, points added after each character (``Tc``: justified
-    CJK text is spread so)."""
-    content = b"BT /F1 12 Tf %g Tc 300 700 Td <%s> Tj ET" % (
-        tracking,
-        text.encode(codec).hex().encode(),
-    )
+    CJK text is spread so); ``adjustment``, thousandths of an em moved after each character in
+    a ``TJ`` array instead (how Word and InDesign spread it)."""
+    if adjustment:
+        shown = b"[%s] TJ" % b" ".join(
+            b"<%s> %d" % (ch.encode(codec).hex().encode(), -adjustment) for ch in text
+        )
+    else:
+        shown = b"<%s> Tj" % text.encode(codec).hex().encode()
+    content = b"BT /F1 12 Tf %g Tc 300 700 Td %s ET" % (tracking, shown)
     if latin:
         content = b"BT /F2 12 Tf 72 740 Td (%s) Tj ET " % latin.encode("latin-1") + content
     objects = [

@@ -8,7 +8,9 @@ justified second article; ``arabic_justified.pdf`` the same export of ``arabic_j
 the first two articles justified with no tatweel typed;
 ``vertical_ja.pdf`` is LibreOffice's PDF export of ``vertical_ja.fodt``, a page set in vertical
 writing (``style:writing-mode="tb-rl"``, Noto Serif CJK JP): the opening of Natsume Soseki's
-"I Am a Cat" (1905, in the public domain). The CJK samples in fonts the file does not embed are
+"I Am a Cat" (1905, in the public domain); ``vertical_cell_ja.pdf`` the same export of
+``vertical_cell_ja.fodt``, that text written across with a table whose first cell is set
+vertically. The CJK samples in fonts the file does not embed are
 written by ``pdf_fonts.cjk_sample_pdf`` (the way pTeX and older Acrobat wrote them; real files of
 the kind, measured in BENCHMARKS.md, are not ours to commit).
 """
@@ -80,6 +82,33 @@ def test_vertical_japanese_reads_down_each_column_and_columns_right_to_left() ->
     page_width = 419.56  # A6 landscape, 14.8 cm
     assert first.x0 > 0.8 * page_width
     assert all(0 <= b.x0 < b.x1 <= page_width and b.y0 >= 0 for b in boxes)
+
+
+def test_japanese_set_vertically_on_a_page_written_across_reads_down_its_columns() -> None:
+    # A Japanese page written across, with a cell set vertically (tb-rl) beside a cell of text
+    # and a form whose header cells are set so: read across, each character of a vertical cell
+    # was a line of its own, put into the lines beside it ("夏吾輩は猫である。名前はま", "目"),
+    # and a header cell of two columns read "欄 備 考".
+    parsed = parse_checked((FIXTURES / "vertical_cell_ja.pdf").read_bytes(), "form.pdf")
+    title = "夏目漱石「吾輩は猫である」冒頭の一節と著者の住所録"
+    lines = [line for line in parsed.text_layer.split("\n") if line.strip()]
+    assert "夏目漱石の小説より" in lines
+    across = "".join(line for line in lines if line != "夏目漱石の小説より" and "|" not in line)
+    assert not set("漱") & set(across.removeprefix(title[:4]))
+    opening = "吾輩は猫である。名前はまだ無い。"
+    assert "".join(across.split()) == title + opening + SOSEKI + SOSEKI[len(opening) :] + "住所録"
+    # The title, wrapped over two lines, is one heading with no space where it wrapped.
+    assert [s.heading for s in parsed.sections if s.heading] == [title]
+    # The form: each header cell read down its columns, right to left; a cell's lines joined
+    # with no space where the text wrapped ("漱石", "代表作に").
+    (table,) = [section for section in parsed.sections if section.kind == "table"]
+    rows = parsed.text_layer[table.start : table.end].split("\n")
+    assert rows == [
+        "| 氏名 | 夏目金之助（筆名 漱石）、一八六七年生まれ。 |",
+        "| - | - |",
+        "| 備考欄 | 小説家、英文学者。代表作に吾輩は猫であるがある。 |",
+        "| 住所 | 東京都新宿区早稲田南町七番地。 |",
+    ]
 
 
 # -- CJK fonts the file does not embed ----------------------------------------------------------
@@ -191,9 +220,16 @@ def test_cjk_text_lost_for_want_of_a_font_is_named_and_scored_or_named_uncounted
     assert "pdfminer could not read" in warning and "AssertionError" in warning
 
 
-def _japanese(text: str, cmap: str, tracking: float) -> str:
+def _japanese(text: str, cmap: str, tracking: float, adjustment: int = 0) -> str:
     raw = pdf_fonts.cjk_sample_pdf(
-        text, "Ryumin-Light", cmap, "Japan1", 2, "utf-16-be", tracking=tracking
+        text,
+        "Ryumin-Light",
+        cmap,
+        "Japan1",
+        2,
+        "utf-16-be",
+        tracking=tracking,
+        adjustment=adjustment,
     )
     return parse_checked(raw, "spread.pdf").text_layer.strip()
 
@@ -209,7 +245,21 @@ def test_japanese_spread_by_tracking_reads_without_spaces_between_its_characters
     assert _japanese("法律（平成十九年）の施行", cmap, tracking=2) == "法律（平成十九年）の施行"
 
 
+@pytest.mark.parametrize("adjustment", [300, 400])
+def test_japanese_spread_by_tj_adjustments_reads_without_the_spaces_pdfium_puts_there(
+    adjustment: int,
+) -> None:
+    # Word and InDesign justify a CJK line by moving each next character along in a TJ array;
+    # PDFium puts a space (with no width) at each such move, which is not one the page draws.
+    text = "日本語の文章です"
+    assert _japanese(text, "UniJIS-UCS2-H", tracking=0, adjustment=adjustment) == text
+    # Past half an em the gap is a space, drawn or not.
+    spaced = _japanese(text, "UniJIS-UCS2-H", tracking=0, adjustment=600)
+    assert spaced == " ".join(text)
+
+
 def test_a_space_the_page_draws_between_japanese_names_is_kept() -> None:
     # Family and given name parted by a space glyph the page draws, spread or not.
     assert _japanese("新山 祐介", "UniJIS-UCS2-H", tracking=0) == "新山 祐介"
     assert _japanese("新山 祐介", "UniJIS-UCS2-H", tracking=3) == "新山 祐介"
+    assert _japanese("新山 祐介", "UniJIS-UCS2-H", tracking=0, adjustment=100) == "新山 祐介"
