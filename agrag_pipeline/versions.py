@@ -136,4 +136,8 @@ SNAPSHOT_VERSION = "1"
 #: such a line read with a space between every two characters. Vertical writing on a page
 #: written across (a label, a form's header cell) reads down its columns, not one character per
 #: line; a table cell's or a heading's Chinese or Japanese runs on where it wrapped, no space.
-PARSE_VERSION = "33"
+#: 34: an HTML table's merged cells (``rowspan``, ``colspan``) repeat their text in every cell
+#: they span, as Word, PowerPoint, spreadsheet, JATS and wiki tables already did: a row under a
+#: cell spanning down from above lost a column and stood under the wrong headers; a pivot
+#: table's group row, whose cells all span into the next row, is no row of its own.
+PARSE_VERSION = "34"

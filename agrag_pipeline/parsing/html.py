@@ -51,6 +51,7 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import mathml
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.table_grid import SpanGrid, span
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 
 MEDIA_TYPE = "text/html"
@@ -405,7 +406,8 @@ def _inline_text(node: LexborNode) -> str:
 
 
 def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
-    """(is header row, cell texts) for the rows of ``table`` itself (not of nested tables)."""
+    """(is header row, cell texts) for the rows of ``table`` itself (not of nested tables), a
+    merged cell's text in every cell it spans (``table_grid``)."""
     rows: list[tuple[bool, list[str]]] = []
     groups: list[tuple[bool, LexborNode]] = []
     for child in _children(table):
@@ -413,11 +415,19 @@ def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
             groups.append((False, child))
         elif child.tag in ("thead", "tbody", "tfoot"):
             groups.extend((child.tag == "thead", tr) for tr in _children(child) if tr.tag == "tr")
+    grid = SpanGrid()
     for in_head, tr in groups:
         cells = [c for c in _children(tr) if c.tag in ("td", "th")]
-        texts = [_inline_text(c) for c in cells]
-        if not any(texts):
-            continue
+        texts = grid.row(
+            (
+                _inline_text(c),
+                span(c.attributes.get("colspan") or 1),
+                span(c.attributes.get("rowspan") or 1),
+            )
+            for c in cells
+        )
+        if not any(texts) or grid.continued:
+            continue  # no text, or only text the next row repeats
         rows.append((in_head or all(c.tag == "th" for c in cells), texts))
     return rows
 

@@ -44,6 +44,7 @@ from agrag_pipeline.parsing.archive import hardened_xml_parser
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.table_grid import SpanGrid, span
 from agrag_pipeline.parsing.textlayer import TextLayer
 
 MEDIA_TYPE = "application/jats+xml"
@@ -429,29 +430,15 @@ class _Writer:
         rows: list[list[str]] = []
         header_rows = 0
         leading = True
-        spans: dict[tuple[int, int], str] = {}  # cells covered by a rowspan from above
+        grid = SpanGrid()
         for tr in table.iter("tr"):
             self._tick()
             in_head = any(local_name(a) == "thead" for a in tr.iterancestors())
             cells = [c for c in tr if local_name(c) in ("td", "th")]
-            row: list[str] = []
-            col = 0
-            r = len(rows)
-            for cell in cells:
-                while (r, col) in spans:
-                    row.append(spans.pop((r, col)))
-                    col += 1
-                text = inline(cell)
-                colspan = _span(cell.get("colspan"))
-                rowspan = _span(cell.get("rowspan"))
-                for c in range(colspan):
-                    row.append(text)
-                    for dr in range(1, rowspan):
-                        spans[(r + dr, col + c)] = text
-                col += colspan
-            while (r, col) in spans:
-                row.append(spans.pop((r, col)))
-                col += 1
+            row = grid.row(
+                (inline(cell), span(cell.get("colspan")), span(cell.get("rowspan")))
+                for cell in cells
+            )
             rows.append(row)
             is_header = in_head or (bool(cells) and all(local_name(c) == "th" for c in cells))
             if leading and is_header:
@@ -526,13 +513,6 @@ def _author_affiliations(meta: etree._Element) -> list[etree._Element]:
         if aff_id in authors or aff_id not in others:
             kept.append(aff)
     return kept
-
-
-def _span(value: str | None) -> int:
-    try:
-        return max(1, min(int(value or "1"), 1000))
-    except ValueError:
-        return 1
 
 
 def _citation(citation: etree._Element) -> str:

@@ -46,6 +46,7 @@ from mwparserfromhell.wikicode import Wikicode
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import Deadline, check_size, current_deadline
 from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.table_grid import SpanGrid, span
 from agrag_pipeline.parsing.textlayer import TextLayer
 
 MEDIA_TYPE = "text/x-mediawiki"
@@ -209,21 +210,12 @@ class _Writer:
             groups.insert(0, implicit)
         rows: list[list[str]] = []
         header_rows = 0
-        covered: dict[tuple[int, int], str] = {}  # cells a rowspan from above covers
+        grid = SpanGrid()
         for cells in groups:
             self._tick()
-            r = len(rows)
-            row: list[str] = []
-            for cell in cells:
-                while (r, len(row)) in covered:
-                    row.append(covered.pop((r, len(row))))
-                value = self.cell(cell)
-                for _ in range(_span(cell, "colspan")):
-                    for down in range(1, _span(cell, "rowspan")):
-                        covered[(r + down, len(row))] = value
-                    row.append(value)
-            while (r, len(row)) in covered:
-                row.append(covered.pop((r, len(row))))
+            row = grid.row(
+                (self.cell(cell), _span(cell, "colspan"), _span(cell, "rowspan")) for cell in cells
+            )
             if not any(row):
                 continue
             rows.append(row)
@@ -236,13 +228,8 @@ class _Writer:
 
 
 def _span(cell: Tag, name: str) -> int:
-    """A cell's ``rowspan`` or ``colspan`` (1 when absent or not a number; at most 1,000)."""
-    if not cell.has(name):
-        return 1
-    try:
-        return max(1, min(int(str(cell.get(name).value).strip()), 1000))
-    except ValueError:
-        return 1
+    """A cell's ``rowspan`` or ``colspan`` (``table_grid.span``; 1 when absent)."""
+    return span(cell.get(name).value) if cell.has(name) else 1
 
 
 #: The parser's C tokenizer cannot be stopped by the parse deadline, and two shapes of input

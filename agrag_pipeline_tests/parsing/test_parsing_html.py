@@ -34,6 +34,55 @@ def test_table_header_from_th_and_text_after_table_is_a_continuation() -> None:
     assert after.text_in(text) == "after"
 
 
+def test_merged_cells_repeat_in_every_cell_they_span_so_rows_stay_under_their_headers() -> None:
+    # A cell spanning two rows took no column of the row below it, which then stood shifted
+    # under the wrong headers ("Ostrich | 3.0" under "Bird | Region"); a heading spanning two
+    # columns left the third without one.
+    parsed = _parse(
+        "<table><tr><th>Bird</th><th colspan='2'>Size (length, weight)</th></tr>"
+        "<tr><td rowspan='2'>Ostrich</td><td>2.7 m</td><td>104 kg</td></tr>"
+        "<tr><td colspan='2'>the largest living bird</td></tr>"
+        "<tr><td>Wren</td><td>10 cm</td><td>9 g</td></tr></table>"
+    )
+    (table,) = parsed.sections
+    text = parsed.text_layer
+    assert table.table_header is not None
+    header = text[table.table_header.start : table.table_header.end]
+    assert header == "Bird | Size (length, weight) | Size (length, weight)"
+    assert [text[r.start : r.end] for r in table.table_rows] == [
+        "Ostrich | 2.7 m | 104 kg",
+        "Ostrich | the largest living bird | the largest living bird",
+        "Wren | 10 cm | 9 g",
+    ]
+
+
+def test_a_pivot_tables_group_row_is_not_a_row_of_its_own() -> None:
+    # "2025" and "Q1" alone in a row, spanning the months below: each month's row repeats
+    # them, so the group row adds no text and is left out.
+    parsed = _parse(
+        "<table><tr><th>Year</th><th>Quarter</th><th>Month</th><th>Revenue</th></tr>"
+        "<tr><th rowspan='4'>2025</th><th rowspan='3'>Q1</th></tr>"
+        "<tr><td>January</td><td>$134</td></tr><tr><td>February</td><td>$150</td></tr>"
+        "<tr><th>Q2</th><td>April</td><td>$210</td></tr></table>"
+    )
+    (table,) = parsed.sections
+    text = parsed.text_layer
+    assert [text[r.start : r.end] for r in table.table_rows] == [
+        "2025 | Q1 | January | $134",
+        "2025 | Q1 | February | $150",
+        "2025 | Q2 | April | $210",
+    ]
+
+
+def test_a_table_of_huge_spans_is_read_within_bounds() -> None:
+    # Spans are capped (1,000) and so are the copies one table fills in (100,000): ten cells
+    # each spanning 1,000 rows and columns are not ten million cells.
+    cells = "".join("<td rowspan='1000' colspan='1000'>x</td>" for _ in range(10))
+    parsed = _parse(f"<table><tr>{cells}</tr>" + "<tr><td>y</td></tr>" * 200 + "</table>")
+    assert len(parsed.text_layer) < 2_000_000
+    assert parsed.text_layer.count("y") == 200
+
+
 def test_single_column_table_is_a_table() -> None:
     parsed = _parse(
         "<table><tr><th>Only</th></tr><tr><td>one</td></tr><tr><td>two</td></tr></table>"
