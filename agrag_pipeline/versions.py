@@ -140,4 +140,6 @@ SNAPSHOT_VERSION = "1"
 #: they span, as Word, PowerPoint, spreadsheet, JATS and wiki tables already did: a row under a
 #: cell spanning down from above lost a column and stood under the wrong headers; a pivot
 #: table's group row, whose cells all span into the next row, is no row of its own.
-PARSE_VERSION = "34"
+#: 35: Word and PowerPoint equations side by side in one paragraph are set apart by a space
+#: ("a=b c=d e=f"; they read "a=bc=de=f").
+PARSE_VERSION = "35"

@@ -142,13 +142,17 @@ def paragraph_text(p: etree._Element) -> str:
     """The text of one ``a:p``: runs, fields, line breaks, equations."""
     out: list[str] = []
     stack: list[etree._Element] = list(reversed(list(p)))
+    math_end = -1  # where the last equation ended in ``out``
     while stack:
         node = stack.pop()
         tag = node.tag
         if not isinstance(tag, str):
             continue
         if omml.is_math(node):
+            if math_end == len(out):
+                out.append(" ")  # equations side by side: "a=b c=d", not "a=bc=d"
             out.append(omml.text(node))
+            math_end = len(out)
         elif tag == _a("t"):
             out.append(node.text or "")
         elif tag == _a("br"):

@@ -563,6 +563,8 @@ class _Converter:
         self.warnings: list[str] = []
         self._main_rels: dict[str, tuple[str, str, bool]] | None = None
         self.blocks_seen = 0
+        #: Where the last equation written ended (its list, its length then).
+        self._math_end: tuple[list[str], int] | None = None
         #: Each body paragraph written: its span in the text layer, its element and style.
         self.body: list[tuple[int, int, tuple[etree._Element, str | None]]] = []
 
@@ -574,7 +576,11 @@ class _Converter:
             if not isinstance(tag, str):
                 continue
             if omml.is_math(child):
+                last = self._math_end
+                if last is not None and last[0] is out and last[1] == len(out):
+                    out.append(" ")  # equations side by side: "a=b c=d", not "a=bc=d"
                 out.append(omml.text(child))
+                self._math_end = (out, len(out))
                 continue
             ns, _, local = tag[1:].partition("}")
             if ns == W:

@@ -403,6 +403,16 @@ def test_equations_are_linear_latex_in_text_and_cells(corpus_dir: Path) -> None:
     assert _lines(frac)[-1] == "{\\frac{(x-c)}{v}}^{2}"
 
 
+def test_equations_side_by_side_in_one_paragraph_stay_apart() -> None:
+    # Three m:oMath siblings in one w:p (docling's omml_multi_equation_paragraph.docx has the
+    # shape) read "a=bc=de=f": one formula that is none of them.
+    def math(left: str, right: str) -> str:
+        return f"<m:oMath><m:r><m:t>{left}=</m:t></m:r><m:r><m:t>{right}</m:t></m:r></m:oMath>"
+
+    raw = _package(f"<w:p>{math('a', 'b')}{math('c', 'd')}{math('e', 'f')}</w:p>")
+    assert _lines(_parse(raw)) == ["a=b c=d e=f"]
+
+
 def test_monospaced_paragraphs_are_code_lines_that_keep_their_indentation(
     corpus_dir: Path,
 ) -> None:

@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from lxml import etree
 from parsed_support import headings as _headings
 from parsed_support import parse_checked, parse_corpus
 from parsed_support import table_cells as _rows
@@ -495,3 +496,15 @@ def test_every_3d_chart_kind_gives_its_data(kind: str) -> None:
     _, rows = read_chart(blob, "deck.pptx", "ppt/charts/chart1.xml")
     assert rows[1] == ["100 years and over", "79.6264"]
     assert len(rows) == 22
+
+
+def test_equations_side_by_side_on_a_slide_stay_apart() -> None:
+    # Two equations in one paragraph of a slide read "a=bc=d" before: one formula, neither.
+    a = "http://schemas.openxmlformats.org/drawingml/2006/main"
+    m = "http://schemas.openxmlformats.org/officeDocument/2006/math"
+    p = etree.fromstring(
+        f'<a:p xmlns:a="{a}" xmlns:m="{m}"><a:r><a:t>Both hold: </a:t></a:r>'
+        "<m:oMath><m:r><m:t>a=b</m:t></m:r></m:oMath><m:oMath><m:r><m:t>c=d</m:t></m:r></m:oMath>"
+        "</a:p>"
+    )
+    assert powerpoint.paragraph_text(p) == "Both hold: a=b c=d"
