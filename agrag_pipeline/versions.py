@@ -142,4 +142,7 @@ SNAPSHOT_VERSION = "1"
 #: table's group row, whose cells all span into the next row, is no row of its own.
 #: 35: Word and PowerPoint equations side by side in one paragraph are set apart by a space
 #: ("a=b c=d e=f"; they read "a=bc=de=f").
-PARSE_VERSION = "35"
+#: 36: a PDF table ruled across and between its columns but open at its left and right (no
+#: border there) is read as a table: its first and last columns had no cells, and their text
+#: ran on below the table as loose lines (``pdf_layout._open_sides``).
+PARSE_VERSION = "36"

@@ -27,7 +27,13 @@ never count; bags of words with counts):
   (logical order), over those the reference has (``-`` when it has none);
 - ``order`` reading-order agreement: over the words that occur exactly once in both texts, the
   longest run in the same relative order (longest increasing subsequence) over their number;
-- ``pages/s`` (paged formats) or ``files/s``; ``tables`` table sections found.
+- ``pages/s`` (paged formats) or ``files/s``; ``tables`` table sections found;
+- ``cellF1`` and ``rowF1``: tables against the reference's Markdown tables (``|`` rows), as
+  bags over all of a file's tables: of non-empty cells (a cell's words) and of rows (each cell's
+  words in order, trailing empty cells dropped). A cell split in two or two cells run together
+  lose cells; a row shifted a column, or two rows read as one, lose rows. ``-`` where the
+  reference has no table (docling missed some that we find: those are not scored) or the
+  engine gives no table structure.
 Figures are one pass (timing includes opening the file); ``--repeats`` takes the best of N.
 Rates are CPU seconds of this process (``time.process_time``: one core, and steady when other
 work shares the machine). ``--memory`` also parses PDFs of 50 to 500 pages (the corpus pages
@@ -47,6 +53,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CORPUS = (REPO_ROOT / ".." / "shared" / "corpus").resolve()
@@ -74,6 +81,8 @@ class PeerResult:
     pages: int = 0
     seconds: float = 0.0
     error: str | None = None
+    #: Each table's rows of cell texts (None: the engine gives no table structure).
+    table_rows: list[list[list[str]]] | None = None
 
 
 @dataclass
@@ -92,6 +101,8 @@ class Score:
     order: float = 0.0
     rate: float = 0.0  # pages/s or files/s
     tables: int | None = None
+    cell_f1: float | None = None
+    row_f1: float | None = None
     error: str | None = None
     extra: dict[str, float] = field(default_factory=dict)
 
@@ -115,6 +126,62 @@ def reference_text(markdown: str) -> tuple[str, list[str]]:
             continue
         lines.append(_MD_LINK.sub(r"\1", stripped))
     return "\n".join(lines), headings
+
+
+def markdown_tables(markdown: str) -> list[list[list[str]]]:
+    """The reference's Markdown tables: runs of ``|`` lines, each row's cells (rules left out;
+    ``\\|`` inside a cell is a pipe, not a border)."""
+    tables: list[list[list[str]]] = []
+    previous_was_row = False
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("|"):
+            previous_was_row = False
+            continue
+        if not previous_was_row:
+            tables.append([])
+        previous_was_row = True
+        if _TABLE_RULE.match(stripped) and "-" in stripped:
+            continue
+        tables[-1].append(table_cells(stripped))
+    return [t for t in tables if t]
+
+
+def table_cells(row: str) -> list[str]:
+    """A table row's cells: ``| a | b |`` (Markdown, our PDF tables) or ``a | b`` (ours from
+    HTML and Office formats)."""
+    row = row.strip()
+    row = row[1:] if row.startswith("|") else row
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return [cell.replace("\\|", "|").strip() for cell in re.split(r"(?<!\\)\|", row)]
+
+
+def table_f1(ours: list[list[list[str]]], ref: list[list[list[str]]]) -> tuple[float, float]:
+    """(cell F1, row F1) of ``ours`` against ``ref``, as bags over all tables (see the module
+    docstring)."""
+
+    def cells(tables: list[list[list[str]]]) -> Counter[str]:
+        return Counter(
+            key for t in tables for row in t for cell in row if (key := " ".join(words(cell)))
+        )
+
+    def rows(tables: list[list[list[str]]]) -> Counter[tuple[str, ...]]:
+        out: Counter[tuple[str, ...]] = Counter()
+        for t in tables:
+            for row in t:
+                keys = [" ".join(words(cell)) for cell in row]
+                while keys and not keys[-1]:
+                    keys.pop()
+                if keys:
+                    out[tuple(keys)] += 1
+        return out
+
+    def f1(a: Counter[Any], b: Counter[Any]) -> float:
+        hit = sum(min(n, b[k]) for k, n in a.items())
+        total = sum(a.values()) + sum(b.values())
+        return 2 * hit / total if total else 1.0
+
+    return f1(cells(ours), cells(ref)), f1(rows(ours), rows(ref))
 
 
 def _bag_match(ours: Counter[str], ref: Counter[str]) -> int:
@@ -171,6 +238,9 @@ def score(fmt: str, name: str, engine: str, result: PeerResult, reference: str) 
             rtl_ref.values()
         )
     out.order = order_agreement(ref_words, our_words)
+    ref_tables = markdown_tables(reference)
+    if result.table_rows is not None and ref_tables:
+        out.cell_f1, out.row_f1 = table_f1(result.table_rows, ref_tables)
     out.extra = {"units": float(result.pages if fmt in PAGED else 1), "seconds": result.seconds}
     if result.seconds > 0:
         out.rate = (result.pages if fmt in PAGED else 1) / result.seconds
@@ -200,11 +270,23 @@ def ours(path: Path, fmt: str) -> PeerResult:
         return PeerResult("", [], 0, error=str(exc), seconds=time.process_time() - started)
     seconds = time.process_time() - started
     headings = [s.heading for s in parsed.sections if s.heading is not None]
-    tables = sum(1 for s in parsed.sections if s.kind == "table")
+    text = parsed.text_layer
+    table_rows = [
+        [
+            table_cells(line)
+            for span in ([s.table_header] if s.table_header else []) + s.table_rows
+            for line in text[span.start : span.end].split("\n")
+            if not (_TABLE_RULE.match(line) and "-" in line)
+        ]
+        for s in parsed.sections
+        if s.kind == "table"
+    ]
     pages = max((span.box.page for span in parsed.layout), default=0)
     if fmt in PAGED:
         pages = _page_count(path)
-    return PeerResult(parsed.text_layer, headings, tables, pages, seconds)
+    return PeerResult(
+        text, headings, len(table_rows), pages, seconds, table_rows=[t for t in table_rows if t]
+    )
 
 
 def pdfplumber_text(path: Path, fmt: str) -> PeerResult:
@@ -258,7 +340,9 @@ def docling_converter(path: Path, fmt: str) -> PeerResult:
     document = DocumentConverter().convert(path).document
     markdown = document.export_to_markdown()
     text, headings = reference_text(markdown)
-    return PeerResult(text, headings, len(document.tables), 0, time.process_time() - started)
+    seconds = time.process_time() - started
+    tables = markdown_tables(markdown)
+    return PeerResult(text, headings, len(document.tables), 0, seconds, table_rows=tables)
 
 
 Engine = Callable[[Path, str], PeerResult]
@@ -355,9 +439,9 @@ def _rate(group: list[Score]) -> str:
 def table(scores: list[Score]) -> str:
     head = (
         "| format | file | engine | cov | prec | hP | hR | hF1 | cid | ctrl | rtl | order "
-        "| rate | tables |"
+        "| rate | tables | cellF1 | rowF1 |"
     )
-    lines = [head, "|" + "---|" * 14]
+    lines = [head, "|" + "---|" * 16]
     for s in scores:
         unit = "p/s" if s.format in PAGED else "f/s"
         rate = f"{s.rate:.1f} {unit}" if s.rate else "-"
@@ -366,13 +450,14 @@ def table(scores: list[Score]) -> str:
             f"| {s.format} | {s.file}{note} | {s.engine} | {_f(s.coverage)} | {_f(s.precision)} "
             f"| {_f(s.heading_p, 2)} | {_f(s.heading_r, 2)} | {_f(s.heading_f1, 2)} | {s.cid} "
             f"| {s.control} | {_f(s.rtl, 2)} | {_f(s.order, 2)} | {rate} "
-            f"| {'-' if s.tables is None else s.tables} |"
+            f"| {'-' if s.tables is None else s.tables} | {_f(s.cell_f1, 2)} "
+            f"| {_f(s.row_f1, 2)} |"
         )
     lines += ["", "Means by format and engine (rate: total pages or files over total seconds):", ""]
     lines += [
         "| format | engine | files | mean cov | min cov | mean prec | min prec | mean hF1 "
-        "| cid | ctrl | mean rtl | mean order | rate |",
-        "|" + "---|" * 13,
+        "| cid | ctrl | mean rtl | mean order | rate | mean cellF1 | mean rowF1 |",
+        "|" + "---|" * 15,
     ]
     groups: dict[tuple[str, str], list[Score]] = {}
     for s in scores:
@@ -386,7 +471,9 @@ def table(scores: list[Score]) -> str:
             f"| {_f(_mean([s.heading_f1 for s in group]), 2)} "
             f"| {sum(s.cid for s in group)} | {sum(s.control for s in group)} "
             f"| {_f(_mean([s.rtl for s in group]), 2)} "
-            f"| {_f(_mean([s.order for s in group]), 2)} | {_rate(group)} |"
+            f"| {_f(_mean([s.order for s in group]), 2)} | {_rate(group)} "
+            f"| {_f(_mean([s.cell_f1 for s in group]), 2)} "
+            f"| {_f(_mean([s.row_f1 for s in group]), 2)} |"
         )
     return "\n".join(lines)
 

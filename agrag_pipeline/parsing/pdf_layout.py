@@ -1528,12 +1528,106 @@ def _edge(orientation: str, x0: float, top: float, x1: float, bottom: float) -> 
     }
 
 
-def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table, set[int]]]:
-    """Validated ruled tables and the ids of the characters they hold."""
-    from pdfplumber import table as plumb
+#: Rules across that end within this many points of each other end at one side of a table …
+_SIDE_TOLERANCE = 1.5
+#: … whose rows are joined by at least this many column rules (three columns or more: a box
+#: split in two, a diagram's frames, are no open table).
+_SIDE_COLUMN_RULES = 2
 
+
+def _open_sides(edges: list[dict[str, Any]], chars: list[Char]) -> list[dict[str, Any]]:
+    """The sides a table drawn open leaves out, as vertical edges: where rules across end at
+    one x, between two of them that column rules join (inner verticals reaching from one to the
+    other), if the column the side closes holds text in most of those rows.
+
+    Why: many reports (Korean and Japanese government papers, financial statements) rule their
+    tables across and between columns but draw no border at the left and right; without those
+    sides the first and last columns have no cells, and their text fell out of the table. A
+    column that is mostly empty is no table's (ruled paper under prose, a form's empty
+    fields)."""
+    across = sorted(
+        (e for e in edges if e["orientation"] == "h" and e["width"] > 20), key=itemgetter("top")
+    )
+    down = [e for e in edges if e["orientation"] == "v"]
+    if len(across) < 3 or not down:
+        return []
+    centres = sorted(((c.box[1] + c.box[3]) / 2, (c.box[0] + c.box[2]) / 2) for c in chars)
+    heights = [y for y, _ in centres]
+    sides: list[dict[str, Any]] = []
+    for end in ("x0", "x1"):
+        clusters: list[list[dict[str, Any]]] = []
+        for e in sorted(across, key=itemgetter(end)):
+            if clusters and e[end] - clusters[-1][-1][end] <= _SIDE_TOLERANCE:
+                clusters[-1].append(e)
+            else:
+                clusters.append([e])
+        for cluster in clusters:
+            if len(cluster) < 3:
+                continue
+            x = statistics.median(e[end] for e in cluster)
+            left = min(e["x0"] for e in cluster)
+            right = max(e["x1"] for e in cluster)
+            inner = [
+                v
+                for v in down
+                if left + 3 * _SIDE_TOLERANCE < v["x0"] < right - 3 * _SIDE_TOLERANCE
+            ]
+            rules = sorted({round(e["top"], 1) for e in cluster})
+
+            # A table's column rules run from one of its rules to another (a drawn box's sides
+            # start and end anywhere).
+            ruled = [v for v in inner if _on_rule(rules, v["top"]) and _on_rule(rules, v["bottom"])]
+            closed: list[dict[str, Any]] = []
+            with_text = 0
+            for upper, lower in itertools.pairwise(rules):
+                columns = sorted(
+                    {
+                        round(v["x0"], 1)
+                        for v in ruled
+                        if v["top"] <= upper + _SIDE_TOLERANCE
+                        and v["bottom"] >= lower - _SIDE_TOLERANCE
+                    }
+                )
+                if len(columns) < _SIDE_COLUMN_RULES:
+                    continue
+                closed.append(_edge("v", x, upper, x, lower))
+                # The column this side closes: from the nearest column rule to the side.
+                near = columns[0] if end == "x0" else columns[-1]
+                low, high = min(near, x), max(near, x)
+                band = centres[
+                    bisect.bisect_left(heights, upper) : bisect.bisect_right(heights, lower)
+                ]
+                with_text += any(low < cx < high for _, cx in band)
+            if len(closed) >= 2 and with_text * 2 > len(closed):
+                sides += closed  # two rows or more (one ruled box with a rule or two is none)
+    return sides
+
+
+def _on_rule(rules: list[float], y: float) -> bool:
+    """Whether ``y`` lies on one of ``rules`` (sorted heights), within ``_SIDE_TOLERANCE``."""
+    k = bisect.bisect_left(rules, y - _SIDE_TOLERANCE)
+    return k < len(rules) and rules[k] <= y + _SIDE_TOLERANCE
+
+
+def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table, set[int]]]:
+    """Validated ruled tables and the ids of the characters they hold; with the sides of
+    tables drawn open closed (``_open_sides``) where that puts more of the page's text in
+    tables. (A form's rules end at one x too, around empty fields: closed, its boxes join
+    into tables of mostly empty cells that are no tables, and the boxes it had are lost.)"""
     if len(edges) < 6:
         return []
+    found = _ruled_tables(edges, chars)
+    sides = _open_sides(edges, [c for c in chars if c.index >= 0])
+    if sides:
+        closed = _ruled_tables(edges + sides, chars)
+        if sum(len(inside) for _, inside in closed) > sum(len(inside) for _, inside in found):
+            return closed
+    return found
+
+
+def _ruled_tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table, set[int]]]:
+    from pdfplumber import table as plumb
+
     merged = plumb.merge_edges(edges, 3, 3, 3, 3)
     cells = _intersections_to_cells(_edges_to_intersections(merged, 3.0))
     found = []

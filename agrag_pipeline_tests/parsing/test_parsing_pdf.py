@@ -487,6 +487,39 @@ def test_ruled_table_is_a_table_with_its_header() -> None:
     assert table.pages == [1]
 
 
+def test_a_table_ruled_across_and_between_columns_but_open_at_its_sides_is_a_table() -> None:
+    # Reports rule tables across and between columns and leave the sides open (LibreOffice
+    # 7.4 export, fixtures/open_sided_table.fodt): the first and last columns had no cells,
+    # no table was found, and its columns' lines ran into each other ("Spread by drinking
+    # water or Bioterrorism agents, or a high").
+    pdf = Path(__file__).resolve().parents[1] / "fixtures" / "open_sided_table.pdf"
+    parsed = parse_document(pdf.read_bytes(), "open.pdf")
+    assert contract_violations(parsed) == []
+    (table,) = [s for s in parsed.sections if s.kind == "table"]
+    text = parsed.text_layer
+    assert table.table_header is not None
+    assert text[table.table_header.start : table.table_header.end].split("\n")[0] == (
+        "| Item | Before | After |"
+    )
+    assert [text[r.start : r.end] for r in table.table_rows] == [
+        "| Scope | Class 1 infectious diseases | Grade 1 infectious diseases |",
+        "| Criteria | Spread by drinking water or food, with a risk of outbreaks "
+        "| Bioterrorism agents, or a high fatality rate needing strict isolation |",
+        "| Diseases | (6) cholera, typhoid fever, paratyphoid fever, shigellosis, hepatitis A "
+        "| (17) Ebola, plague and others; the six on the left are not included |",
+    ]
+
+
+def test_boxes_split_by_one_rule_with_open_sides_stay_lines() -> None:
+    # Two rules across and one rule between them: a box split in two, not an open table
+    # (closing its sides needs two column rules, three columns).
+    lines = [(72, 700, 400, 700), (72, 660, 400, 660), (72, 620, 400, 620), (236, 620, 236, 700)]
+    texts = [Text(80, 686, "Signed", 10), Text(244, 686, "Dated", 10)]
+    texts += [Text(80, 646, "Witness", 10), Text(244, 646, "Place", 10)]
+    parsed = _parse([Page(texts, lines=lines)])
+    assert [s for s in parsed.sections if s.kind == "table"] == []
+
+
 def test_ruled_table_on_a_page_turned_for_landscape_reads_as_on_an_upright_page() -> None:
     # /Rotate 90: a viewer shows user space turned, so the page is drawn turned: text at 90
     # degrees, a rule across the shown page runs up user space. Shown (x, y from the top) is
