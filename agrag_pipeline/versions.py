@@ -145,4 +145,7 @@ SNAPSHOT_VERSION = "1"
 #: 36: a PDF table ruled across and between its columns but open at its left and right (no
 #: border there) is read as a table: its first and last columns had no cells, and their text
 #: ran on below the table as loose lines (``pdf_layout._open_sides``).
-PARSE_VERSION = "36"
+#: 37: a PDF table ruled across only (Word's and LaTeX's plainer styles), each row between two
+#: rules, is read as a table, its columns at the gutters its rows leave, its header the line
+#: just above the first rule (``pdf_layout._gutter_rules``); it was read as lines.
+PARSE_VERSION = "37"

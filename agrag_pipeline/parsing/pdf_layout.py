@@ -1610,19 +1610,133 @@ def _on_rule(rules: list[float], y: float) -> bool:
 
 
 def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table, set[int]]]:
-    """Validated ruled tables and the ids of the characters they hold; with the sides of
-    tables drawn open closed (``_open_sides``) where that puts more of the page's text in
-    tables. (A form's rules end at one x too, around empty fields: closed, its boxes join
-    into tables of mostly empty cells that are no tables, and the boxes it had are lost.)"""
-    if len(edges) < 6:
+    """Validated ruled tables and the ids of the characters they hold. Two more readings are
+    tried where the rules allow them, and kept where they put more of the page's text in
+    tables: tables drawn open at their sides closed (``_open_sides``), and tables ruled across
+    only given their columns' gutters as rules (``_gutter_rules``). (A form's rules end at one x
+    too, around empty fields: closed, its boxes join into tables of mostly empty cells that are
+    no tables, and the boxes it had are lost.)"""
+    if len(edges) < 3:
         return []
-    found = _ruled_tables(edges, chars)
-    sides = _open_sides(edges, [c for c in chars if c.index >= 0])
-    if sides:
-        closed = _ruled_tables(edges + sides, chars)
-        if sum(len(inside) for _, inside in closed) > sum(len(inside) for _, inside in found):
-            return closed
-    return found
+    upright = [c for c in chars if c.index >= 0]
+    readings = [_ruled_tables(edges, chars) if len(edges) >= 6 else []]
+    for extra in (_open_sides(edges, upright), _gutter_rules(edges, upright)):
+        if extra:
+            readings.append(_ruled_tables(edges + extra, chars))
+    # The reading that holds the most characters; the plain one where they tie.
+    return max(readings, key=lambda found: sum(len(inside) for _, inside in found))
+
+
+#: Rules across whose ends lie this close (points) are the rules of one table (a thick rule
+#: drawn as a filled box reaches a little past the thin ones).
+_RULE_ENDS = 3.0
+#: A gap at least this wide (in the median font size of the rows) between a table's columns,
+#: on every one of its rows, is a column's gutter.
+_GUTTER = 1.0
+
+
+def _one_row(band: list[Char], gutters: list[float]) -> bool:
+    """Whether the text between two rules is one row of the table: a line, or lines of which
+    at most one reaches more than one column (a cell's text wrapped beside one-line cells).
+    Two lines across the columns are two rows the rules do not part (booktabs rules only the
+    header and the foot), and a rule every few lines of a page is no table's."""
+    lines = _rows(band)
+    if len(lines) > 4:
+        return False
+    return sum(len(_columns_reached(line, gutters)) > 1 for line in lines) <= 1
+
+
+def _columns_reached(chars: list[Char], gutters: list[float]) -> set[int]:
+    """The columns (between ``gutters``) that ``chars`` stand in."""
+    return {bisect.bisect(gutters, (c.x0 + c.x1) / 2) for c in chars}
+
+
+def _gutter_rules(edges: list[dict[str, Any]], chars: list[Char]) -> list[dict[str, Any]]:
+    """Column rules for tables ruled across only: where three or more rules across share both
+    ends and no rule runs down between them, a vertical edge at each side and in each gutter
+    that the text of every row between the rules leaves open.
+
+    Why: Word's and LaTeX's plainer table styles (booktabs, "Plain Table") rule rows, not
+    columns; with no cells such a table was read as lines, a wrapped cell's second line a line
+    of its own ("Berries Blueberry, Strawberry, 150", "Cranberry")."""
+    from pdfplumber import table as plumb
+
+    down = [e for e in edges if e["orientation"] == "v"]
+    pieces = [e for e in edges if e["orientation"] == "h"]
+    if len(pieces) < 3:
+        return []
+    # A rule drawn a cell at a time (LibreOffice, Word) is one rule once its pieces are joined.
+    across = sorted(
+        (e for e in plumb.merge_edges(pieces, 3, 3, 3, 3) if e["width"] > 40),
+        key=lambda e: (round(e["x0"]), round(e["x1"]), e["top"]),
+    )
+    groups: list[list[dict[str, Any]]] = []
+    for e in across:
+        last = groups[-1][-1] if groups else None
+        if (
+            last is not None
+            and abs(e["x0"] - last["x0"]) <= _RULE_ENDS
+            and abs(e["x1"] - last["x1"]) <= _RULE_ENDS
+        ):
+            groups[-1].append(e)
+        else:
+            groups.append([e])
+    centres = sorted(((c.box[1] + c.box[3]) / 2, k) for k, c in enumerate(chars))
+    heights = [y for y, _ in centres]
+    rules: list[dict[str, Any]] = []
+    for group in groups:
+        ys = sorted({round(e["top"], 1) for e in group})
+        if len(ys) < 3:
+            continue
+        x0 = statistics.median(e["x0"] for e in group)
+        x1 = statistics.median(e["x1"] for e in group)
+        top, bottom = ys[0], ys[-1]
+        if any(
+            x0 + 3 * _SIDE_TOLERANCE < v["x0"] < x1 - 3 * _SIDE_TOLERANCE
+            and v["top"] < bottom
+            and v["bottom"] > top
+            for v in down
+        ):
+            continue  # ruled down as well: the ruled reading's
+        bands: list[list[Char]] = []
+        inked: list[tuple[float, float]] = []
+        sizes: list[float] = []
+        for upper, lower in itertools.pairwise(ys):
+            lo, hi = bisect.bisect_left(heights, upper), bisect.bisect_right(heights, lower)
+            band = [chars[k] for _, k in centres[lo:hi]]
+            band = [c for c in band if x0 <= (c.box[0] + c.box[2]) / 2 <= x1]
+            if band:
+                bands.append(band)
+                inked += [(c.box[0], c.box[2]) for c in band]
+                sizes += [c.size for c in band]
+        if len(bands) < 2:
+            continue
+        gap = _GUTTER * statistics.median(sizes)
+        inked.sort()
+        gutters: list[float] = []
+        reach = inked[0][1]
+        for start, end in inked[1:]:
+            if start - reach >= gap:
+                gutters.append((start + reach) / 2)
+            reach = max(reach, end)
+        if not gutters or not all(_one_row(band, gutters) for band in bands):
+            continue
+        if sum(len(_columns_reached(band, gutters)) > 1 for band in bands) < 2:
+            continue  # two rows across the columns at least (a form's field is no table)
+        if _typewriter([c for band in bands for c in band]):
+            continue  # a code listing ruled line by line: its indentation is no gutter
+        # A header set above the first rule (as Word's plain tables and booktabs set it): the
+        # line just above it, if none of its words crosses a gutter, is the first row.
+        size = statistics.median(sizes)
+        lo, hi = bisect.bisect_left(heights, top - 3.0 * size), bisect.bisect_left(heights, top)
+        head = [chars[k] for _, k in centres[lo:hi]]
+        head = [c for c in head if x0 <= (c.box[0] + c.box[2]) / 2 <= x1]
+        head = _rows(head)[-1] if head else []  # the line nearest the rule
+        if head and not any(c.box[0] < x < c.box[2] for c in head for x in gutters):
+            top = min(c.box[1] for c in head) - 1.0
+            rules.append(_edge("h", x0, top, x1, top))
+        rules += [_edge("v", x, top, x, bottom) for x in (x0, *gutters, x1)]
+    return rules
 
 
 def _ruled_tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table, set[int]]]:

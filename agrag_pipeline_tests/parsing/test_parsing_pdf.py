@@ -510,6 +510,39 @@ def test_a_table_ruled_across_and_between_columns_but_open_at_its_sides_is_a_tab
     ]
 
 
+def test_a_table_ruled_across_only_is_a_table_with_its_header_and_wrapped_cells() -> None:
+    # Word's and LibreOffice's plainer table styles rule rows, not columns, and set the header
+    # above a thick first rule (LibreOffice 7.4 export, fixtures/rules_across_table.fodt): no
+    # cells, so the table was read as lines, a wrapped cell's second line cut off and read
+    # after the table ("cranberries, fresh or dried" after "And some it should not.").
+    pdf = Path(__file__).resolve().parents[1] / "fixtures" / "rules_across_table.pdf"
+    parsed = parse_document(pdf.read_bytes(), "food.pdf")
+    assert contract_violations(parsed) == []
+    (table,) = [s for s in parsed.sections if s.kind == "table"]
+    text = parsed.text_layer
+    assert table.table_header is not None
+    assert text[table.table_header.start : table.table_header.end].split("\n")[0] == (
+        "|  | Food | Calories per portion |"
+    )
+    assert [text[r.start : r.end] for r in table.table_rows] == [
+        "| Leaves | Ash, elm and maple leaves picked in the spring | 50 |",
+        "| Berries | Blueberries, strawberries and cranberries, fresh or dried | 150 |",
+        "| Grain | Corn, buckwheat, barley | 200 |",
+    ]
+    assert text.rstrip().endswith("And some it should not.")
+
+
+def test_rules_every_few_lines_of_text_or_code_make_no_table() -> None:
+    # Rules across with two lines of two columns between them: rows the rules do not part
+    # (or a page ruled every few lines), which gutters alone cannot cut into rows.
+    lines = [(72, y, 400, y) for y in (700, 660, 620)]
+    texts = [Text(80, 686, "Chose 1", 10), Text(244, 686, "Truc 1", 10)]
+    texts += [Text(80, 674, "Chose 2", 10), Text(244, 674, "Truc 2", 10)]
+    texts += [Text(80, 646, "Chose 3", 10), Text(244, 646, "Truc 3", 10)]
+    parsed = _parse([Page(texts, lines=lines)])
+    assert [s for s in parsed.sections if s.kind == "table"] == []
+
+
 def test_boxes_split_by_one_rule_with_open_sides_stay_lines() -> None:
     # Two rules across and one rule between them: a box split in two, not an open table
     # (closing its sides needs two column rules, three columns).
