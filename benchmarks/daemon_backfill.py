@@ -223,6 +223,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--assets", choices=sorted(ASSETS), default="chunks")
     parser.add_argument("--update-by", choices=["backfill", "sensor"], default="backfill")
     args = parser.parse_args(argv)
+    if args.update_by == "sensor" and args.assets != "all":
+        # The sensor's backfill takes every per-document asset: against a chunks-only full
+        # backfill its share compares the whole graph of 10 documents with chunks of 1,000
+        # (21% measured so, meaning nothing).
+        parser.error("--update-by sensor updates every asset: measure it with --assets all")
     result = measure(
         args.documents, args.repo.resolve(), args.changed_share, args.assets, args.update_by
     )
