@@ -112,6 +112,11 @@ def words(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
+def _is_rule(line: str) -> bool:
+    """Whether a Markdown line is a table's rule (``| - | - |``), not a row."""
+    return bool(_TABLE_RULE.match(line)) and "-" in line
+
+
 def reference_text(markdown: str) -> tuple[str, list[str]]:
     """The reference's plain text (Markdown syntax removed) and its ``#`` headings."""
     headings: list[str] = []
@@ -122,7 +127,7 @@ def reference_text(markdown: str) -> tuple[str, list[str]]:
         if match:
             headings.append(match.group(2).strip())
             stripped = match.group(2)
-        elif _TABLE_RULE.match(stripped) and "-" in stripped:
+        elif _is_rule(stripped):
             continue
         lines.append(_MD_LINK.sub(r"\1", stripped))
     return "\n".join(lines), headings
@@ -141,7 +146,7 @@ def markdown_tables(markdown: str) -> list[list[list[str]]]:
         if not previous_was_row:
             tables.append([])
         previous_was_row = True
-        if _TABLE_RULE.match(stripped) and "-" in stripped:
+        if _is_rule(stripped):
             continue
         tables[-1].append(table_cells(stripped))
     return [t for t in tables if t]
@@ -276,7 +281,7 @@ def ours(path: Path, fmt: str) -> PeerResult:
             table_cells(line)
             for span in ([s.table_header] if s.table_header else []) + s.table_rows
             for line in text[span.start : span.end].split("\n")
-            if not (_TABLE_RULE.match(line) and "-" in line)
+            if not _is_rule(line)
         ]
         for s in parsed.sections
         if s.kind == "table"

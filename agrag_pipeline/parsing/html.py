@@ -421,8 +421,8 @@ def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
         texts = grid.row(
             (
                 _inline_text(c),
-                span(c.attributes.get("colspan") or 1),
-                span(c.attributes.get("rowspan") or 1),
+                span(c.attributes.get("colspan")),
+                span(c.attributes.get("rowspan")),
             )
             for c in cells
         )

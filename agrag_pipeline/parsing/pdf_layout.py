@@ -1535,7 +1535,23 @@ _SIDE_TOLERANCE = 1.5
 _SIDE_COLUMN_RULES = 2
 
 
-def _open_sides(edges: list[dict[str, Any]], chars: list[Char]) -> list[dict[str, Any]]:
+class _ByHeight:
+    """Characters by the height of their centres, to take those between two heights by
+    bisection (the two readings ``_tables`` tries look at the same page's bands)."""
+
+    def __init__(self, chars: list[Char]) -> None:
+        self.chars = sorted(chars, key=lambda c: (c.box[1] + c.box[3]) / 2)
+        self.heights = [(c.box[1] + c.box[3]) / 2 for c in self.chars]
+
+    def between(self, top: float, bottom: float, *, with_bottom: bool = True) -> list[Char]:
+        """Those whose centre lies from ``top`` to ``bottom`` (``bottom`` itself included or
+        not)."""
+        lo = bisect.bisect_left(self.heights, top)
+        hi = (bisect.bisect_right if with_bottom else bisect.bisect_left)(self.heights, bottom)
+        return self.chars[lo:hi]
+
+
+def _open_sides(edges: list[dict[str, Any]], chars: _ByHeight) -> list[dict[str, Any]]:
     """The sides a table drawn open leaves out, as vertical edges: where rules across end at
     one x, between two of them that column rules join (inner verticals reaching from one to the
     other), if the column the side closes holds text in most of those rows.
@@ -1551,8 +1567,6 @@ def _open_sides(edges: list[dict[str, Any]], chars: list[Char]) -> list[dict[str
     down = [e for e in edges if e["orientation"] == "v"]
     if len(across) < 3 or not down:
         return []
-    centres = sorted(((c.box[1] + c.box[3]) / 2, (c.box[0] + c.box[2]) / 2) for c in chars)
-    heights = [y for y, _ in centres]
     sides: list[dict[str, Any]] = []
     for end in ("x0", "x1"):
         clusters: list[list[dict[str, Any]]] = []
@@ -1594,10 +1608,8 @@ def _open_sides(edges: list[dict[str, Any]], chars: list[Char]) -> list[dict[str
                 # The column this side closes: from the nearest column rule to the side.
                 near = columns[0] if end == "x0" else columns[-1]
                 low, high = min(near, x), max(near, x)
-                band = centres[
-                    bisect.bisect_left(heights, upper) : bisect.bisect_right(heights, lower)
-                ]
-                with_text += any(low < cx < high for _, cx in band)
+                band = chars.between(upper, lower)
+                with_text += any(low < (c.box[0] + c.box[2]) / 2 < high for c in band)
             if len(closed) >= 2 and with_text * 2 > len(closed):
                 sides += closed  # two rows or more (one ruled box with a rule or two is none)
     return sides
@@ -1618,7 +1630,7 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
     no tables, and the boxes it had are lost.)"""
     if len(edges) < 3:
         return []
-    upright = [c for c in chars if c.index >= 0]
+    upright = _ByHeight([c for c in chars if c.index >= 0])
     readings = [_ruled_tables(edges, chars) if len(edges) >= 6 else []]
     for extra in (_open_sides(edges, upright), _gutter_rules(edges, upright)):
         if extra:
@@ -1651,7 +1663,7 @@ def _columns_reached(chars: list[Char], gutters: list[float]) -> set[int]:
     return {bisect.bisect(gutters, (c.x0 + c.x1) / 2) for c in chars}
 
 
-def _gutter_rules(edges: list[dict[str, Any]], chars: list[Char]) -> list[dict[str, Any]]:
+def _gutter_rules(edges: list[dict[str, Any]], chars: _ByHeight) -> list[dict[str, Any]]:
     """Column rules for tables ruled across only: where three or more rules across share both
     ends and no rule runs down between them, a vertical edge at each side and in each gutter
     that the text of every row between the rules leaves open.
@@ -1681,8 +1693,6 @@ def _gutter_rules(edges: list[dict[str, Any]], chars: list[Char]) -> list[dict[s
             groups[-1].append(e)
         else:
             groups.append([e])
-    centres = sorted(((c.box[1] + c.box[3]) / 2, k) for k, c in enumerate(chars))
-    heights = [y for y, _ in centres]
     rules: list[dict[str, Any]] = []
     for group in groups:
         ys = sorted({round(e["top"], 1) for e in group})
@@ -1702,9 +1712,7 @@ def _gutter_rules(edges: list[dict[str, Any]], chars: list[Char]) -> list[dict[s
         inked: list[tuple[float, float]] = []
         sizes: list[float] = []
         for upper, lower in itertools.pairwise(ys):
-            lo, hi = bisect.bisect_left(heights, upper), bisect.bisect_right(heights, lower)
-            band = [chars[k] for _, k in centres[lo:hi]]
-            band = [c for c in band if x0 <= (c.box[0] + c.box[2]) / 2 <= x1]
+            band = [c for c in chars.between(upper, lower) if x0 <= (c.box[0] + c.box[2]) / 2 <= x1]
             if band:
                 bands.append(band)
                 inked += [(c.box[0], c.box[2]) for c in band]
@@ -1728,8 +1736,7 @@ def _gutter_rules(edges: list[dict[str, Any]], chars: list[Char]) -> list[dict[s
         # A header set above the first rule (as Word's plain tables and booktabs set it): the
         # line just above it, if none of its words crosses a gutter, is the first row.
         size = statistics.median(sizes)
-        lo, hi = bisect.bisect_left(heights, top - 3.0 * size), bisect.bisect_left(heights, top)
-        head = [chars[k] for _, k in centres[lo:hi]]
+        head = chars.between(top - 3.0 * size, top, with_bottom=False)
         head = [c for c in head if x0 <= (c.box[0] + c.box[2]) / 2 <= x1]
         head = _rows(head)[-1] if head else []  # the line nearest the rule
         if head and not any(c.box[0] < x < c.box[2] for c in head for x in gutters):

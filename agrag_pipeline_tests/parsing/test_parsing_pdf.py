@@ -487,21 +487,26 @@ def test_ruled_table_is_a_table_with_its_header() -> None:
     assert table.pages == [1]
 
 
+def _fixture_table(name: str) -> tuple[str, list[str], str]:
+    """The one table of a fixture PDF: its header row, its body rows, and the whole text."""
+    pdf = Path(__file__).resolve().parents[1] / "fixtures" / name
+    parsed = parse_document(pdf.read_bytes(), name)
+    assert contract_violations(parsed) == []
+    (table,) = [s for s in parsed.sections if s.kind == "table"]
+    text = parsed.text_layer
+    assert table.table_header is not None
+    header = text[table.table_header.start : table.table_header.end].split("\n")[0]
+    return header, [text[r.start : r.end] for r in table.table_rows], text
+
+
 def test_a_table_ruled_across_and_between_columns_but_open_at_its_sides_is_a_table() -> None:
     # Reports rule tables across and between columns and leave the sides open (LibreOffice
     # 7.4 export, fixtures/open_sided_table.fodt): the first and last columns had no cells,
     # no table was found, and its columns' lines ran into each other ("Spread by drinking
     # water or Bioterrorism agents, or a high").
-    pdf = Path(__file__).resolve().parents[1] / "fixtures" / "open_sided_table.pdf"
-    parsed = parse_document(pdf.read_bytes(), "open.pdf")
-    assert contract_violations(parsed) == []
-    (table,) = [s for s in parsed.sections if s.kind == "table"]
-    text = parsed.text_layer
-    assert table.table_header is not None
-    assert text[table.table_header.start : table.table_header.end].split("\n")[0] == (
-        "| Item | Before | After |"
-    )
-    assert [text[r.start : r.end] for r in table.table_rows] == [
+    header, rows, _ = _fixture_table("open_sided_table.pdf")
+    assert header == "| Item | Before | After |"
+    assert rows == [
         "| Scope | Class 1 infectious diseases | Grade 1 infectious diseases |",
         "| Criteria | Spread by drinking water or food, with a risk of outbreaks "
         "| Bioterrorism agents, or a high fatality rate needing strict isolation |",
@@ -515,16 +520,9 @@ def test_a_table_ruled_across_only_is_a_table_with_its_header_and_wrapped_cells(
     # above a thick first rule (LibreOffice 7.4 export, fixtures/rules_across_table.fodt): no
     # cells, so the table was read as lines, a wrapped cell's second line cut off and read
     # after the table ("cranberries, fresh or dried" after "And some it should not.").
-    pdf = Path(__file__).resolve().parents[1] / "fixtures" / "rules_across_table.pdf"
-    parsed = parse_document(pdf.read_bytes(), "food.pdf")
-    assert contract_violations(parsed) == []
-    (table,) = [s for s in parsed.sections if s.kind == "table"]
-    text = parsed.text_layer
-    assert table.table_header is not None
-    assert text[table.table_header.start : table.table_header.end].split("\n")[0] == (
-        "|  | Food | Calories per portion |"
-    )
-    assert [text[r.start : r.end] for r in table.table_rows] == [
+    header, rows, text = _fixture_table("rules_across_table.pdf")
+    assert header == "|  | Food | Calories per portion |"
+    assert rows == [
         "| Leaves | Ash, elm and maple leaves picked in the spring | 50 |",
         "| Berries | Blueberries, strawberries and cranberries, fresh or dried | 150 |",
         "| Grain | Corn, buckwheat, barley | 200 |",
