@@ -148,4 +148,10 @@ SNAPSHOT_VERSION = "1"
 #: 37: a PDF table ruled across only (Word's and LaTeX's plainer styles), each row between two
 #: rules, is read as a table, its columns at the gutters its rows leave, its header the line
 #: just above the first rule (``pdf_layout._gutter_rules``); it was read as lines.
-PARSE_VERSION = "37"
+#: 38: LaTeX tables (``tabular`` and its kin, ``longtable``, AASTeX's ``deluxetable``) are
+#: tables, with their spanning cells repeated and a header of the rows above the first full
+#: rule (``latex_tables``): they were paragraphs of run-together cells. The words of
+#: ``\mbox``, ``\textsf``, ``\textup`` were dropped and a ``\parbox``'s width written as
+#: text; a macro defined with ``\xspace`` keeps the space after it ("Mistral 7Bwith"), and
+#: definitions whose body holds a group (``\textsc{Foo}\xspace``) are read.
+PARSE_VERSION = "38"

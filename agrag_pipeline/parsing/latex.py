@@ -21,7 +21,7 @@ between top-level nodes.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
 from pylatexenc.latexwalker import (
@@ -35,6 +35,7 @@ from pylatexenc.latexwalker import get_default_latex_context_db as walker_contex
 from pylatexenc.macrospec import EnvironmentSpec, MacroSpec
 
 from agrag_pipeline.models import Document
+from agrag_pipeline.parsing import latex_tables
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
@@ -117,35 +118,61 @@ def _macros_named(nodes: list[Any] | None, name: str) -> list[Any]:
     return found
 
 
-def _renderer(defined: dict[str, str] | None = None) -> _Text:
+def _spaced(text: str) -> Any:
+    """A ``\\xspace`` macro's text: a space after it where one followed it in the source
+    (TeX drops the space after a macro; ``\\xspace`` puts it back before a word)."""
+
+    def text_of(node: LatexMacroNode) -> str:
+        return text + " " if node.macro_post_space else text
+
+    return text_of
+
+
+class _Definition(NamedTuple):
+    """An argument-free macro the preamble defines: its text, and whether its body ends in
+    ``\\xspace``."""
+
+    text: str
+    spaced: bool
+
+
+def _renderer(defined: dict[str, _Definition] | None = None) -> _Text:
     context = _context()
     if defined:
         # The document's own argument-free macros (``\\newcommand\\mytitle{…}``) as their text.
         context.add_context_category(
             "document",
-            macros=[MacroTextSpec(name, text.replace("%", "%%")) for name, text in defined.items()],
+            macros=[
+                MacroTextSpec(name, _spaced(text) if spaced else text.replace("%", "%%"))
+                for name, (text, spaced) in defined.items()
+            ],
             prepend=True,
         )
     return _Text(latex_context=context, math_mode="verbatim", strict_latex_spaces=False)
 
 
 #: ``\newcommand{\name}{body}``, ``\newcommand\name{body}``, ``\def\name{body}``: no
-#: arguments, a body without nested braces (titles, author names, abbreviations).
+#: arguments, a body with groups at most one deep (titles, author names, abbreviations, a
+#: system's name in its typeface: ``\textsc{Foo}\xspace``).
+_BODY = r"\{((?:[^{}]|\{[^{}]*\})*)\}"
 _DEFINITION = re.compile(
-    r"\\(?:re)?newcommand\*?\s*\{?\\([A-Za-z]+)\}?\s*\{([^{}]*)\}|\\def\\([A-Za-z]+)\s*\{([^{}]*)\}"
+    rf"\\(?:re)?newcommand\*?\s*\{{?\\([A-Za-z]+)\}}?\s*{_BODY}|\\def\\([A-Za-z]+)\s*{_BODY}"
 )
+#: A definition's body ending in ``\\xspace`` (the macro keeps the space written after it).
+_XSPACE = re.compile(r"\\xspace\s*$")
 
 
-def _definitions(preamble: str) -> dict[str, str]:
+def _definitions(preamble: str) -> dict[str, _Definition]:
     """The argument-free macros the preamble defines, as their rendered text."""
     renderer = _renderer()
-    defined: dict[str, str] = {}
+    defined: dict[str, _Definition] = {}
     for match in _DEFINITION.finditer(preamble):
         name = match.group(1) or match.group(3)
         body = match.group(2) if match.group(1) else match.group(4)
         if name and name not in _SECTIONS:
             try:
-                defined[name] = " ".join(str(renderer.latex_to_text(body)).split())
+                text = " ".join(str(renderer.latex_to_text(body)).split())
+                defined[name] = _Definition(text, bool(_XSPACE.search(body)))
             except Exception:  # a body pylatexenc cannot render: keep the macro unknown
                 continue
     return defined
@@ -169,6 +196,16 @@ def _context() -> Any:
             MacroTextSpec("cmidrule", ""),
             MacroTextSpec("multicolumn", "%(3)s"),
             MacroTextSpec("multirow", "%(3)s"),
+            *latex_tables.TEXT_MACROS,
+            # Text pylatexenc drops (its arguments' text) or writes with a box's dimensions.
+            *(MacroTextSpec(name, "%(1)s") for name in ("mbox", "textsf", "textup", "textmd")),
+            MacroTextSpec("raisebox", "%(4)s"),
+            MacroTextSpec("parbox", "%(5)s"),
+            MacroTextSpec("hyperlink", "%(2)s"),
+            MacroTextSpec("hypertarget", "%(2)s"),
+            *(MacroTextSpec(name, "") for name in ("phantom", "hphantom", "vphantom")),
+            *(MacroTextSpec(name, name) for name in ("LaTeX", "TeX", "BibTeX")),
+            MacroTextSpec("LaTeXe", "LaTeX2e"),
         ],
         prepend=True,
     )
@@ -226,10 +263,15 @@ def _walker_context() -> Any:
             MacroSpec("subparagraph", "*[{"),
             MacroSpec("rule", "[{{"),
             MacroSpec("lipsum", "["),
-            MacroSpec("cmidrule", "{"),
             MacroSpec("multicolumn", "{{{"),
             MacroSpec("multirow", "{{{"),
             MacroSpec(_LISTING_MACRO, "{"),
+            *latex_tables.WALKER_MACROS,
+            MacroSpec("raisebox", "{[[{"),
+            MacroSpec("parbox", "[[[{{"),
+            MacroSpec("hyperlink", "{{"),
+            MacroSpec("hypertarget", "{{"),
+            *(MacroSpec(name, "{") for name in ("phantom", "hphantom", "vphantom")),
         ],
         # Environments that wrap a document's body, with their arguments (which are no text:
         # "UTF8gbsn" was read from ``\begin{CJK*}{UTF8}{gbsn}``).
@@ -241,6 +283,7 @@ def _walker_context() -> Any:
             EnvironmentSpec("multicols", "{[["),
             EnvironmentSpec("multicols*", "{[["),
             EnvironmentSpec("spacing", "{"),
+            *latex_tables.WALKER_ENVIRONMENTS,
         ],
         prepend=True,
     )
@@ -501,8 +544,31 @@ class _Writer:
             ):
                 self.flush()
                 self.walk(list(node.nodelist or []), base_level)
+            elif latex_tables.holds_table(node):
+                self.flush()
+                self.tables_in(node)
             else:
                 self.pending.append(node)
+        self.flush()
+
+    def tables_in(self, node: Any) -> None:
+        """A table, or what holds one (a ``table`` float, ``\\resizebox``, a group): its
+        tables as tables, its other text (a caption, notes) as text where it stands; the
+        arguments of a macro around a table (a width, a scale) are no text."""
+        if latex_tables.is_table(node):
+            table = latex_tables.read(node, self.render)
+            for caption in table.captions:
+                self.layer.paragraph(caption)
+            self.layer.table(table.rows, table.header_rows)
+            for note in table.notes:
+                self.layer.paragraph(note)
+            return
+        for child in latex_tables.children(node):
+            if latex_tables.holds_table(child):
+                self.flush()
+                self.tables_in(child)
+            elif not isinstance(node, LatexMacroNode):
+                self.pending.append(child)
         self.flush()
 
 
