@@ -154,4 +154,8 @@ SNAPSHOT_VERSION = "1"
 #: ``\mbox``, ``\textsf``, ``\textup`` were dropped and a ``\parbox``'s width written as
 #: text; a macro defined with ``\xspace`` keeps the space after it ("Mistral 7Bwith"), and
 #: definitions whose body holds a group (``\textsc{Foo}\xspace``) are read.
-PARSE_VERSION = "38"
+#: 39: an HTML ``<table>`` in Markdown (converters' and OCR models' output, READMEs) is a table
+#: section, as a pipe table is: its rows, a header of ``<th>`` rows or ``<thead>``, each row
+#: embedded as ``| a | b |`` with merged cells repeated (``markdown_html_tables``); it was
+#: text with every cell on a line of its own.
+PARSE_VERSION = "39"

@@ -60,8 +60,16 @@ CORPUS = (REPO_ROOT / ".." / "shared" / "corpus").resolve()
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from agrag_pipeline.chunking.markup import (  # noqa: E402
+    inline_spans,
+    invisible_spans,
+    replaced_spans,
+    within,
+)
+from agrag_pipeline.models.chunk import embedded_text  # noqa: E402
 from agrag_pipeline.parsing import parse_document  # noqa: E402
 from agrag_pipeline.parsing.errors import DocumentError  # noqa: E402
+from agrag_pipeline.parsing.markdown import merged_touching  # noqa: E402
 
 PAGED = {"pdf", "ocr"}
 _WORD = re.compile(r"[^\W_]+")
@@ -265,6 +273,24 @@ def _page_count(path: Path) -> int:
         pdf.close()
 
 
+def _shown(parsed: Any) -> Callable[[int, int], str]:
+    """What a reader sees (and a chunk embeds) of a span of the text layer: for Markdown, whose
+    text layer is the source, without its markup and with references as their characters (an
+    HTML table's rows as pipe rows); for the other formats, the text itself."""
+    text = parsed.text_layer
+    hidden = merged_touching([*invisible_spans(parsed), *inline_spans(parsed)])
+    replaced = replaced_spans(parsed)
+    if not hidden and not replaced:
+        return lambda a, b: text[a:b]
+
+    def shown(a: int, b: int) -> str:
+        spans: list[Any] = [(s - a, e - a) for s, e in within(hidden, a, b)]
+        spans.extend((s - a, e - a, v) for s, e, v in replaced if a <= s and e <= b)
+        return embedded_text(text[a:b], sorted(spans))
+
+    return shown
+
+
 def ours(path: Path, fmt: str) -> PeerResult:
     raw = path.read_bytes()
     key = f"{fmt}/{path.name}"
@@ -276,11 +302,12 @@ def ours(path: Path, fmt: str) -> PeerResult:
     seconds = time.process_time() - started
     headings = [s.heading for s in parsed.sections if s.heading is not None]
     text = parsed.text_layer
+    shown = _shown(parsed)
     table_rows = [
         [
             table_cells(line)
             for span in ([s.table_header] if s.table_header else []) + s.table_rows
-            for line in text[span.start : span.end].split("\n")
+            for line in shown(span.start, span.end).split("\n")
             if not _is_rule(line)
         ]
         for s in parsed.sections

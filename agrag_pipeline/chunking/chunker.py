@@ -98,7 +98,11 @@ CHUNKER_NAME = "agrag-structure"
 #: entity or numeric character reference outside code is embedded as its character
 #: (``&amp;`` as ``&``: ``Chunk.metadata["unembedded_spans"]`` entries of three items), and an
 #: escape's backslash is left out (``snake\_case`` as ``snake_case``).
-CHUNKER_VERSION = "7"
+#: 8: a table cut into row groups counts its rows and header as they are embedded, where
+#: markup or replacements stand in it (an HTML table's tags, a link's destination, an image
+#: tag in a pipe table): counted as written they took up to 3x the tokens, so an HTML table
+#: went one row to a chunk and a long row was cut inside its tags.
+CHUNKER_VERSION = "8"
 
 #: The retries allowed to cut an over-limit chunk finer before giving up (never hit with an
 #: additive tokenizer such as WordPiece; a safety net for others).
@@ -413,9 +417,7 @@ class StructureChunker:
         the others are counted again as the embedder will see them, from the blocks counted
         already where their sum is the count (``_embedded_tokens``).
         """
-        per_group = [
-            _finished(text, self._group_drafts(text, g, context.invisible), context) for g in groups
-        ]
+        per_group = [_finished(text, self._group_drafts(text, g, context), context) for g in groups]
         pending = list(range(len(groups)))
         specials = self.counter.special_tokens
         for _ in range(_MAX_REPAIRS + 1):
@@ -459,13 +461,11 @@ class StructureChunker:
                 if group.kind == "whole":
                     group.kind = "split"
                 group.slack += excess
-                per_group[gi] = _finished(
-                    text, self._group_drafts(text, group, context.invisible), context
-                )
+                per_group[gi] = _finished(text, self._group_drafts(text, group, context), context)
             pending = sorted(over)
         raise ChunkingError(source_key, "could not cut chunks within max_tokens (tokenizer?)")
 
-    def _group_drafts(self, text: str, group: _Group, invisible: list[Span]) -> list[_Draft]:
+    def _group_drafts(self, text: str, group: _Group, context: _Context) -> list[_Draft]:
         additive = self.counter.additive
         if group.kind == "whole":
             start, end = group.spans[0][0], group.spans[-1][1]
@@ -491,12 +491,14 @@ class StructureChunker:
                 )
             ]
         if group.kind == "table":
-            return self._table_drafts(text, group)
+            return self._table_drafts(text, group, context)
         drafts: list[_Draft] = []
         for section, span, bl, bt in zip(
             group.sections, group.spans, group.blocks, group.block_tokens, strict=True
         ):
-            drafts.extend(self._split_drafts(text, section, span, group.slack, bl, bt, invisible))
+            drafts.extend(
+                self._split_drafts(text, section, span, group.slack, bl, bt, context.invisible)
+            )
         return drafts
 
     def _split_drafts(
@@ -541,7 +543,7 @@ class StructureChunker:
             for p in packed
         ]
 
-    def _table_drafts(self, text: str, group: _Group) -> list[_Draft]:
+    def _table_drafts(self, text: str, group: _Group, context: _Context) -> list[_Draft]:
         st = self.settings
         section, (start, end), n = group.sections[0], group.spans[0], group.tokens[0]
         path = group.heading_path
@@ -563,6 +565,7 @@ class StructureChunker:
             )
             return [draft]
         target = max(min(budget, st.target_tokens - st.max_tokens + budget), 1)
+        shown = _shown_in(text, start, end, context)
         drafts = []
         for g in split_table(
             text,
@@ -575,11 +578,12 @@ class StructureChunker:
             repeat_header=st.repeat_table_header,
             min_text_tokens=st.min_text_tokens,
             counter=self.counter,
+            shown=shown,
         ):
             body = text[g.start : g.end]
             if g.header is not None:
                 body = text[g.header[0] : g.header[1]] + HEADER_SEPARATOR + body
-            exact = self.counter.additive and not g.joined
+            exact = self.counter.additive and not g.joined and shown is None
             drafts.append(
                 _Draft(g.start, g.end, g.header, path, [section], "table", body, g.tokens, exact)
             )
@@ -861,6 +865,23 @@ def _mark_inline(
     if found:
         d.replaced = [(a - start, b - start, shown) for a, b, shown in found]
         d.exact = False
+
+
+def _shown_in(text: str, start: int, end: int, context: _Context) -> Any:
+    """What the spans of the table ``text[start:end]`` embed, for counting its rows as the
+    embedder sees them (an HTML table's tags are most of its text); None where it holds no
+    markup and no replacement, so its text is what it embeds."""
+    hidden = within(context.in_tables, start, end) if context.in_tables else []
+    found = _replaced_within(context.replaced, start, end, hidden) if context.replaced else []
+    if not hidden and not found:
+        return None
+
+    def shown(a: int, b: int) -> str:
+        spans: list[Span | Replaced] = [(s - a, e - a) for s, e in within(hidden, a, b)]
+        spans.extend((s - a, e - a, v) for s, e, v in found if a <= s and e <= b)
+        return embedded_text(text[a:b], sorted(spans))
+
+    return shown
 
 
 def _mark_table_markup(d: _Draft, invisible: list[Span], replaced: list[Replaced]) -> None:

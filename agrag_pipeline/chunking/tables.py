@@ -9,6 +9,7 @@ that alone exceeds the budget is cut at word boundaries like running text (patho
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agrag_pipeline.chunking.text_split import Piece, fit_pieces, strip_span
@@ -51,6 +52,7 @@ def split_table(
     repeat_header: bool,
     min_text_tokens: int,
     counter: TokenCounter,
+    shown: Callable[[int, int], str] | None = None,
 ) -> list[TableGroup]:
     """Row groups of the table ``text[start:end]``, each within ``budget`` content tokens.
 
@@ -58,14 +60,17 @@ def split_table(
 
     ``budget`` and ``target`` are what the text may take (heading label and special tokens
     already subtracted). Later groups reserve the header's tokens; a header so long that it
-    would leave fewer than ``min_text_tokens`` for rows is not repeated.
+    would leave fewer than ``min_text_tokens`` for rows is not repeated. ``shown`` gives what a
+    span embeds where that is not its text (tags between an HTML table's cells, a link's
+    destination): rows and header are counted as embedded.
     """
+    embedded = shown if shown is not None else lambda a, b: text[a:b]
     header: tuple[int, int] | None = None
     header_tokens = 0
     if repeat_header and section.table_header is not None:
         hs, he = strip_span(text, section.table_header.start, section.table_header.end)
         if hs < he:
-            header_tokens = counter.count(text[hs:he])
+            header_tokens = counter.count(embedded(hs, he))
             if budget - header_tokens >= min_text_tokens:
                 header = (hs, he)
             else:
@@ -76,7 +81,7 @@ def split_table(
     row_of: list[int] = []
     pieces: list[Piece] = []
     for i, ((a, b), n) in enumerate(
-        zip(rows, counter.count_batch([text[a:b] for a, b in rows]), strict=True)
+        zip(rows, counter.count_batch([embedded(a, b) for a, b in rows]), strict=True)
     ):
         cut = (
             [(a, b, n)]

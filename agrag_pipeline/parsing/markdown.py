@@ -35,6 +35,7 @@ from typing import Any
 import pyromark
 
 from agrag_pipeline.models import Document, Section
+from agrag_pipeline.parsing import markdown_html_tables
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections, trim
 
 MEDIA_TYPE = "text/markdown"
@@ -282,6 +283,7 @@ def scan(text: str) -> MarkdownScan:
     """
     raw_headings: list[tuple[int, int, int, str]] = []  # byte start, byte end, level, text
     raw_tables: list[tuple[int, int, int, list[tuple[int, int]]]] = []
+    html_tables: list[tuple[int, int, int, list[tuple[int, int]]]] = []
     raw_markup: list[Span] = []  # UTF-8 byte ranges
     inline_markup: list[Span] = []  # UTF-8 byte ranges of links' syntax, escapes' backslashes
     replaced: list[tuple[int, int, str]] = []  # UTF-8 byte ranges of entity references
@@ -344,12 +346,21 @@ def scan(text: str) -> MarkdownScan:
                 # On the UTF-8 bytes: the pattern's characters are ASCII, which no other
                 # character's bytes hold, so it matches the same text.
                 at = rng["start"]
-                for a, b in _html_markup(data, at, rng["end"]):
+                tags = _html_markup(data, at, rng["end"])
+                taken: set[Span] = set()
+                if markdown_html_tables.holds_table(data, at, rng["end"]):
+                    found = markdown_html_tables.read(data, at, rng["end"], tags)
+                    if found is not None:
+                        replaced.extend(found.replaced)
+                        taken = found.taken
+                        html_tables.append((at, rng["end"], found.header_end, found.rows))
+                for a, b in tags:
                     if seen < nest and data[at:a].strip():
                         seen = nest
                     if unescapes:
                         _html_references(data, at, a, replaced)
-                    raw_markup.append((a, b))
+                    if (a, b) not in taken:
+                        raw_markup.append((a, b))
                     at = b
                 # The text between tags is what the block shows (pyromark's ``Html`` events
                 # carry it with the tags, so no event marks it visible): without this mark the
@@ -433,7 +444,7 @@ def scan(text: str) -> MarkdownScan:
         char: Callable[[int], int] = int
     else:
         wanted = {offset for mark in raw_headings for offset in mark[:2]}
-        for start, end, head_end, rows in raw_tables:
+        for start, end, head_end, rows in raw_tables + html_tables:
             wanted.update((start, end, head_end), *rows)
         wanted.discard(-1)  # a table without a head row: as before, char(-1) fails loudly
         char = _byte_to_char(data, wanted).__getitem__
@@ -445,6 +456,12 @@ def scan(text: str) -> MarkdownScan:
         _table_mark(text, char(s), char(e), char(h), [(char(a), char(b)) for a, b in r])
         for s, e, h, r in raw_tables
     ]
+    if html_tables:
+        tables.extend(
+            _html_table_mark(text, char(s), char(e), None if h < 0 else char(h), r, char)
+            for s, e, h, r in html_tables
+        )
+        tables.sort(key=lambda t: t.start)
     return MarkdownScan(
         text,
         None if ascii_only else data,
@@ -554,6 +571,22 @@ def merged_touching(spans: list[Span]) -> list[Span]:
         else:
             out.append((a, b))
     return out
+
+
+def _html_table_mark(
+    text: str,
+    start: int,
+    end: int,
+    header_end: int | None,
+    rows: list[tuple[int, int]],
+    char: Callable[[int], int],
+) -> TableMark:
+    """An HTML table's mark: its block, the header up to the end of its last row, the rest
+    of its rows (``markdown_html_tables``)."""
+    start, end = trim(text, start, end)
+    header = None if header_end is None else trim(text, start, header_end)
+    body = tuple(trim(text, char(a), char(b)) for a, b in rows)
+    return TableMark(start, end, header, tuple(r for r in body if r[1] > r[0]))
 
 
 def _table_mark(

@@ -204,13 +204,14 @@ See [the book][book]<!-- ignore
 def test_raw_html_in_markdown_embeds_the_text_a_reader_sees_and_no_tag(
     counter: TokenCounter,
 ) -> None:
-    # A raw HTML table's cells, a figure's caption: shown by every renderer, so embedded,
-    # each cell on a line of its own (not "CharacterName in German"). A tag whose quoted
-    # attribute holds "<T>", a script and a comment are markup whole; a comment over a line
-    # end inside a sentence joins nothing apart.
+    # A raw HTML table's cells, a figure's caption: shown by every renderer, so embedded; the
+    # table's rows as pipe rows (``markdown_html_tables``), not "CharacterName in German". A
+    # tag whose quoted attribute holds "<T>", a script and a comment are markup whole; a
+    # comment over a line end inside a sentence joins nothing apart.
     _, chunks = chunks_of(RAW_HTML_DOC, counter)
     embedded = embedded_of(chunks)
-    assert "Character\nName in German\nScrooge McDuck\nDagobert Duck" in embedded
+    lines = "\n".join(line.strip() for line in embedded.splitlines())
+    assert "| Character | Name in German |\n| - | - |\n| Scrooge McDuck | Dagobert Duck |" in lines
     assert "Figure 1: Pinning a future" in embedded
     assert "See the book and its appendix." in embedded
     for markup in ("<", "Listing", "caption=", "hidden", "ignore"):
