@@ -1018,7 +1018,8 @@ class _LayerBuilder:
         width = max(len(r) for r in rows)
         rows = [r + [""] * (width - len(r)) for r in rows]
         header_text = " ".join(rows[0])
-        has_header = len(rows) > 1 and len(header_text) <= MAX_HEADER_CHARS
+        head = table.header_rows if len(rows) > table.header_rows else 1
+        has_header = len(rows) > head and len(header_text) <= MAX_HEADER_CHARS
         spans: list[tuple[int, int]] = []
         header: tuple[int, int] | None = None
         first = self.pos
@@ -1028,11 +1029,11 @@ class _LayerBuilder:
             start = self._put(pipe_row(row))
             self._span(start, page, box)
             spans.append((start, self.pos))
-            if index == 0 and has_header:
+            if index == head - 1 and has_header:
                 self._put("\n")
                 self._put(pipe_row(["-"] * width))
-                header = (start, self.pos)
-        body = tuple(spans[1:]) if header else tuple(spans)
+                header = (spans[0][0], self.pos)
+        body = tuple(spans[head:]) if header else tuple(spans)
         self.tables.append(TableMark(first, self.pos, header, body))
 
 

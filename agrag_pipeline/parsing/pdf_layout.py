@@ -28,6 +28,7 @@ Boxes are in PDF points on the unrotated page from the top-left of its crop box 
 from __future__ import annotations
 
 import bisect
+import collections
 import ctypes
 import dataclasses
 import itertools
@@ -189,6 +190,10 @@ class Table:
     top: float
     #: As ``Line.page``.
     page: int = 0
+    #: Characters its rules enclose (the rest of what it holds was read beside them).
+    enclosed: int = 0
+    #: Its first rows that are its header (cells of the first spanning down over the rest).
+    header_rows: int = 1
 
 
 @dataclass
@@ -1560,11 +1565,14 @@ def _open_sides(edges: list[dict[str, Any]], chars: _ByHeight) -> list[dict[str,
     tables across and between columns but draw no border at the left and right; without those
     sides the first and last columns have no cells, and their text fell out of the table. A
     column that is mostly empty is no table's (ruled paper under prose, a form's empty
-    fields)."""
+    fields). Rules drawn a cell or a row at a time (LaTeX's, LibreOffice's) are joined first."""
+    from pdfplumber import table as plumb
+
+    joined = plumb.merge_edges(edges, 3, 3, 3, 3)
     across = sorted(
-        (e for e in edges if e["orientation"] == "h" and e["width"] > 20), key=itemgetter("top")
+        (e for e in joined if e["orientation"] == "h" and e["width"] > 20), key=itemgetter("top")
     )
-    down = [e for e in edges if e["orientation"] == "v"]
+    down = [e for e in joined if e["orientation"] == "v"]
     if len(across) < 3 or not down:
         return []
     sides: list[dict[str, Any]] = []
@@ -1635,8 +1643,16 @@ def _tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[Table,
     for extra in (_open_sides(edges, upright), _gutter_rules(edges, upright)):
         if extra:
             readings.append(_ruled_tables(edges + extra, chars))
-    # The reading that holds the most characters; the plain one where they tie.
-    return max(readings, key=lambda found: sum(len(inside) for _, inside in found))
+    # The reading that holds the most characters, then the most inside its rules (a column
+    # closed by ``_open_sides`` holds a cell over two lines whole, where text read beside the
+    # rules is split at the rows); the plain one where they tie.
+    return max(
+        readings,
+        key=lambda found: (
+            sum(len(inside) for _, inside in found),
+            sum(table.enclosed for table, _ in found),
+        ),
+    )
 
 
 #: Rules across whose ends lie this close (points) are the rules of one table (a thick rule
@@ -1796,43 +1812,97 @@ def _ruled_tables(edges: list[dict[str, Any]], chars: list[Char]) -> list[tuple[
         # A figure or a syntax diagram drawn with boxes: mostly empty cells, or long prose.
         if filled / len(group) < 0.4 or mean_len > 120:
             continue
-        row_tops = sorted({c[1] for c in group})
-        by_top = sorted(range(len(group)), key=lambda k: group[k][1])
-        tops_sorted = [group[k][1] for k in by_top]
-        rows: list[list[str]] = []
-        boxes: list[tuple[float, float, float, float]] = []
-        bands: list[tuple[float, float]] = []
-        for rt in row_tops:
-            # The cells whose top is within half a point of this row's, in the group's order
-            # (found by bisection in a window wider than that, then tested as written).
-            near = sorted(
-                by_top[
-                    bisect.bisect_left(tops_sorted, rt - 1.0) : bisect.bisect_right(
-                        tops_sorted, rt + 1.0
-                    )
-                ]
-            )
-            row_cells = sorted(
-                (group[k] for k in near if abs(group[k][1] - rt) < 0.5), key=lambda c: c[0]
-            )
-            values = [texts.get(c, "") for c in row_cells]
-            if not any(values):
-                continue
-            rows.append(values)
-            bands.append((rt, max(c[3] for c in row_cells)))
-            boxes.append(
-                (
-                    min(c[0] for c in row_cells),
-                    rt,
-                    max(c[2] for c in row_cells),
-                    max(c[3] for c in row_cells),
-                )
-            )
+        rows, boxes, bands, header_rows = _grid_rows(group, texts)
         if len(rows) < 2:
             continue
+        enclosed = len(inside)
         _widen(rows, boxes, bands, (x0, top, x1, bottom), band, inside)
-        found.append((Table(rows, boxes, top), inside))
+        found.append((Table(rows, boxes, top, enclosed=enclosed, header_rows=header_rows), inside))
     return found
+
+
+#: A ruled table's header takes at most this many rows (one whose first cells span all its
+#: rows has a one-row header, not one of every row).
+_MAX_HEADER_ROWS = 3
+
+
+def _clusters(values: Iterable[float], tolerance: float = 1.0) -> list[float]:
+    """Sorted coordinates with those within ``tolerance`` of a kept one dropped (a rule's
+    ends, drawn by two strokes, differ by a fraction of a point)."""
+    kept: list[float] = []
+    for value in sorted(values):
+        if not kept or value - kept[-1] > tolerance:
+            kept.append(value)
+    return kept
+
+
+def _grid_rows(
+    group: list[tuple[float, float, float, float]], texts: dict[Any, str]
+) -> tuple[
+    list[list[str]], list[tuple[float, float, float, float]], list[tuple[float, float]], int
+]:
+    """A ruled table's rows as the grid its rules draw, so every row's cells stand under their
+    columns: a merged cell's text in every row it spans down, and across its columns in the
+    header (a group over the columns under it), once in the body and where it is the row's
+    only cell with text (a title, a group's label); a place no cell covers is empty. It was read by
+    the cells whose tops lie on each row's: a cell spanning down was missing from the rows
+    below, whose cells then stood a column to the left. Also each row's box and band (top to
+    the next row's top), rows of no text left out, and how many rows the header takes: those
+    the first row's cells span down over, at most ``_MAX_HEADER_ROWS``."""
+    xs = _clusters(x for c in group for x in (c[0], c[2]))
+    ys = _clusters(y for c in group for y in (c[1], c[3]))
+
+    def at(coordinates: list[float], value: float) -> int:
+        k = bisect.bisect_left(coordinates, value - 1.0)
+        return min(k, len(coordinates) - 1)
+
+    grid: list[list[str]] = [[""] * (len(xs) - 1) for _ in range(len(ys) - 1)]
+    reach: list[list[tuple[float, float, float, float] | None]] = [
+        [None] * (len(xs) - 1) for _ in range(len(ys) - 1)
+    ]
+    # The rows where one cell alone holds text: a title or a group's label over the row.
+    starting = collections.Counter(at(ys, cell[1]) for cell in group if texts.get(cell))
+    # The header: the first row that is no title (one cell with text, spanning half the
+    # columns or more, of three or more) and the rows its cells with text span down over;
+    # the titles above it with it.
+    wide = {
+        at(ys, cell[1])
+        for cell in group
+        if texts.get(cell)
+        and len(xs) > 3  # two columns' "2021" over "¥ | 201,683" is their header
+        and 2 * (at(xs, cell[2]) - at(xs, cell[0])) >= len(xs) - 1
+    }
+    top_row = min((r for r in starting if not (starting[r] == 1 and r in wide)), default=0)
+    first_row_down = 1
+    for cell in group:
+        if at(ys, cell[1]) == top_row and texts.get(cell):
+            first_row_down = max(first_row_down, at(ys, cell[3]) - top_row)
+    header_end = top_row + min(first_row_down, _MAX_HEADER_ROWS)
+    for cell in group:
+        c0, c1 = at(xs, cell[0]), max(at(xs, cell[2]), at(xs, cell[0]) + 1)
+        r0, r1 = at(ys, cell[1]), max(at(ys, cell[3]), at(ys, cell[1]) + 1)
+        text = texts.get(cell, "")
+        label = starting[r0] == 1
+        for r in range(r0, r1):
+            for c in range(c0, c1):
+                if r < len(grid) and c < len(grid[r]) and reach[r][c] is None:
+                    repeat = c == c0 or (r < header_end and not label)
+                    grid[r][c] = text if repeat else ""
+                    reach[r][c] = cell
+    rows: list[list[str]] = []
+    boxes: list[tuple[float, float, float, float]] = []
+    bands: list[tuple[float, float]] = []
+    header_rows = 1
+    for r, values in enumerate(grid):
+        covering = [cell for cell in reach[r] if cell is not None]
+        if not any(values) or not covering:
+            continue
+        if r < header_end:
+            header_rows = len(rows) + 1
+        rows.append(values)
+        bands.append((ys[r], ys[r + 1]))
+        boxes.append((min(c[0] for c in covering), ys[r], max(c[2] for c in covering), ys[r + 1]))
+    return rows, boxes, bands, min(header_rows, max(1, len(rows) - 1))
 
 
 def _tables_as_shown(

@@ -515,6 +515,24 @@ def test_a_table_ruled_across_and_between_columns_but_open_at_its_sides_is_a_tab
     ]
 
 
+def test_merged_cells_of_a_ruled_table_stand_in_every_row_they_span_under_their_columns() -> None:
+    # A ruled table with a two-row header (groups spanning two columns, "Model" spanning both
+    # rows), a model name spanning two rows, and a note row across the whole table
+    # (LibreOffice 7.4 export, fixtures/merged_cells_table.fodt). Rows were read by the cells
+    # whose tops lay on them: "Top-1" stood under "Model", "72.0" under "Small".
+    _, rows, text = _fixture_table("merged_cells_table.pdf")
+    assert (
+        "| Model | Accuracy (%) | Accuracy (%) | Cost | Cost |\n"
+        "| Model | Top-1 | Top-5 | Training | Serving |\n| - | - | - | - | - |\n"
+    ) in text
+    assert rows == [
+        "| Small | 71.2 | 90.1 | 3 days | 2 ms |",
+        "| Small | 72.0 | 90.5 | 4 days | 2 ms |",
+        "| Large | 80.3 | 95.2 | 9 days | 7 ms |",
+        "| Measured on the validation set, one run each. |  |  |  |  |",
+    ]
+
+
 def test_a_table_ruled_across_only_is_a_table_with_its_header_and_wrapped_cells() -> None:
     # Word's and LibreOffice's plainer table styles rule rows, not columns, and set the header
     # above a thick first rule (LibreOffice 7.4 export, fixtures/rules_across_table.fodt): no
