@@ -158,4 +158,12 @@ SNAPSHOT_VERSION = "1"
 #: section, as a pipe table is: its rows, a header of ``<th>`` rows or ``<thead>``, each row
 #: embedded as ``| a | b |`` with merged cells repeated (``markdown_html_tables``); it was
 #: text with every cell on a line of its own.
-PARSE_VERSION = "39"
+#: 40: a ruled PDF table is read as the grid its rules draw: a merged cell stands in every row
+#: it spans down and, in the header, in every column it spans across (``_grid_rows``); rows
+#: were the cells whose tops lay on them, so the row under a merged cell stood a column to the
+#: left. Its header is the rows its first cells span (two for a grouped header); a column
+#: closed by ``_open_sides`` wins over text read beside the rules where both hold as much.
+#: 41: a Word or HTML table of one row and one cell is a frame (a boxed note, a page laid out
+#: in a table), read as the content it holds: lists as lists, a table inside it as a table;
+#: it was one cell with all of it on one line ("Tab1, Tab2, Tab3; A, B, C").
+PARSE_VERSION = "41"

@@ -432,6 +432,19 @@ def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
     return rows
 
 
+def _is_frame(table: LexborNode) -> bool:
+    """A table of one row and one cell: a frame around content (a boxed note, a page laid out
+    in a table), read as the content it holds, its lists as lists and a table in it as a
+    table; as a table it was one cell holding all of it on one line."""
+    rows = [c for c in _children(table) if c.tag == "tr"]
+    for group in _children(table):
+        if group.tag in ("thead", "tbody", "tfoot"):
+            rows.extend(tr for tr in _children(group) if tr.tag == "tr")
+    if len(rows) != 1:
+        return False
+    return sum(1 for c in _children(rows[0]) if c.tag in ("td", "th")) == 1
+
+
 def _roles(node: LexborNode) -> set[str]:
     return set((node.attributes.get("role") or "").lower().split())
 
@@ -557,7 +570,7 @@ class _Extractor:
             return
         if self.anchors and (element_id := node.attributes.get("id")):
             layer.anchor(element_id)
-        if tag == "table":
+        if tag == "table" and not _is_frame(node):
             self._table(node)
             return
         if tag == "math":

@@ -804,6 +804,10 @@ class _Converter:
             elif local == "p":
                 self._write_paragraph(self.paragraph(child), headings)
             elif local == "tbl":
+                frame = _frame_cell(child)
+                if frame is not None:
+                    self.blocks(frame, headings=headings)
+                    continue
                 rows, header_rows = self.table(child)
                 self.writer.table(rows, header_rows)
             elif local == "sdt":
@@ -1020,6 +1024,18 @@ def _checkbox(sdt: etree._Element) -> str | None:
     checked = box.find(f"{{{W14}}}checked")
     value = checked.get(f"{{{W14}}}val") if checked is not None else "0"
     return "[x]" if (value or "0").lower() in ("1", "true", "on") else "[ ]"
+
+
+def _frame_cell(tbl: etree._Element) -> etree._Element | None:
+    """The one cell of a table of one row and one column: a frame drawn around content (a
+    boxed note, a list, a table inside), not a table. Its content is read as the body's is,
+    lists as lists and a table in it as a table; as a table it was one cell holding all of it
+    on one line ("Tab1, Tab2, Tab3; A, B, C")."""
+    rows = _children(tbl, "tr")
+    if len(rows) != 1:
+        return None
+    cells = _children(rows[0], "tc")
+    return cells[0] if len(cells) == 1 else None
 
 
 def _children(parent: etree._Element, local: str) -> list[etree._Element]:

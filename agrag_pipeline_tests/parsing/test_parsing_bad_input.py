@@ -163,10 +163,13 @@ def test_html_nested_ten_thousand_levels_parses() -> None:
 
 
 def test_html_unclosed_nesting_and_deep_table_cells_parse() -> None:
-    raw = ("<table><tr><td>" + "<span><b>" * 5_000 + "cell").encode()
+    raw = ("<table><tr><td>first</td><td>" + "<span><b>" * 5_000 + "cell").encode()
     parsed = parse_document(raw, "deep-table.html")
-    assert parsed.text_layer == "cell"
+    assert parsed.text_layer == "first | cell"
     assert [s.kind for s in parsed.sections] == ["table"]
+    # A table of one cell is a frame, read as what it holds (the walk is iterative too).
+    framed = parse_document(("<table><tr><td>" + "<span><b>" * 5_000 + "cell").encode(), "f.html")
+    assert framed.text_layer == "cell"
 
 
 def _corpus_pdf(corpus_dir: Path, name: str) -> bytes:

@@ -361,6 +361,31 @@ def test_merged_cells_repeat_their_text_in_every_row_and_column(corpus_dir: Path
     assert parsed.text_layer[header.start : header.end].endswith("| - | - | - |")
 
 
+def test_a_table_of_one_cell_is_a_frame_whose_lists_and_tables_read_as_the_bodys() -> None:
+    # Word's boxed notes are tables of one cell: a list in one, a table in another. As tables
+    # the list was one cell "- Hello world1 - Hello2" and the inner table "Tab1, Tab2, Tab3;
+    # A, B, C" on one line.
+    bullet = '<w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr>'
+
+    def row(*cells: str) -> str:
+        return "<w:tr>" + "".join(f"<w:tc>{c}</w:tc>" for c in cells) + "</w:tr>"
+
+    inner = "<w:tbl>" + row(_p("Tab1"), _p("Tab2")) + row(_p("A"), _p("B")) + "</w:tbl>"
+    body = (
+        "<w:tbl>"
+        + row(_p("Check the seal.", extra_ppr=bullet) + _p("Sign here."))
+        + "</w:tbl>"
+        + _p("Between the frames.")
+        + "<w:tbl>"
+        + row(_p("Prices") + inner)
+        + "</w:tbl>"
+    )
+    parsed = _parse(_package(body))
+    tables = _tables(parsed)
+    assert len(tables) == 1 and _rows(parsed, tables[0]) == [["Tab1", "Tab2"], ["A", "B"]]
+    assert _lines(parsed)[:4] == ["Check the seal.", "Sign here.", "Between the frames.", "Prices"]
+
+
 def test_rich_cells_keep_lists_formatting_and_nested_tables_in_their_row(
     corpus_dir: Path,
 ) -> None:

@@ -120,3 +120,16 @@ def test_non_ascii_offsets_are_string_indices() -> None:
     parsed = _parse("<p>前言 😀 𝄞</p><h1>見出し 🦆</h1><p>本文</p>")
     text = parsed.text_layer
     assert [s.text_in(text) for s in parsed.sections] == ["前言 😀 𝄞", "見出し 🦆\n\n本文"]
+
+
+def test_a_table_of_one_cell_is_a_frame_whose_lists_and_tables_read_as_the_pages() -> None:
+    # A boxed note or a page laid out in a one-cell table: as a table, all it held was one
+    # cell on one line ("one two Para A B 1 2").
+    parsed = _parse(
+        "<h1>Notes</h1><table><tr><td><ul><li>one</li><li>two</li></ul><p>Para</p>"
+        "<table><tr><th>A</th><th>B</th></tr><tr><td>1</td><td>2</td></tr></table>"
+        "</td></tr></table><p>after</p>"
+    )
+    assert parsed.text_layer == "Notes\n\n- one\n- two\n\nPara\n\nA | B\n1 | 2\n\nafter"
+    (table,) = [s for s in parsed.sections if s.kind == "table"]
+    assert table.table_header is not None
