@@ -35,6 +35,8 @@ from pylatexenc.latexwalker import (
 )
 from pylatexenc.macrospec import EnvironmentSpec, MacroSpec
 
+from agrag_pipeline.parsing.table_grid import MAX_FILLED
+
 #: Environments whose body is rows of ``&``-separated cells (``array`` is mathematics: kept
 #: verbatim with the formula it belongs to).
 TABULAR_ENVIRONMENTS = frozenset(
@@ -318,6 +320,7 @@ def _grid(rows: list[list[_Cell]]) -> list[list[str]]:
     """Cells as the grid a reader sees: a spanning cell's text in every cell it covers."""
     grid: list[list[str]] = []
     below: dict[int, tuple[str, int]] = {}  # column -> (text of a \multirow, rows left)
+    left = MAX_FILLED  # copies still allowed: a table of \multicolumn{1000} rows stays small
     for cells in rows:
         out: list[str] = []
         for cell in cells:
@@ -325,16 +328,18 @@ def _grid(rows: list[list[_Cell]]) -> list[list[str]]:
             text = cell.text
             if not text and column in below:
                 text = below[column][0]
-            for _ in range(cell.across):
+            across = cell.across if cell.across - 1 <= left else 1
+            left -= across - 1
+            for _ in range(across):
                 if cell.down > 1:
                     below[len(out)] = (text, cell.down)
                 out.append(text)
         for column in list(below):
-            held, left = below[column]
-            if left <= 1:
+            held, rows_left = below[column]
+            if rows_left <= 1:
                 del below[column]
             else:
-                below[column] = (held, left - 1)
+                below[column] = (held, rows_left - 1)
         grid.append(out)
     return grid
 

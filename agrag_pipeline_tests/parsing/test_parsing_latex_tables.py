@@ -143,3 +143,12 @@ def test_an_aastex_deluxetable_reads_with_its_head_caption_and_notes() -> None:
     assert header == "|  | RMSE | RMSE |\n| $k$ | SFNet | PCA |\n| - | - | - |"
     assert rows == ["| 2 | $0.0858 \\pm 0.0004$ | 0.1753 |", "| 8 | 0.0852 |  |"]
     assert text.startswith("Line fluxes.\n\n|") and text.endswith("|\n\nLower is better.")
+
+
+def test_a_table_of_huge_spans_is_read_within_bounds() -> None:
+    row = rb"\multicolumn{1000}{c}{x} \\" + b"\n"
+    source = rb"\begin{document}\begin{tabular}{c}" + b"\n" + row * 2_000 + rb"\end{tabular}"
+    text, (table,) = _tables(source + rb"\end{document}")
+    assert len(table.table_rows) == 1_999
+    # The copies of spanning cells are bounded (table_grid.MAX_FILLED), not 2 million.
+    assert text.count(" x ") <= 100_000 + 2_000
