@@ -102,7 +102,9 @@ CHUNKER_NAME = "agrag-structure"
 #: markup or replacements stand in it (an HTML table's tags, a link's destination, an image
 #: tag in a pipe table): counted as written they took up to 3x the tokens, so an HTML table
 #: went one row to a chunk and a long row was cut inside its tags.
-CHUNKER_VERSION = "8"
+#: 9: DeepSeek-OCR's grounding tags in Markdown (``<|ref|>text<|/ref|><|det|>[[...]]<|/det|>``)
+#: are not embedded (``markdown._GROUNDING``).
+CHUNKER_VERSION = "9"
 
 #: The retries allowed to cut an over-limit chunk finer before giving up (never hit with an
 #: additive tokenizer such as WordPiece; a safety net for others).

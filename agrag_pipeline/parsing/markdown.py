@@ -135,6 +135,13 @@ _QUOTE_LINE = re.compile(r"\n[ \t]*>")
 _QUOTE_FIRST_LINE = re.compile(r"[ \t]*>")
 #: A block quote's line of nothing but ``>`` markers.
 _QUOTE_BLANK = re.compile(rb"^([ \t>]*>)[ \t]*$", re.MULTILINE)
+#: DeepSeek-OCR's grounding tags before each block it reads from a page image: the block's kind
+#: and its box (``<|ref|>text<|/ref|><|det|>[[217, 230, 785, 321]]<|/det|>``), and the prompt's
+#: ``<|grounding|>``: no reader's text, each box's numbers were embedded with every chunk.
+_GROUNDING = re.compile(
+    rb"<\|ref\|>[^<\n]{0,200}<\|/ref\|>(?:<\|det\|>[^<\n]{0,4000}<\|/det\|>)?"
+    rb"|<\|det\|>[^<\n]{0,4000}<\|/det\|>|<\|grounding\|>"
+)
 
 
 def _tag(value: Any) -> str:
@@ -438,6 +445,9 @@ def scan(text: str) -> MarkdownScan:
     for qs, qe in quotes:
         for q in _QUOTE_BLANK.finditer(data, qs, qe):
             raw_markup.append((q.start(1), q.end(1)))
+    # An OCR model's grounding tags: where on the page each block was found.
+    if b"<|" in data:
+        raw_markup.extend(m.span() for m in _GROUNDING.finditer(data))
 
     ascii_only = text.isascii()
     if ascii_only:

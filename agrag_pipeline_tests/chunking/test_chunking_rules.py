@@ -480,3 +480,19 @@ def test_fingerprints_given_by_the_caller_are_validated_like_chunk_fields(
         chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=["x"])  # type: ignore[arg-type]
     chunks = chunker.chunk(parsed, schema_fingerprint="s", extraction_fingerprint="e")
     assert (chunks[0].schema_fingerprint, chunks[0].extraction_fingerprint) == ("s", "e")
+
+
+def test_an_ocr_models_grounding_tags_are_not_embedded(counter: TokenCounter) -> None:
+    # DeepSeek-OCR writes each block's kind and box before it; every chunk embedded the box's
+    # numbers ("ref text ref det 217 230 785 321 det").
+    source = (
+        "<|ref|>title<|/ref|><|det|>[[120, 88, 870, 120]]<|/det|>\n# Results\n\n"
+        "<|ref|>text<|/ref|><|det|>[[217, 230, 785, 321]]<|/det|>\n"
+        "We chose PubTabNet for its diverse tables.\n"
+    )
+    parsed, chunks = chunks_of(source, counter)
+    embedded = embedded_of(chunks)
+    assert "We chose PubTabNet for its diverse tables." in embedded
+    for tag in ("<|", "ref", "det", "217", "title"):
+        assert tag not in embedded, tag
+    assert parsed.text_layer == source  # the text layer is the source, tags and all
