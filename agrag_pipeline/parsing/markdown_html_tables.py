@@ -101,7 +101,14 @@ def read(data: bytes, start: int, end: int, tags: list[Span]) -> HtmlTable | Non
             elif goes_on:
                 shown += "\n"
             replaced.append((text_stop, max(row.end, text_stop), shown))
-        taken.update(t for t in tags if row.start <= t[0] and t[1] <= row.end)
+    # The tags the replacements cover are theirs; those inside a cell's text (``<b>``, a
+    # link) stay markup. One pass over both, each in order.
+    k = 0
+    for tag in tags:
+        while k < len(replaced) and replaced[k][1] <= tag[0]:
+            k += 1
+        if k < len(replaced) and replaced[k][0] <= tag[0] and tag[1] <= replaced[k][1]:
+            taken.add(tag)
     header_end = rows[header_rows - 1].end if header_rows else -1
     body = [(row.start, row.end) for row in rows[header_rows:]]
     return HtmlTable(header_end, body, replaced, taken)

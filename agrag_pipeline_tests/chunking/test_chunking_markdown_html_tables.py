@@ -21,7 +21,7 @@ def test_an_html_table_in_markdown_is_a_table_whose_rows_read_under_its_header(
         "<table><tr><th rowspan='2'>Layers</th><th colspan='2'>TEDs</th></tr>"
         "<tr><th>simple</th><th>complex</th></tr>"
         '<tr><td rowspan="2">6</td><td>0.965</td><td>0.934</td></tr>'
-        "<tr><td>0.969</td><td>0.927 &amp; more</td></tr>"
+        "<tr><td>0.969</td><td><b>0.927</b> &amp; <a href='x.html'>more</a></td></tr>"
         '<tr><td colspan="3">all &lt;best&gt;</td></tr></table>'
     )
     parsed, chunks = chunks_of(f"# Results\n\nTable 1. HPO.\n\n{table}\n\nAfter.\n", counter)
@@ -40,6 +40,7 @@ def test_an_html_table_in_markdown_is_a_table_whose_rows_read_under_its_header(
     # The text layer is the source, as for every Markdown table (the tags at its edges are
     # markup, trimmed off like any chunk's).
     assert chunk.text == table.removeprefix("<table>").removesuffix("</table>")
+    assert "<" not in chunk.contextual_text.replace("<best>", "")  # no tag, in a cell either
 
 
 def test_a_long_html_table_is_cut_between_rows_with_its_header_repeated(
