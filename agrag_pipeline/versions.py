@@ -166,4 +166,6 @@ SNAPSHOT_VERSION = "1"
 #: 41: a Word or HTML table of one row and one cell is a frame (a boxed note, a page laid out
 #: in a table), read as the content it holds: lists as lists, a table inside it as a table;
 #: it was one cell with all of it on one line ("Tab1, Tab2, Tab3; A, B, C").
-PARSE_VERSION = "41"
+#: 42: a LaTeX citation or cross-reference reads as its keys ("[vaswani2017attention]", "Table
+#: [tab:results]"), as docling writes them; pylatexenc wrote "<cit.>" and "<ref>".
+PARSE_VERSION = "42"

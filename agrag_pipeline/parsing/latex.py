@@ -118,6 +118,27 @@ def _macros_named(nodes: list[Any] | None, name: str) -> list[Any]:
     return found
 
 
+#: Citation commands (natbib's, biblatex's) and cross-references, written as their keys.
+_CITATIONS = (
+    "cite", "citep", "citet", "citealp", "citealt", "citeauthor", "citeyear", "parencite",
+    "textcite", "autocite", "footcite", "Cite", "Citep", "Citet",
+)  # fmt: skip
+_REFERENCES = ("ref", "eqref", "autoref", "cref", "Cref", "pageref", "nameref", "vref")
+
+
+def _bracketed_key(node: LatexMacroNode) -> str:
+    """``\\cite[p.~3]{a,b}`` as ``[a, b]``, ``\\ref{tab:x}`` as ``[tab:x]``."""
+    arguments = node.nodeargd.argnlist if node.nodeargd else []
+    key = arguments[-1] if arguments else None
+    if key is None:
+        return ""
+    written = key.latex_verbatim()
+    if written.startswith("{") and written.endswith("}"):
+        written = written[1:-1]
+    keys = [k.strip() for k in written.split(",") if k.strip()]
+    return "[" + ", ".join(keys) + "]" if keys else ""
+
+
 def _spaced(text: str) -> Any:
     """A ``\\xspace`` macro's text: a space after it where one followed it in the source
     (TeX drops the space after a macro; ``\\xspace`` puts it back before a word)."""
@@ -206,6 +227,11 @@ def _context() -> Any:
             *(MacroTextSpec(name, "") for name in ("phantom", "hphantom", "vphantom")),
             *(MacroTextSpec(name, name) for name in ("LaTeX", "TeX", "BibTeX")),
             MacroTextSpec("LaTeXe", "LaTeX2e"),
+            # A citation and a cross-reference as their keys ("[vaswani2017attention]",
+            # "Table [tab:results]"), as docling writes them: pylatexenc writes "<cit.>" and
+            # "<ref>", which tell a reader nothing and look like tags.
+            *(MacroTextSpec(name, _bracketed_key) for name in (*_CITATIONS, *_REFERENCES)),
+            MacroTextSpec("nocite", ""),
         ],
         prepend=True,
     )
@@ -272,6 +298,9 @@ def _walker_context() -> Any:
             MacroSpec("hyperlink", "{{"),
             MacroSpec("hypertarget", "{{"),
             *(MacroSpec(name, "{") for name in ("phantom", "hphantom", "vphantom")),
+            *(MacroSpec(name, "*[[{") for name in _CITATIONS),
+            *(MacroSpec(name, "*{") for name in _REFERENCES),
+            MacroSpec("nocite", "{"),
         ],
         # Environments that wrap a document's body, with their arguments (which are no text:
         # "UTF8gbsn" was read from ``\begin{CJK*}{UTF8}{gbsn}``).

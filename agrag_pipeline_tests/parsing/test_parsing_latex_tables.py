@@ -152,3 +152,17 @@ def test_a_table_of_huge_spans_is_read_within_bounds() -> None:
     assert len(table.table_rows) == 1_999
     # The copies of spanning cells are bounded (table_grid.MAX_FILLED), not 2 million.
     assert text.count(" x ") <= 100_000 + 2_000
+
+
+def test_citations_and_cross_references_read_as_their_keys() -> None:
+    # pylatexenc writes "<cit.>" and "<ref>": nothing a reader can use, and tag-like.
+    source = rb"""\begin{document}
+Attention~\cite{vaswani2017attention,dao2022} wins (Table~\ref{tab:results},
+Eq.~\eqref{eq:loss}; \citep[p.~3]{brown2020}).\nocite{*}
+\end{document}
+"""
+    text = parse_checked(source, "paper/main.tex").text_layer
+    assert text == (
+        "Attention [vaswani2017attention, dao2022] wins (Table [tab:results], "
+        "Eq. [eq:loss]; [brown2020])."
+    )
