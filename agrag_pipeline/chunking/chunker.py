@@ -886,6 +886,20 @@ def _shown_in(text: str, start: int, end: int, context: _Context) -> Any:
     return shown
 
 
+def _replacements_cut(replaced: list[Replaced], start: int, end: int) -> list[Span]:
+    """The parts inside ``[start, end)`` of the replacements it cuts: a row too long for a
+    chunk is cut at a space, which may fall inside the tags between an HTML table's cells; the
+    part of the tags this side of the cut is left out (it has no replacement of its own)."""
+    i = max(bisect.bisect_left(replaced, (start,)) - 1, 0)
+    out: list[Span] = []
+    while i < len(replaced) and replaced[i][0] < end:
+        a, b, _ = replaced[i]
+        i += 1
+        if b > start and (a < start or b > end):
+            out.append((max(a, start), min(b, end)))
+    return out
+
+
 def _mark_table_markup(d: _Draft, invisible: list[Span], replaced: list[Replaced]) -> None:
     """Left-out and replaced spans of a table draft, whose text is ``[header +
     HEADER_SEPARATOR +] rows``."""
@@ -895,11 +909,17 @@ def _mark_table_markup(d: _Draft, invisible: list[Span], replaced: list[Replaced
     if d.header is not None:
         hs, he = d.header
         spans.extend((a - hs, b - hs) for a, b in within(invisible, hs, he))
+        spans.extend((a - hs, b - hs) for a, b in _replacements_cut(replaced, hs, he))
         shown.extend((a - hs, b - hs, t) for a, b, t in _replaced_within(replaced, hs, he, ()))
         offset = he - hs + len(HEADER_SEPARATOR)
     spans.extend(
         (a - d.start + offset, b - d.start + offset) for a, b in within(invisible, d.start, d.end)
     )
+    spans.extend(
+        (a - d.start + offset, b - d.start + offset)
+        for a, b in _replacements_cut(replaced, d.start, d.end)
+    )
+    spans.sort()
     shown.extend(
         (a - d.start + offset, b - d.start + offset, t)
         for a, b, t in _replaced_within(replaced, d.start, d.end, ())

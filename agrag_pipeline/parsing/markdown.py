@@ -467,6 +467,8 @@ def scan(text: str) -> MarkdownScan:
         for s, e, h, r in raw_tables
     ]
     if html_tables:
+        # The tables' replacements went in before the references of their blocks: in order.
+        replaced.sort()
         tables.extend(
             _html_table_mark(text, char(s), char(e), None if h < 0 else char(h), r, char)
             for s, e, h, r in html_tables

@@ -73,3 +73,24 @@ def test_nested_or_unclosed_html_tables_stay_text(counter: TokenCounter) -> None
         parsed, chunks = chunks_of(f"# T\n\n{source}\n", counter)
         assert not any(s.table_rows for s in parsed.sections)
         assert "<" not in chunks[-1].contextual_text
+
+
+def test_a_row_too_long_for_a_chunk_is_cut_without_letting_a_tag_into_the_embedded_text(
+    counter: TokenCounter,
+) -> None:
+    # A cell of a long paragraph: its row is cut at spaces like running text, and a cut can
+    # fall among the tags between cells. An entity reference before the table (its
+    # replacement found after the table's in the walk) had put them out of order, so none of
+    # the table's replacements was found.
+    long_cell = "every word of a long description " * 12
+    source = (
+        "# Terms\n\nSalt &amp; pepper.\n\n<table>\n  <tr><th>Term</th><th>Meaning</th></tr>\n"
+        f"  <tr>\n    <td>Spice</td>\n    <td>{long_cell}</td>\n  </tr>\n"
+        "  <tr><td>Herb</td><td>leaves &amp; stems</td></tr>\n</table>\n"
+    )
+    _, chunks = chunks_of(source, counter, target_tokens=40, max_tokens=56, min_tokens=8)
+    tables = [c for c in chunks if c.content_kind == "table"]
+    assert len(tables) > 2
+    for chunk in chunks:
+        assert "<t" not in chunk.contextual_text and "</t" not in chunk.contextual_text
+    assert "| Herb | leaves & stems |" in tables[-1].contextual_text
