@@ -838,16 +838,30 @@ def _left_out(d: _Draft) -> list[Span | Replaced]:
 
 
 def _replaced_within(
-    replaced: list[Replaced], start: int, end: int, hidden: Sequence[Span]
+    replaced: list[Replaced],
+    start: int,
+    end: int,
+    hidden: Sequence[Span],
+    cut: list[Span] | None = None,
 ) -> list[Replaced]:
-    """The replacements wholly inside ``[start, end)`` and outside every ``hidden`` span."""
+    """The replacements wholly inside ``[start, end)`` and outside every ``hidden`` span.
+
+    Where ``cut`` is given, the parts inside ``[start, end)`` of the replacements the range
+    cuts go to it: a table row too long for a chunk is cut at a space, which may fall among the
+    tags between an HTML table's cells; what of them stands this side of the cut has no
+    replacement of its own, and is left out."""
     i = bisect.bisect_left(replaced, (start,))
+    if cut is not None and i:
+        i -= 1  # the one before may reach into the range (replacements are disjoint)
     out: list[Replaced] = []
     while i < len(replaced) and replaced[i][0] < end:
         a, b, shown = replaced[i]
         i += 1
-        if b <= end and not within(hidden, a, b):
-            out.append((a, b, shown))
+        if a >= start and b <= end:
+            if not within(hidden, a, b):
+                out.append((a, b, shown))
+        elif cut is not None and b > start:
+            cut.append((max(a, start), min(b, end)))
     return out
 
 
@@ -880,24 +894,10 @@ def _shown_in(text: str, start: int, end: int, context: _Context) -> Any:
 
     def shown(a: int, b: int) -> str:
         spans: list[Span | Replaced] = [(s - a, e - a) for s, e in within(hidden, a, b)]
-        spans.extend((s - a, e - a, v) for s, e, v in found if a <= s and e <= b)
+        spans.extend((s - a, e - a, v) for s, e, v in _replaced_within(found, a, b, ()))
         return embedded_text(text[a:b], sorted(spans))
 
     return shown
-
-
-def _replacements_cut(replaced: list[Replaced], start: int, end: int) -> list[Span]:
-    """The parts inside ``[start, end)`` of the replacements it cuts: a row too long for a
-    chunk is cut at a space, which may fall inside the tags between an HTML table's cells; the
-    part of the tags this side of the cut is left out (it has no replacement of its own)."""
-    i = max(bisect.bisect_left(replaced, (start,)) - 1, 0)
-    out: list[Span] = []
-    while i < len(replaced) and replaced[i][0] < end:
-        a, b, _ = replaced[i]
-        i += 1
-        if b > start and (a < start or b > end):
-            out.append((max(a, start), min(b, end)))
-    return out
 
 
 def _mark_table_markup(d: _Draft, invisible: list[Span], replaced: list[Replaced]) -> None:
@@ -908,22 +908,21 @@ def _mark_table_markup(d: _Draft, invisible: list[Span], replaced: list[Replaced
     offset = 0
     if d.header is not None:
         hs, he = d.header
+        cut: list[Span] = []
         spans.extend((a - hs, b - hs) for a, b in within(invisible, hs, he))
-        spans.extend((a - hs, b - hs) for a, b in _replacements_cut(replaced, hs, he))
-        shown.extend((a - hs, b - hs, t) for a, b, t in _replaced_within(replaced, hs, he, ()))
+        shown.extend((a - hs, b - hs, t) for a, b, t in _replaced_within(replaced, hs, he, (), cut))
+        spans.extend((a - hs, b - hs) for a, b in cut)
         offset = he - hs + len(HEADER_SEPARATOR)
     spans.extend(
         (a - d.start + offset, b - d.start + offset) for a, b in within(invisible, d.start, d.end)
     )
-    spans.extend(
-        (a - d.start + offset, b - d.start + offset)
-        for a, b in _replacements_cut(replaced, d.start, d.end)
-    )
-    spans.sort()
+    cut = []
     shown.extend(
         (a - d.start + offset, b - d.start + offset, t)
-        for a, b, t in _replaced_within(replaced, d.start, d.end, ())
+        for a, b, t in _replaced_within(replaced, d.start, d.end, (), cut)
     )
+    spans.extend((a - d.start + offset, b - d.start + offset) for a, b in cut)
+    spans.sort()
     if spans:
         d.unembedded, d.exact = spans, False
     if shown:
