@@ -409,14 +409,8 @@ def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
     """(is header row, cell texts) for the rows of ``table`` itself (not of nested tables), a
     merged cell's text in every cell it spans (``table_grid``)."""
     rows: list[tuple[bool, list[str]]] = []
-    groups: list[tuple[bool, LexborNode]] = []
-    for child in _children(table):
-        if child.tag == "tr":
-            groups.append((False, child))
-        elif child.tag in ("thead", "tbody", "tfoot"):
-            groups.extend((child.tag == "thead", tr) for tr in _children(child) if tr.tag == "tr")
     grid = SpanGrid()
-    for in_head, tr in groups:
+    for in_head, tr in _row_elements(table):
         cells = [c for c in _children(tr) if c.tag in ("td", "th")]
         texts = grid.row(
             (
@@ -432,17 +426,25 @@ def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
     return rows
 
 
+def _row_elements(table: LexborNode) -> list[tuple[bool, LexborNode]]:
+    """(in ``<thead>``, ``tr``) for the rows of ``table`` itself, in order."""
+    rows: list[tuple[bool, LexborNode]] = []
+    for child in _children(table):
+        if child.tag == "tr":
+            rows.append((False, child))
+        elif child.tag in ("thead", "tbody", "tfoot"):
+            rows.extend((child.tag == "thead", tr) for tr in _children(child) if tr.tag == "tr")
+    return rows
+
+
 def _is_frame(table: LexborNode) -> bool:
     """A table of one row and one cell: a frame around content (a boxed note, a page laid out
     in a table), read as the content it holds, its lists as lists and a table in it as a
     table; as a table it was one cell holding all of it on one line."""
-    rows = [c for c in _children(table) if c.tag == "tr"]
-    for group in _children(table):
-        if group.tag in ("thead", "tbody", "tfoot"):
-            rows.extend(tr for tr in _children(group) if tr.tag == "tr")
+    rows = _row_elements(table)
     if len(rows) != 1:
         return False
-    return sum(1 for c in _children(rows[0]) if c.tag in ("td", "th")) == 1
+    return sum(1 for c in _children(rows[0][1]) if c.tag in ("td", "th")) == 1
 
 
 def _roles(node: LexborNode) -> set[str]:

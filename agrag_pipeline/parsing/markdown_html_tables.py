@@ -37,6 +37,7 @@ class _Cell:
     text_end: int = -1  # where the cell's content ends (its close tag, or the next tag)
     across: int = 1
     down: int = 1
+    head: bool = False  # a ``<th>``
 
 
 @dataclass
@@ -70,7 +71,7 @@ def read(data: bytes, start: int, end: int, tags: list[Span]) -> HtmlTable | Non
     if not rows:
         return None
     cells_text = [[_visible(data, c.open[1], c.text_end) for c in row.cells] for row in rows]
-    header_rows = _header_rows(data, rows)
+    header_rows = _header_rows(rows)
     grid = _grid(rows, cells_text)
     width = max(len(row) for row in grid)
     replaced: list[tuple[int, int, str]] = []
@@ -177,7 +178,11 @@ def _rows(data: bytes, tags: list[Span]) -> list[_Row]:
                 return []
             close_cell(a)
             attributes = dict((k.lower(), v) for k, v in _SPAN_ATTRIBUTE.findall(data, m.end(), b))
-            cell = _Cell((a, b), across=span(attributes.get(b"colspan", b"1").decode()))
+            cell = _Cell(
+                (a, b),
+                across=span(attributes.get(b"colspan", b"1").decode()),
+                head=name == b"th",
+            )
             cell.down = span(attributes.get(b"rowspan", b"1").decode())
             row.cells.append(cell)
         last_end = b
@@ -192,12 +197,12 @@ def _visible(data: bytes, start: int, end: int) -> str:
     return " ".join(html.unescape(_ANY_TAG.sub(" ", text)).split())
 
 
-def _header_rows(data: bytes, rows: list[_Row]) -> int:
+def _header_rows(rows: list[_Row]) -> int:
     """The rows of ``<thead>``, else the leading rows of only ``<th>`` cells; never all the
     rows (a table of only header cells keeps its first row as header, as ``TextLayer``)."""
     count = 0
     for row in rows:
-        if row.head or all(data[c.open[0] + 1 : c.open[0] + 3].lower() == b"th" for c in row.cells):
+        if row.head or all(c.head for c in row.cells):
             count += 1
         else:
             break
