@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import (
+    boxnote,
     delimited,
     docbook,
     epub,
@@ -153,6 +154,7 @@ PARSERS: dict[str, Parser] = {
     jats.MEDIA_TYPE: jats.parse,
     docbook.MEDIA_TYPE: docbook.parse,
     fictionbook.MEDIA_TYPE: fictionbook.parse,
+    boxnote.MEDIA_TYPE: boxnote.parse,
     patent.MEDIA_TYPE: patent.parse,
     epub.MEDIA_TYPE: epub.parse,
     rst.MEDIA_TYPE: _text_parser(rst.parse),

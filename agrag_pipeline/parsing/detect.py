@@ -60,7 +60,16 @@ import zlib
 from pathlib import PurePosixPath
 
 from agrag_pipeline.file_kinds import CODE_LANGUAGES
-from agrag_pipeline.parsing import libarchive_reader, mail, manpage, mbox, mhtml, svg, tararchive
+from agrag_pipeline.parsing import (
+    boxnote,
+    libarchive_reader,
+    mail,
+    manpage,
+    mbox,
+    mhtml,
+    svg,
+    tararchive,
+)
 
 PDF = "application/pdf"
 HTML = "text/html"
@@ -102,6 +111,7 @@ TAR = tararchive.TAR_MEDIA_TYPE
 MBOX = mbox.MEDIA_TYPE
 SVG = svg.MEDIA_TYPE
 MHTML = mhtml.MEDIA_TYPE
+BOXNOTE = boxnote.MEDIA_TYPE
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
 PPT = "application/vnd.ms-powerpoint"
@@ -200,6 +210,7 @@ EXTENSIONS: dict[str, str] = {
     ".dbk": DOCBOOK,
     ".docbook": DOCBOOK,
     ".fb2": FICTIONBOOK,
+    ".boxnote": BOXNOTE,  # Box Notes: JSON of either of Box's formats (``boxnote``)
     ".docx": DOCX,
     ".docm": DOCM,
     ".pptx": PPTX,
@@ -847,6 +858,7 @@ def _is_jats_article(text: str) -> bool:
 
 
 __all__ = [
+    "BOXNOTE",
     "CONVERTED_BY_EXTENSION",
     "CSV",
     "DOC",
