@@ -168,4 +168,9 @@ SNAPSHOT_VERSION = "1"
 #: it was one cell with all of it on one line ("Tab1, Tab2, Tab3; A, B, C").
 #: 42: a LaTeX citation or cross-reference reads as its keys ("[vaswani2017attention]", "Table
 #: [tab:results]"), as docling writes them; pylatexenc wrote "<cit.>" and "<ref>".
-PARSE_VERSION = "42"
+#: 43: HTML text that is only no-break spaces (Word's and EDGAR's spacer ``<p>&nbsp;</p>``, a
+#: blank cell, the ``&nbsp;`` between two links) shows as space: it was a block or a cell
+#: holding U+00A0. New formats, skipped or read as generic XML before: Box Notes (``boxnote``)
+#: and XBRL instances (``xbrl``: text blocks as HTML, facts as a table; they were element
+#: paths with their escaped HTML).
+PARSE_VERSION = "43"

@@ -76,6 +76,7 @@ from agrag_pipeline.parsing import (
     textiledoc,
     typstdoc,
     word,
+    xbrl,
     xmldoc,
     ziparchive,
 )
@@ -155,6 +156,7 @@ PARSERS: dict[str, Parser] = {
     docbook.MEDIA_TYPE: docbook.parse,
     fictionbook.MEDIA_TYPE: fictionbook.parse,
     boxnote.MEDIA_TYPE: boxnote.parse,
+    xbrl.MEDIA_TYPE: xbrl.parse,
     patent.MEDIA_TYPE: patent.parse,
     epub.MEDIA_TYPE: epub.parse,
     rst.MEDIA_TYPE: _text_parser(rst.parse),

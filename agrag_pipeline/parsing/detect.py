@@ -69,6 +69,7 @@ from agrag_pipeline.parsing import (
     mhtml,
     svg,
     tararchive,
+    xbrl,
 )
 
 PDF = "application/pdf"
@@ -112,6 +113,7 @@ MBOX = mbox.MEDIA_TYPE
 SVG = svg.MEDIA_TYPE
 MHTML = mhtml.MEDIA_TYPE
 BOXNOTE = boxnote.MEDIA_TYPE
+XBRL = xbrl.MEDIA_TYPE
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
 PPT = "application/vnd.ms-powerpoint"
@@ -210,6 +212,7 @@ EXTENSIONS: dict[str, str] = {
     ".dbk": DOCBOOK,
     ".docbook": DOCBOOK,
     ".fb2": FICTIONBOOK,
+    ".xbrl": XBRL,
     ".boxnote": BOXNOTE,  # Box Notes: JSON of either of Box's formats (``boxnote``)
     ".docx": DOCX,
     ".docm": DOCM,
@@ -785,6 +788,8 @@ def _markup_type(text: str) -> str | None:
         return DOCBOOK
     if root == "FictionBook" or local == "fictionbook":
         return FICTIONBOOK
+    if local == "xbrl" and xbrl.INSTANCE_NAMESPACE in text[:16384]:
+        return XBRL  # a filing's facts: an instance, as EDGAR's ``*_htm.xml``
     return None
 
 
@@ -915,6 +920,7 @@ __all__ = [
     "VTT",
     "WPD",
     "WPS",
+    "XBRL",
     "XLS",
     "XLSB",
     "XLSM",

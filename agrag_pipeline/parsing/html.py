@@ -140,6 +140,8 @@ _LINK_BLOCKS = frozenset(
 _SECTIONING = frozenset({"article", "aside", "main", "nav", "section"})
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
+#: Spaces HTML does not collapse (``&nbsp;``, ``&#8239;``) but that show nothing on their own.
+_NO_BREAK_SPACES = " \u00a0\u202f\u2007"
 _ENDS_IN_COMMAND = re.compile(r"\\[A-Za-z]+\Z")
 _XML_NAME = re.compile(r"\A[A-Za-z_][\w.-]*\Z")
 
@@ -287,6 +289,11 @@ class _Layer:
             self.pending_space = True
         body = collapsed.strip(" ")
         if not body:
+            return None
+        if not body.strip(_NO_BREAK_SPACES):
+            # Only no-break spaces: a spacer (Word's and EDGAR's empty ``<p>&nbsp;</p>``, a
+            # blank cell), which shows as space, not as a block or cell of its own.
+            self.pending_space = True
             return None
         start = self.write(body)
         self.pending_space = collapsed[-1] == " "

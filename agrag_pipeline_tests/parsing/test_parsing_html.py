@@ -133,3 +133,17 @@ def test_a_table_of_one_cell_is_a_frame_whose_lists_and_tables_read_as_the_pages
     assert parsed.text_layer == "Notes\n\n- one\n- two\n\nPara\n\nA | B\n1 | 2\n\nafter"
     (table,) = [s for s in parsed.sections if s.kind == "table"]
     assert table.table_header is not None
+
+
+def test_a_spacer_of_no_break_spaces_is_space_not_a_block_or_a_cell() -> None:
+    parsed = _parse(
+        "<html><body><p>First.</p><p>&nbsp;</p><p style='margin:0'>&#160;&#160;</p>"
+        "<p>Second&nbsp;one, <a href='a'>ISBN</a>&nbsp;<a href='b'>978-0</a>.</p>"
+        "<table><tr><th>Item</th><th>&nbsp;</th><th>2025</th></tr>"
+        "<tr><td>Cash</td><td>&nbsp;</td><td>1,121</td></tr></table><pre>a\n&nbsp;\nb</pre>"
+        "</body></html>"
+    )
+    assert parsed.text_layer == (
+        "First.\n\nSecond\xa0one, ISBN 978-0.\n\nItem |  | 2025\nCash |  | 1,121\n\na\n\xa0\nb"
+    )
+    assert contract_violations(parsed) == []
