@@ -67,6 +67,8 @@ from agrag_pipeline.parsing import (
     manpage,
     mbox,
     mhtml,
+    patent_aps,
+    patent_early_xml,
     svg,
     tararchive,
     xbrl,
@@ -114,6 +116,8 @@ SVG = svg.MEDIA_TYPE
 MHTML = mhtml.MEDIA_TYPE
 BOXNOTE = boxnote.MEDIA_TYPE
 XBRL = xbrl.MEDIA_TYPE
+USPTO_2001 = patent_early_xml.MEDIA_TYPE
+USPTO_APS = patent_aps.MEDIA_TYPE
 DOC = "application/msword"
 XLS = "application/vnd.ms-excel"
 PPT = "application/vnd.ms-powerpoint"
@@ -443,6 +447,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
                 "documents they hold)"
             )
         return None, f"binary data with {_ext_words(ext)}, which no parser reads"
+    if ext in _SNIFFED and patent_aps.looks_like_aps(text):
+        return USPTO_APS, None  # the USPTO's 1976-2001 grants (``pftaps*.txt``)
     if ext in _SNIFFED or claimed in _OOXML or claimed == PDF:
         markup = _markup_type(text)
         if markup is not None:
@@ -784,6 +790,8 @@ def _markup_type(text: str) -> str | None:
         return JATS
     if local in ("us-patent-grant", "us-patent-application"):
         return USPTO
+    if root in (patent_early_xml.GRANT_ROOT, patent_early_xml.APPLICATION_ROOT):
+        return USPTO_2001
     if _is_docbook(text, local):
         return DOCBOOK
     if root == "FictionBook" or local == "fictionbook":
@@ -915,6 +923,8 @@ __all__ = [
     "TSV",
     "TYPST",
     "USPTO",
+    "USPTO_2001",
+    "USPTO_APS",
     "VSD",
     "VSDX",
     "VTT",

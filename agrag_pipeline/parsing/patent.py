@@ -25,6 +25,8 @@ are not the patent's text.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from lxml import etree
 
 from agrag_pipeline.models import Document
@@ -44,7 +46,7 @@ _name = jats.local_name
 _BLOCKS = frozenset({"tables", "table", "ul", "ol", "maths"})
 
 
-def _date(value: str) -> str:
+def date_text(value: str) -> str:
     """``20200123`` as ``2020-01-23`` (anything else as given)."""
     value = value.strip()
     return f"{value[:4]}-{value[4:6]}-{value[6:]}" if len(value) == 8 and value.isdigit() else value
@@ -90,6 +92,22 @@ def _cpc(classification: etree._Element) -> str:
     return f"{head} {group}".strip()
 
 
+def cals_tables(
+    element: etree._Element, tick: Callable[[], None]
+) -> Iterator[tuple[list[list[str]], int]]:
+    """The CALS tables under ``element`` (the USPTO's, every era): each ``tgroup``'s rows of
+    ``entry`` texts, and how many of them are its ``thead``'s."""
+    for tgroup in (e for e in element.iter() if _name(e) == "tgroup"):
+        rows: list[list[str]] = []
+        header_rows = 0
+        for row in (e for e in tgroup.iter() if _name(e) == "row"):
+            tick()
+            rows.append([jats.inline(c) for c in row if _name(c) == "entry"])
+            if any(_name(a) == "thead" for a in row.iterancestors()):
+                header_rows += 1
+        yield rows, header_rows
+
+
 class _Writer:
     def __init__(self, deadline: Deadline) -> None:
         self.layer = TextLayer()
@@ -110,11 +128,11 @@ class _Writer:
             number = " ".join(
                 p for p in (_text(publication, n) for n in ("country", "doc-number", "kind")) if p
             )
-            date = _date(_text(publication, "date"))
+            date = date_text(_text(publication, "date"))
             lines.append(f"{number}, published {date}" if date else number)
         application = _find(biblio, "application-reference", "document-id")
         if application is not None:
-            filed = _date(_text(application, "date"))
+            filed = date_text(_text(application, "date"))
             lines.append(
                 f"Application {_text(application, 'doc-number')}"
                 + (f", filed {filed}" if filed else "")
@@ -168,15 +186,7 @@ class _Writer:
         self.layer.lines(lines)
 
     def tables(self, element: etree._Element) -> None:
-        """CALS tables: ``<row>``s of ``<entry>``s, those of ``<thead>`` the header."""
-        for tgroup in (e for e in element.iter() if _name(e) == "tgroup"):
-            rows: list[list[str]] = []
-            header_rows = 0
-            for row in (e for e in tgroup.iter() if _name(e) == "row"):
-                self._tick()
-                rows.append([jats.inline(c) for c in row if _name(c) == "entry"])
-                if any(_name(a) == "thead" for a in row.iterancestors()):
-                    header_rows += 1
+        for rows, header_rows in cals_tables(element, self._tick):
             self.layer.table(rows, header_rows=header_rows)
 
     def description(self, element: etree._Element) -> None:
@@ -245,4 +255,4 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     return writer.layer.parsed(document, "the patent holds no text")
 
 
-__all__ = ["MEDIA_TYPE", "ROOTS", "parse"]
+__all__ = ["MEDIA_TYPE", "ROOTS", "cals_tables", "date_text", "parse"]

@@ -1,0 +1,275 @@
+"""USPTO patent full text in the XML formats of 2001 to 2004, before ICE (``patent``): grants
+as ``PATDOC`` (the "Red Book" DTD v2.4/2.5: SGML element names such as ``B540`` for the title)
+and applications as ``patent-application-publication`` (DTD v1.5/1.6), as the USPTO's bulk
+data for those years gives them.
+
+As generic XML they were element paths (``B110.DNUM.PDAT: 06442728``) with the citations and
+classification codes before the text, and no section for the claims. Written as ``patent``
+writes ICE, so a patent reads the same whatever its year:
+- the title as the level-1 heading, then one line each for the publication ("US 06442728 B1,
+  published 2002-08-27"), the application, the inventors (name and place) and the assignees;
+- "Abstract" (level 2) and its paragraphs;
+- the description with its own headings (level 2, one deeper per ``LVL``/``lvl`` past 1) and
+  paragraphs; tables (CALS) as tables; text before the first heading under "Description";
+- "Claims" (level 2): each claim a block, its steps (``CLMSTEP``, nested ``claim-text``) one
+  per line.
+Paragraph numbers ("[0001]"), drawings, citations and classification codes are left out.
+Parsed as JATS is (``jats.parse_xml``: hardened, the DTD never loaded; the images' ``NDATA``
+entities no text; character entities such as ``&ldquo;`` read as their characters).
+"""
+
+from __future__ import annotations
+
+from lxml import etree
+
+from agrag_pipeline.models import Document
+from agrag_pipeline.parsing import jats
+from agrag_pipeline.parsing.budget import Deadline, current_deadline
+from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
+from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.patent import cals_tables, date_text
+from agrag_pipeline.parsing.textlayer import TextLayer
+from agrag_pipeline.parsing.tree import MAX_HEADING_LEVEL
+
+MEDIA_TYPE = "application/vnd.uspto.patent-2001+xml"
+GRANT_ROOT = "PATDOC"
+APPLICATION_ROOT = "patent-application-publication"
+
+_name = jats.local_name
+#: Never text of a paragraph: paragraph numbers, drawings and embedded images.
+_SKIP = jats.SKIP_INLINE | {"number", "EMI", "image", "CWU", "figure"}
+#: Written as blocks of their own where they stand inside a paragraph.
+_TABLES = frozenset({"TABLE-US", "table-us", "table", "TABLE", "tables"})
+
+
+def _find(element: etree._Element | None, *path: str) -> etree._Element | None:
+    for name in path:
+        if element is None:
+            return None
+        element = next((c for c in element if _name(c) == name), None)
+    return element
+
+
+def _text(element: etree._Element | None, *path: str) -> str:
+    return jats.inline(_find(element, *path), _SKIP)
+
+
+def _joined(*parts: str, separator: str = " ") -> str:
+    return separator.join(p for p in parts if p)
+
+
+class _Writer:
+    def __init__(self, deadline: Deadline) -> None:
+        self.layer = TextLayer()
+        self.deadline = deadline
+        self.count = 0
+        self.headed = False  # the description has had a heading
+
+    def tick(self) -> None:
+        self.count += 1
+        if not self.count % 256:
+            self.deadline.check(f"patent element {self.count:,}")
+
+    def paragraph(self, element: etree._Element) -> None:
+        self.tick()
+        self.layer.paragraph(jats.inline(element, _SKIP | _TABLES))
+        for table in (e for e in element.iter() if _name(e) in _TABLES):
+            if not any(_name(a) in _TABLES for a in table.iterancestors() if a is not element):
+                for rows, header_rows in cals_tables(table, self.tick):
+                    self.layer.table(rows, header_rows=header_rows)
+
+    def heading(self, element: etree._Element, level_attribute: str) -> None:
+        level = element.get(level_attribute, "1")
+        depth = int(level) if level.isdigit() else 1
+        self.layer.heading(jats.inline(element, _SKIP), min(1 + max(depth, 1), MAX_HEADING_LEVEL))
+        self.headed = True
+
+    def body(self, element: etree._Element, heading: str, paragraph: str, level: str) -> None:
+        """A description's headings and paragraphs, in order, however deep they are nested."""
+        for child in element:
+            name = _name(child)
+            if name == heading:
+                self.heading(child, level)
+            elif name == paragraph or name in _TABLES:
+                if not self.headed:
+                    self.layer.heading("Description", 2)
+                    self.headed = True
+                if name == paragraph:
+                    self.paragraph(child)
+                else:
+                    for rows, header_rows in cals_tables(child, self.tick):
+                        self.layer.table(rows, header_rows=header_rows)
+            elif isinstance(child.tag, str) and name not in _SKIP:
+                self.body(child, heading, paragraph, level)
+
+    def claim(self, lines: list[str]) -> None:
+        self.tick()
+        self.layer.lines(lines)
+
+
+def _grant(root: etree._Element, writer: _Writer) -> None:
+    """A ``PATDOC`` grant: ``SDOBI`` front, ``SDOAB`` abstract, ``SDODE`` description,
+    ``SDOCL`` claims."""
+    layer = writer.layer
+    front = _find(root, "SDOBI")
+    layer.heading(_text(front, "B500", "B540"), 1)
+    lines = []
+    number = _joined(
+        _text(front, "B100", "B190"), _text(front, "B100", "B110"), _text(front, "B100", "B130")
+    )
+    published = date_text(_text(front, "B100", "B140"))
+    if number:
+        lines.append(f"{number}, published {published}" if published else number)
+    application = _text(front, "B200", "B210")
+    if application:
+        filed = date_text(_text(front, "B200", "B220"))
+        lines.append(f"Application {application}" + (f", filed {filed}" if filed else ""))
+    parties = _find(front, "B700")
+    inventors = []
+    for inventor in (
+        e for e in (parties.iter() if parties is not None else ()) if _name(e) == "B721"
+    ):
+        party = _find(inventor, "PARTY-US")
+        party = inventor if party is None else party
+        name = _joined(_text(party, "NAM", "FNM"), _text(party, "NAM", "SNM"))
+        place = _joined(
+            _text(party, "ADR", "CITY"),
+            _text(party, "ADR", "STATE"),
+            _text(party, "ADR", "CTRY"),
+            separator=", ",
+        )
+        if name:
+            inventors.append(f"{name} ({place})" if place else name)
+    if inventors:
+        lines.append("Inventors: " + "; ".join(inventors))
+    assignees = [
+        _text(e, "PARTY-US", "NAM", "ONM")
+        or _text(e, "NAM", "ONM")
+        or _joined(_text(e, "PARTY-US", "NAM", "FNM"), _text(e, "PARTY-US", "NAM", "SNM"))
+        for e in (parties.iter() if parties is not None else ())
+        if _name(e) == "B731"
+    ]
+    if any(assignees):
+        lines.append("Assignees: " + "; ".join(a for a in assignees if a))
+    layer.lines(lines)
+    abstract = _find(root, "SDOAB")
+    if abstract is not None:
+        layer.heading("Abstract", 2)
+        for paragraph in (e for e in abstract.iter() if _name(e) == "PARA"):
+            writer.paragraph(paragraph)
+    description = _find(root, "SDODE")
+    if description is not None:
+        writer.body(description, "H", "PARA", "LVL")
+    claims = _find(root, "SDOCL")
+    if claims is not None:
+        layer.heading("Claims", 2)
+        for claim in (e for e in claims.iter() if _name(e) == "CLM"):
+            lines = []
+            for part in claim:
+                if _name(part) == "PARA":
+                    lines.append(jats.inline(part, _SKIP | {"CLMSTEP"}))
+                    lines.extend(
+                        jats.inline(step, _SKIP | {"CLMSTEP"})
+                        for step in part.iter()
+                        if _name(step) == "CLMSTEP"
+                    )
+                elif _name(part) == "CLMSTEP":
+                    lines.append(jats.inline(part, _SKIP))
+            writer.claim(lines)
+
+
+def _application(root: etree._Element, writer: _Writer) -> None:
+    """A ``patent-application-publication``: ``subdoc-*`` parts in lower-case names."""
+    layer = writer.layer
+    front = _find(root, "subdoc-bibliographic-information")
+    layer.heading(_text(front, "technical-information", "title-of-invention"), 1)
+    lines = []
+    number = _joined(
+        "US", _text(front, "document-id", "doc-number"), _text(front, "document-id", "kind-code")
+    )
+    published = date_text(_text(front, "document-id", "document-date"))
+    if _text(front, "document-id", "doc-number"):
+        lines.append(f"{number}, published {published}" if published else number)
+    filing = _find(front, "domestic-filing-data")
+    application = _text(filing, "application-number", "doc-number")
+    if application:
+        filed = date_text(_text(filing, "filing-date"))
+        lines.append(f"Application {application}" + (f", filed {filed}" if filed else ""))
+    inventors = []
+    people = _find(front, "inventors")
+    for person in (
+        e
+        for e in (people if people is not None else ())
+        if _name(e) in ("first-named-inventor", "inventor")
+    ):
+        name = _joined(
+            _text(person, "name", "given-name"),
+            _text(person, "name", "middle-name"),
+            _text(person, "name", "family-name"),
+        )
+        home = _find(person, "residence")  # residence-us or residence-non-us inside
+        residence = next(
+            (c for c in (home if home is not None else ()) if isinstance(c.tag, str)), None
+        )
+        place = _joined(
+            _text(residence, "city"),
+            _text(residence, "state"),
+            _text(residence, "country-code"),
+            separator=", ",
+        )
+        if name:
+            inventors.append(f"{name} ({place})" if place else name)
+    if inventors:
+        lines.append("Inventors: " + "; ".join(inventors))
+    assignees = [
+        _text(e, "organization-name")
+        or _joined(_text(e, "name", "given-name"), _text(e, "name", "family-name"))
+        for e in (front if front is not None else ())
+        if _name(e) == "assignee"
+    ]
+    if any(assignees):
+        lines.append("Assignees: " + "; ".join(a for a in assignees if a))
+    layer.lines(lines)
+    abstract = _find(root, "subdoc-abstract")
+    if abstract is not None:
+        layer.heading("Abstract", 2)
+        for paragraph in (e for e in abstract.iter() if _name(e) == "paragraph"):
+            writer.paragraph(paragraph)
+    description = _find(root, "subdoc-description")
+    if description is not None:
+        writer.body(description, "heading", "paragraph", "lvl")
+    claims = _find(root, "subdoc-claims")
+    if claims is not None:
+        layer.heading("Claims", 2)
+        for reference in [e for e in claims.iter() if _name(e) == "dependent-claim-reference"]:
+            for text in reference.iter():  # "claim 1": words of its clause, not a clause
+                if _name(text) == "claim-text":
+                    text.tag = "claim-reference-text"
+        for claim in (e for e in claims.iter() if _name(e) == "claim"):
+            lines = []
+            for text in claim.iter():
+                if _name(text) == "claim-text":
+                    lines.append(jats.inline(text, _SKIP | {"claim-text"}))
+            writer.claim(lines)
+
+
+def parse(raw: bytes, document: Document) -> ParsedDocument:
+    """The text layer and sections of a 2001-2004 USPTO grant (``PATDOC``) or application."""
+    key = document.source_key
+    if not raw.strip():
+        raise EmptyDocumentError(key, "the file is empty")
+    root = jats.parse_xml(raw, key)
+    jats.strip_namespaces(root)
+    writer = _Writer(current_deadline(key))
+    if _name(root) == GRANT_ROOT:
+        _grant(root, writer)
+    elif _name(root) == APPLICATION_ROOT:
+        _application(root, writer)
+    else:
+        raise CorruptDocumentError(
+            key, f"not a 2001-2004 USPTO patent: the root element is <{_name(root) or '?'}>"
+        )
+    return writer.layer.parsed(document, "the patent holds no text")
+
+
+__all__ = ["APPLICATION_ROOT", "GRANT_ROOT", "MEDIA_TYPE", "parse"]
