@@ -105,3 +105,12 @@ def test_a_text_file_that_only_starts_like_aps_is_refused_with_its_name() -> Non
     with pytest.raises(CorruptDocumentError, match="not a USPTO APS file") as error:
         parse_document(b"TTL  A title\nPAR  text\n", "odd.txt", patent_aps.MEDIA_TYPE)
     assert str(error.value).startswith("odd.txt: ")
+
+
+def test_an_aps_file_of_several_patents_reads_each_under_its_own_title() -> None:
+    one = (FIXTURES / "pftaps057006474.txt").read_text()
+    other = one.replace("TTL  Carbocation containing cyanine-type dye", "TTL  Second dye", 1)
+    parsed = parse_document((one + other).encode(), "bulk/pftaps19971223_wk51.txt")
+    titles = [s.heading for s in parsed.sections if s.level == 1 and s.heading]
+    assert titles == ["Carbocation containing cyanine-type dye", "Second dye"]
+    assert parsed.text_layer.count("\n\nClaims\n\nWhat is claimed is:") == 2
