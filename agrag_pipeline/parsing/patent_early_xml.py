@@ -112,7 +112,11 @@ def _grant(root: etree._Element, writer: _Writer) -> None:
     ``SDOCL`` claims."""
     layer = writer.layer
     front = _find(root, "SDOBI")
-    layer.heading(_text(front, "B500", "B540"), 1)
+    # B540 belongs in B500 (the DTD); a file that puts it elsewhere in SDOBI still has a title.
+    title = next(
+        (e for e in (front.iter() if front is not None else ()) if _name(e) == "B540"), None
+    )
+    layer.heading(jats.inline(title, _SKIP), 1)
     lines = []
     number = _joined(
         _text(front, "B100", "B190"), _text(front, "B100", "B110"), _text(front, "B100", "B130")
