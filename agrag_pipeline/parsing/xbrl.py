@@ -99,25 +99,25 @@ def _contexts(root: etree._Element) -> dict[str, _Context]:
     return contexts
 
 
+def _measures(unit: etree._Element, part: str) -> list[str]:
+    """The measures of a divided unit's ``unitNumerator`` or ``unitDenominator``, as words."""
+    return [
+        _words(_text(m))
+        for e in unit.iter()
+        if local_name(e) == part
+        for m in e
+        if local_name(m) == "measure"
+    ]
+
+
 def _units(root: etree._Element) -> dict[str, str]:
+    """Unit id -> its words: "USD", "shares", "USD per share" (a divide)."""
     units: dict[str, str] = {}
     for unit in root:
         if local_name(unit) != "unit" or not unit.get("id"):
             continue
-        numerator = [
-            _words(_text(m))
-            for e in unit.iter()
-            if local_name(e) == "unitNumerator"
-            for m in e
-            if local_name(m) == "measure"
-        ]
-        denominator = [
-            _words(_text(m))
-            for e in unit.iter()
-            if local_name(e) == "unitDenominator"
-            for m in e
-            if local_name(m) == "measure"
-        ]
+        numerator = _measures(unit, "unitNumerator")
+        denominator = ["share" if m == "shares" else m for m in _measures(unit, "unitDenominator")]
         if numerator or denominator:
             units[unit.get("id", "")] = f"{' '.join(numerator)} per {' '.join(denominator)}"
         else:
