@@ -1745,6 +1745,73 @@ def _title_case(text: str) -> bool:
     return bool(long_words) and all(w[0].isupper() for w in long_words)
 
 
+#: Lines of one heading style in a row, with no body text between them, that are no headings.
+_LABEL_RUN = 3
+
+
+def _without_label_runs(
+    lines: list[_Written], candidates: list[tuple[int, tuple[float, bool, bool]]], body: float
+) -> list[tuple[int, tuple[float, bool, bool]]]:
+    """The candidates less runs of ``_LABEL_RUN`` or more of one style on one page with no
+    body-size text between them (a line of another heading style counts as text): a syntax
+    diagram's lines between their smaller call-outs, a cover's bullet list, a form's labels.
+    A heading opens text. A heading wrapped onto the next line is one of the run, not two;
+    numbered lines ("4. DISCUSSION", "5. ADJOURNMENT": an agenda's items) stay headings."""
+    style_of = dict(candidates)
+    by_style: dict[tuple[float, bool, bool], list[int]] = {}
+    for index, style in candidates:
+        by_style.setdefault(style, []).append(index)
+    dropped: set[int] = set()
+    for style, indexes in by_style.items():
+        run, units = [indexes[0]], 1
+        for before, after in zip(indexes, [*indexes[1:], None], strict=True):
+            if (
+                after is not None
+                and lines[after].page == lines[before].page
+                and not any(
+                    _opens_text(lines[k], style_of.get(k), style, body)
+                    for k in range(before + 1, after)
+                )
+            ):
+                run.append(after)
+                units += not _wrapped_onto(lines[before], lines[after], after - before)
+                continue
+            if units >= _LABEL_RUN and not all(_NUMBERED.match(lines[i].text.strip()) for i in run):
+                dropped.update(run)
+            if after is not None:
+                run, units = [after], 1
+    return [c for c in candidates if c[0] not in dropped]
+
+
+#: A line that opens with an item's number ("4. ", "1.2 ", "B. ") starts a heading of its own.
+_ITEM_NUMBER = re.compile(r"^(\d+\.(\d+\.?)*|[A-Z]\.|[IVX]+\.)\s")
+
+
+def _opens_text(
+    line: _Written,
+    line_style: tuple[float, bool, bool] | None,
+    style: tuple[float, bool, bool],
+    body: float,
+) -> bool:
+    """Whether ``line``, between two candidate headings of ``style``, is text they open: a line
+    of body size, or a candidate of another style (``line_style``)."""
+    if line.role != "text":
+        return False
+    if line_style is not None:
+        return line_style != style
+    return line.size >= body * 0.95 and any(c.isalpha() for c in line.text)
+
+
+def _wrapped_onto(line: _Written, following: _Written, apart: int) -> bool:
+    """Whether ``following`` (``apart`` lines on) goes on with the heading ``line`` wraps."""
+    return (
+        apart == 1
+        and following.page == line.page
+        and following.top - line.bottom < 0.9 * following.size
+        and not _ITEM_NUMBER.match(following.text.strip())
+    )
+
+
 def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
     body_lines = [line for line in lines if line.role == "text"]
     if not body_lines:
@@ -1791,6 +1858,8 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
         candidates = [c for c in candidates if c[1][0] > 0]
         if too_many(candidates):
             return []
+    # After that measure: a form whose every label stands out says nothing, runs or not.
+    candidates = _without_label_runs(lines, candidates, body)
     labels = _division_labels(lines, [i for i, _ in candidates])
     styles = sorted(
         {style for i, style in candidates if i not in labels},
@@ -1816,10 +1885,8 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
         if (
             previous is not None
             and prev_line is not None
-            and previous[0] == index - 1
             and previous[1] == style
-            and prev_line.page == line.page
-            and line.top - prev_line.bottom < 0.9 * line.size
+            and _wrapped_onto(prev_line, line, index - previous[0])
         ):  # a heading wrapped onto a second line: one heading
             last = marks[-1]
             ran_on = _full_heading_line(prev_line.text.strip())

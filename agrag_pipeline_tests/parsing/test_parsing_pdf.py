@@ -731,3 +731,22 @@ def test_corpus_subheadings_nest_alike_on_every_page(corpus_dir: Path) -> None:
     assert under["(1) 상위법에 반하는 보험약관의 해석"][1] == [title, "3 문제점"]
     assert under["(3) 신종위험에 대비하는 보험상품 개발 필요"][1] == [title, "4 개선과제"]
     assert len(under) == 11 and len({level for level, _ in under.values()}) == 1
+
+
+def test_a_syntax_diagrams_lines_are_no_headings_and_an_agendas_numbered_items_each_are_one() -> (
+    None
+):
+    # LibreOffice 7.4 export of fixtures/label_runs.fodt, no outline: a syntax diagram's
+    # clauses set a size above the body, each followed by a smaller call-out only, were four
+    # headings; three numbered agenda items set bold, one under the other, were one heading.
+    pdf = Path(__file__).resolve().parents[1] / "fixtures" / "label_runs.pdf"
+    parsed = parse_document(pdf.read_bytes(), "label_runs.pdf")
+    assert contract_violations(parsed) == []
+    assert [s.heading for s in parsed.sections if s.heading] == [
+        "Row permissions",
+        "Meeting agenda",
+        "4. REPORT FROM CLOSED SESSION",
+        "5. DISCUSSION",
+        "6. ADJOURNMENT",
+    ]
+    assert "CREATE PERMISSION permission-name" in parsed.text_layer

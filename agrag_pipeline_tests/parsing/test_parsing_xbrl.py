@@ -40,9 +40,7 @@ def test_an_xbrl_instance_reads_as_its_title_notes_and_a_table_of_its_facts() ->
         "Common Stock Shares Outstanding | 2025-12-31 | Statement Class Of Stock: Common Class A "
         "| 23000000 | shares"
     ) in text
-    assert (
-        "Earnings Per Share Diluted | 2025-01-01 to 2025-12-31 |  | 0.27 | USD per share" in text
-    )
+    assert "Earnings Per Share Diluted | 2025-01-01 to 2025-12-31 |  | 0.27 | USD per share" in text
     assert "Includes restricted cash of $1,000." in text
     assert [s.kind for s in parsed.sections].count("table") == 2
     for left_out in ("<p", "&lt;", "contextRef", "c0", "Liabilities", "\xa0", "acme-20251231.xsd"):
