@@ -52,7 +52,8 @@ def date_text(value: str) -> str:
     return f"{value[:4]}-{value[4:6]}-{value[6:]}" if len(value) == 8 and value.isdigit() else value
 
 
-def _find(element: etree._Element | None, *path: str) -> etree._Element | None:
+def find_path(element: etree._Element | None, *path: str) -> etree._Element | None:
+    """The element at ``path`` (child names, first match at each step) under ``element``."""
     for name in path:
         if element is None:
             return None
@@ -61,16 +62,16 @@ def _find(element: etree._Element | None, *path: str) -> etree._Element | None:
 
 
 def _text(element: etree._Element | None, *path: str) -> str:
-    return jats.inline(_find(element, *path))
+    return jats.inline(find_path(element, *path))
 
 
 def _party(party: etree._Element) -> str:
     """A party's name (an organisation, else given and family name) and its place."""
-    book = _find(party, "addressbook")
+    book = find_path(party, "addressbook")
     name = _text(book, "orgname") or " ".join(
         n for n in (_text(book, "first-name"), _text(book, "last-name")) if n
     )
-    address = _find(book, "address")
+    address = find_path(book, "address")
     place = ", ".join(
         p for p in (_text(address, "city"), _text(address, "state"), _text(address, "country")) if p
     )
@@ -108,49 +109,57 @@ def cals_tables(
         yield rows, header_rows
 
 
-class _Writer:
+class PatentWriter:
+    """The text layer of a patent of any year (``patent``, ``patent_early_xml``): the count of
+    elements that checks the parse's deadline, and whether the description has had a heading
+    (text before the first is put under "Description")."""
+
     def __init__(self, deadline: Deadline) -> None:
         self.layer = TextLayer()
         self.deadline = deadline
         self.count = 0
-        self.headed = False  # the description has had a heading
+        self.headed = False
 
-    def _tick(self) -> None:
+    def tick(self) -> None:
         self.count += 1
         if not self.count % 256:
             self.deadline.check(f"patent element {self.count:,}")
 
+
+class _Writer(PatentWriter):
+    """ICE's elements."""
+
     def front(self, biblio: etree._Element | None) -> None:
         self.layer.heading(_text(biblio, "invention-title"), 1)
         lines: list[str] = []
-        publication = _find(biblio, "publication-reference", "document-id")
+        publication = find_path(biblio, "publication-reference", "document-id")
         if publication is not None:
             number = " ".join(
                 p for p in (_text(publication, n) for n in ("country", "doc-number", "kind")) if p
             )
             date = date_text(_text(publication, "date"))
             lines.append(f"{number}, published {date}" if date else number)
-        application = _find(biblio, "application-reference", "document-id")
+        application = find_path(biblio, "application-reference", "document-id")
         if application is not None:
             filed = date_text(_text(application, "date"))
             lines.append(
                 f"Application {_text(application, 'doc-number')}"
                 + (f", filed {filed}" if filed else "")
             )
-        parties = _find(biblio, "us-parties")
+        parties = find_path(biblio, "us-parties")
         if parties is None:
-            parties = _find(biblio, "parties")
+            parties = find_path(biblio, "parties")
         for label, group, one in (
             ("Applicants", "us-applicants", "us-applicant"),
             ("Inventors", "inventors", "inventor"),
         ):
-            names = _parties(_find(parties, group), one) or _parties(biblio, one)
+            names = _parties(find_path(parties, group), one) or _parties(biblio, one)
             if names:
                 lines.append(f"{label}: " + "; ".join(names))
-        assignees = _parties(_find(biblio, "assignees"), "assignee")
+        assignees = _parties(find_path(biblio, "assignees"), "assignee")
         if assignees:
             lines.append("Assignees: " + "; ".join(assignees))
-        main = _find(biblio, "classifications-cpc", "main-cpc")
+        main = find_path(biblio, "classifications-cpc", "main-cpc")
         if main is not None:
             codes = [_cpc(c) for c in main if _name(c) == "classification-cpc"]
             if any(codes):
@@ -159,7 +168,7 @@ class _Writer:
 
     def paragraph(self, element: etree._Element) -> None:
         """A paragraph, with the tables, lists and formulas set inside it written after it."""
-        self._tick()
+        self.tick()
         self.layer.paragraph(jats.inline(element, jats.SKIP_INLINE | _BLOCKS))
         for child in element:
             if _name(child) in _BLOCKS:
@@ -179,14 +188,14 @@ class _Writer:
         lines = []
         for item in element.iter():
             if _name(item) == "li":
-                self._tick()
+                self.tick()
                 text = jats.inline(item, jats.SKIP_INLINE | {"ul", "ol"})
                 if text:  # an item holding only a nested list: its items follow
                     lines.append("- " + text)
         self.layer.lines(lines)
 
     def tables(self, element: etree._Element) -> None:
-        for rows, header_rows in cals_tables(element, self._tick):
+        for rows, header_rows in cals_tables(element, self.tick):
             self.layer.table(rows, header_rows=header_rows)
 
     def description(self, element: etree._Element) -> None:
@@ -212,7 +221,7 @@ class _Writer:
         self.layer.heading("Claims", 2)
         self.layer.paragraph(_text(root, "us-claim-statement"))
         for claim in (c for c in claims if _name(c) == "claim"):
-            self._tick()
+            self.tick()
             lines: list[str] = []
             for text in (c for c in claim if _name(c) == "claim-text"):
                 self._clauses(text, lines)
@@ -241,18 +250,18 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     writer = _Writer(current_deadline(key))
     biblio = next((c for c in root if _name(c).startswith("us-bibliographic-data")), None)
     writer.front(biblio)
-    abstract = _find(root, "abstract")
+    abstract = find_path(root, "abstract")
     if abstract is not None:
         writer.layer.heading("Abstract", 2)
         for p in (c for c in abstract.iter() if _name(c) == "p"):
             writer.paragraph(p)
-    description = _find(root, "description")
+    description = find_path(root, "description")
     if description is not None:
         writer.description(description)
-    claims = _find(root, "claims")
+    claims = find_path(root, "claims")
     if claims is not None:
         writer.claims(root, claims)
     return writer.layer.parsed(document, "the patent holds no text")
 
 
-__all__ = ["MEDIA_TYPE", "ROOTS", "cals_tables", "date_text", "parse"]
+__all__ = ["MEDIA_TYPE", "ROOTS", "PatentWriter", "cals_tables", "date_text", "find_path", "parse"]

@@ -24,11 +24,10 @@ from lxml import etree
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import jats
-from agrag_pipeline.parsing.budget import Deadline, current_deadline
+from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
-from agrag_pipeline.parsing.patent import cals_tables, date_text
-from agrag_pipeline.parsing.textlayer import TextLayer
+from agrag_pipeline.parsing.patent import PatentWriter, cals_tables, date_text, find_path
 from agrag_pipeline.parsing.tree import MAX_HEADING_LEVEL
 
 MEDIA_TYPE = "application/vnd.uspto.patent-2001+xml"
@@ -42,33 +41,22 @@ _SKIP = jats.SKIP_INLINE | {"number", "EMI", "image", "CWU", "figure"}
 _TABLES = frozenset({"TABLE-US", "table-us", "table", "TABLE", "tables"})
 
 
-def _find(element: etree._Element | None, *path: str) -> etree._Element | None:
-    for name in path:
-        if element is None:
-            return None
-        element = next((c for c in element if _name(c) == name), None)
-    return element
-
-
 def _text(element: etree._Element | None, *path: str) -> str:
-    return jats.inline(_find(element, *path), _SKIP)
+    return jats.inline(find_path(element, *path), _SKIP)
 
 
 def _joined(*parts: str, separator: str = " ") -> str:
     return separator.join(p for p in parts if p)
 
 
-class _Writer:
-    def __init__(self, deadline: Deadline) -> None:
-        self.layer = TextLayer()
-        self.deadline = deadline
-        self.count = 0
-        self.headed = False  # the description has had a heading
+def _someone(name: str, *place: str) -> str:
+    """ "Jian Cui (Nepean, CA)": a name and the parts of its place there are ('' for no name)."""
+    where = _joined(*place, separator=", ")
+    return f"{name} ({where})" if name and where else name
 
-    def tick(self) -> None:
-        self.count += 1
-        if not self.count % 256:
-            self.deadline.check(f"patent element {self.count:,}")
+
+class _Writer(PatentWriter):
+    """The 2001-2004 elements (upper-case SGML names in grants, lower-case in applications)."""
 
     def paragraph(self, element: etree._Element) -> None:
         self.tick()
@@ -102,6 +90,30 @@ class _Writer:
             elif isinstance(child.tag, str) and name not in _SKIP:
                 self.body(child, heading, paragraph, level)
 
+    def front_and_text(
+        self,
+        lines: list[str],
+        inventors: list[str],
+        assignees: list[str],
+        abstract: etree._Element | None,
+        description: etree._Element | None,
+        names: tuple[str, str, str],
+    ) -> None:
+        """The bibliographic lines (inventors and assignees last), the abstract and the description;
+        ``names``: the format's heading and paragraph elements and its level attribute."""
+        heading, paragraph, level = names
+        if any(inventors):
+            lines.append("Inventors: " + "; ".join(i for i in inventors if i))
+        if any(assignees):
+            lines.append("Assignees: " + "; ".join(a for a in assignees if a))
+        self.layer.lines(lines)
+        if abstract is not None:
+            self.layer.heading("Abstract", 2)
+            for element in (e for e in abstract.iter() if _name(e) == paragraph):
+                self.paragraph(element)
+        if description is not None:
+            self.body(description, heading, paragraph, level)
+
     def claim(self, lines: list[str]) -> None:
         self.tick()
         self.layer.lines(lines)
@@ -111,7 +123,7 @@ def _grant(root: etree._Element, writer: _Writer) -> None:
     """A ``PATDOC`` grant: ``SDOBI`` front, ``SDOAB`` abstract, ``SDODE`` description,
     ``SDOCL`` claims."""
     layer = writer.layer
-    front = _find(root, "SDOBI")
+    front = find_path(root, "SDOBI")
     # B540 belongs in B500 (the DTD); a file that puts it elsewhere in SDOBI still has a title.
     title = next(
         (e for e in (front.iter() if front is not None else ()) if _name(e) == "B540"), None
@@ -128,24 +140,19 @@ def _grant(root: etree._Element, writer: _Writer) -> None:
     if application:
         filed = date_text(_text(front, "B200", "B220"))
         lines.append(f"Application {application}" + (f", filed {filed}" if filed else ""))
-    parties = _find(front, "B700")
+    parties = find_path(front, "B700")
     inventors = []
     for inventor in (
         e for e in (parties.iter() if parties is not None else ()) if _name(e) == "B721"
     ):
-        party = _find(inventor, "PARTY-US")
+        party = find_path(inventor, "PARTY-US")
         party = inventor if party is None else party
-        name = _joined(_text(party, "NAM", "FNM"), _text(party, "NAM", "SNM"))
-        place = _joined(
-            _text(party, "ADR", "CITY"),
-            _text(party, "ADR", "STATE"),
-            _text(party, "ADR", "CTRY"),
-            separator=", ",
+        inventors.append(
+            _someone(
+                _joined(_text(party, "NAM", "FNM"), _text(party, "NAM", "SNM")),
+                *(_text(party, "ADR", part) for part in ("CITY", "STATE", "CTRY")),
+            )
         )
-        if name:
-            inventors.append(f"{name} ({place})" if place else name)
-    if inventors:
-        lines.append("Inventors: " + "; ".join(inventors))
     assignees = [
         _text(e, "PARTY-US", "NAM", "ONM")
         or _text(e, "NAM", "ONM")
@@ -153,18 +160,15 @@ def _grant(root: etree._Element, writer: _Writer) -> None:
         for e in (parties.iter() if parties is not None else ())
         if _name(e) == "B731"
     ]
-    if any(assignees):
-        lines.append("Assignees: " + "; ".join(a for a in assignees if a))
-    layer.lines(lines)
-    abstract = _find(root, "SDOAB")
-    if abstract is not None:
-        layer.heading("Abstract", 2)
-        for paragraph in (e for e in abstract.iter() if _name(e) == "PARA"):
-            writer.paragraph(paragraph)
-    description = _find(root, "SDODE")
-    if description is not None:
-        writer.body(description, "H", "PARA", "LVL")
-    claims = _find(root, "SDOCL")
+    writer.front_and_text(
+        lines,
+        inventors,
+        assignees,
+        find_path(root, "SDOAB"),
+        find_path(root, "SDODE"),
+        ("H", "PARA", "LVL"),
+    )
+    claims = find_path(root, "SDOCL")
     if claims is not None:
         layer.heading("Claims", 2)
         for claim in (e for e in claims.iter() if _name(e) == "CLM"):
@@ -185,7 +189,7 @@ def _grant(root: etree._Element, writer: _Writer) -> None:
 def _application(root: etree._Element, writer: _Writer) -> None:
     """A ``patent-application-publication``: ``subdoc-*`` parts in lower-case names."""
     layer = writer.layer
-    front = _find(root, "subdoc-bibliographic-information")
+    front = find_path(root, "subdoc-bibliographic-information")
     layer.heading(_text(front, "technical-information", "title-of-invention"), 1)
     lines = []
     number = _joined(
@@ -194,13 +198,13 @@ def _application(root: etree._Element, writer: _Writer) -> None:
     published = date_text(_text(front, "document-id", "document-date"))
     if _text(front, "document-id", "doc-number"):
         lines.append(f"{number}, published {published}" if published else number)
-    filing = _find(front, "domestic-filing-data")
+    filing = find_path(front, "domestic-filing-data")
     application = _text(filing, "application-number", "doc-number")
     if application:
         filed = date_text(_text(filing, "filing-date"))
         lines.append(f"Application {application}" + (f", filed {filed}" if filed else ""))
     inventors = []
-    people = _find(front, "inventors")
+    people = find_path(front, "inventors")
     for person in (
         e
         for e in (people if people is not None else ())
@@ -211,38 +215,28 @@ def _application(root: etree._Element, writer: _Writer) -> None:
             _text(person, "name", "middle-name"),
             _text(person, "name", "family-name"),
         )
-        home = _find(person, "residence")  # residence-us or residence-non-us inside
+        home = find_path(person, "residence")  # residence-us or residence-non-us inside
         residence = next(
             (c for c in (home if home is not None else ()) if isinstance(c.tag, str)), None
         )
-        place = _joined(
-            _text(residence, "city"),
-            _text(residence, "state"),
-            _text(residence, "country-code"),
-            separator=", ",
+        inventors.append(
+            _someone(name, *(_text(residence, part) for part in ("city", "state", "country-code")))
         )
-        if name:
-            inventors.append(f"{name} ({place})" if place else name)
-    if inventors:
-        lines.append("Inventors: " + "; ".join(inventors))
     assignees = [
         _text(e, "organization-name")
         or _joined(_text(e, "name", "given-name"), _text(e, "name", "family-name"))
         for e in (front if front is not None else ())
         if _name(e) == "assignee"
     ]
-    if any(assignees):
-        lines.append("Assignees: " + "; ".join(a for a in assignees if a))
-    layer.lines(lines)
-    abstract = _find(root, "subdoc-abstract")
-    if abstract is not None:
-        layer.heading("Abstract", 2)
-        for paragraph in (e for e in abstract.iter() if _name(e) == "paragraph"):
-            writer.paragraph(paragraph)
-    description = _find(root, "subdoc-description")
-    if description is not None:
-        writer.body(description, "heading", "paragraph", "lvl")
-    claims = _find(root, "subdoc-claims")
+    writer.front_and_text(
+        lines,
+        inventors,
+        assignees,
+        find_path(root, "subdoc-abstract"),
+        find_path(root, "subdoc-description"),
+        ("heading", "paragraph", "lvl"),
+    )
+    claims = find_path(root, "subdoc-claims")
     if claims is not None:
         layer.heading("Claims", 2)
         for reference in [e for e in claims.iter() if _name(e) == "dependent-claim-reference"]:
