@@ -170,7 +170,7 @@ SNAPSHOT_VERSION = "1"
 #: [tab:results]"), as docling writes them; pylatexenc wrote "<cit.>" and "<ref>".
 #: 43: HTML text that is only no-break spaces (Word's and EDGAR's spacer ``<p>&nbsp;</p>``, a
 #: blank cell, the ``&nbsp;`` between two links) shows as space: it was a block or a cell
-#: holding U+00A0. New formats, skipped or read as generic XML before: Box Notes (``boxnote``),
+#: holding U+00A0; an HTML table's columns blank in every row (spacer columns) are left out. New formats, skipped or read as generic XML before: Box Notes (``boxnote``),
 #: XBRL instances (``xbrl``: text blocks as HTML, facts as a table; they were element paths
 #: with their escaped HTML), USPTO patents of 2001-2004 in XML (``patent_early_xml``) and of
 #: 1976-2001 in APS text (``patent_aps``), read as the ICE ones are. PDF headings from

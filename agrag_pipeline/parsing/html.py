@@ -430,7 +430,24 @@ def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
         if not any(texts) or grid.continued:
             continue  # no text, or only text the next row repeats
         rows.append((in_head or all(c.tag == "th" for c in cells), texts))
-    return rows
+    return _without_blank_columns(rows)
+
+
+def _without_blank_columns(
+    rows: list[tuple[bool, list[str]]],
+) -> list[tuple[bool, list[str]]]:
+    """The rows less the columns blank in every row: the spacer columns of Word's HTML and of
+    every EDGAR filing (a narrow empty cell between a label and its "$", between two years),
+    which show nothing and were written as " |  |  | " around each value."""
+    width = max(len(cells) for _, cells in rows)
+    filled = [False] * width
+    for _, cells in rows:
+        for index, cell in enumerate(cells):
+            if cell:
+                filled[index] = True
+    if all(filled):
+        return rows
+    return [(head, [c for i, c in enumerate(cells) if filled[i]]) for head, cells in rows]
 
 
 def _row_elements(table: LexborNode) -> list[tuple[bool, LexborNode]]:

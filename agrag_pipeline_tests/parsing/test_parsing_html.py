@@ -144,6 +144,25 @@ def test_a_spacer_of_no_break_spaces_is_space_not_a_block_or_a_cell() -> None:
         "</body></html>"
     )
     assert parsed.text_layer == (
-        "First.\n\nSecond\xa0one, ISBN 978-0.\n\nItem |  | 2025\nCash |  | 1,121\n\na\n\xa0\nb"
+        "First.\n\nSecond\xa0one, ISBN 978-0.\n\nItem | 2025\nCash | 1,121\n\na\n\xa0\nb"
+    )
+    assert contract_violations(parsed) == []
+
+
+def test_a_spacer_column_blank_in_every_row_is_no_column() -> None:
+    # As every EDGAR filing and Word's HTML set their financial tables: a narrow empty cell
+    # between a label and its "$", and between two years; each was written as "|  |".
+    parsed = _parse(
+        "<html><body><table>"
+        "<tr><td></td><td></td><th colspan='2'>2025</th><td></td><th colspan='2'>2024</th></tr>"
+        "<tr><td>Cash</td><td>&nbsp;</td><td>$</td><td>1,121</td><td> </td><td>$</td>"
+        "<td>987</td></tr>"
+        "<tr><td>Total assets</td><td></td><td>$</td><td>241,787,868</td><td></td><td>$</td>"
+        "<td>233,231,190</td></tr></table></body></html>"
+    )
+    assert parsed.text_layer == (
+        " | 2025 | 2025 | 2024 | 2024\n"
+        "Cash | $ | 1,121 | $ | 987\n"
+        "Total assets | $ | 241,787,868 | $ | 233,231,190"
     )
     assert contract_violations(parsed) == []
