@@ -51,7 +51,7 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import mathml
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.parsed import ParsedDocument
-from agrag_pipeline.parsing.table_grid import SpanGrid, span
+from agrag_pipeline.parsing.table_grid import SpanGrid, filled_columns, span
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 
 MEDIA_TYPE = "text/html"
@@ -436,15 +436,8 @@ def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
 def _without_blank_columns(
     rows: list[tuple[bool, list[str]]],
 ) -> list[tuple[bool, list[str]]]:
-    """The rows less the columns blank in every row: the spacer columns of Word's HTML and of
-    every EDGAR filing (a narrow empty cell between a label and its "$", between two years),
-    which show nothing and were written as " |  |  | " around each value."""
-    width = max(len(cells) for _, cells in rows)
-    filled = [False] * width
-    for _, cells in rows:
-        for index, cell in enumerate(cells):
-            if cell:
-                filled[index] = True
+    """The rows less the columns blank in every row (``table_grid.filled_columns``)."""
+    filled = filled_columns(cells for _, cells in rows)
     if all(filled):
         return rows
     return [(head, [c for i, c in enumerate(cells) if filled[i]]) for head, cells in rows]

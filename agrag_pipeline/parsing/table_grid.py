@@ -9,7 +9,7 @@ each row reads whole under its header, alone in a chunk too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 #: The widest span honoured (HTML's own limit for ``colspan``).
 MAX_SPAN = 1000
@@ -58,3 +58,17 @@ class SpanGrid:
     def _fill(self, r: int, out: list[str]) -> None:
         while (r, len(out)) in self._covered:
             out.append(self._covered.pop((r, len(out))))
+
+
+def filled_columns(rows: Iterable[Sequence[str]]) -> list[bool]:
+    """Per column (as wide as the widest row), whether any row has text there. A column blank
+    in every row is a spacer (Word's and EDGAR's narrow empty cells between a label and its
+    "$", between two years): it shows nothing, and written it was "|  |" around each value."""
+    filled: list[bool] = []
+    for cells in rows:
+        if len(cells) > len(filled):
+            filled.extend([False] * (len(cells) - len(filled)))
+        for index, cell in enumerate(cells):
+            if cell and not filled[index]:
+                filled[index] = True
+    return filled
