@@ -94,7 +94,9 @@ def _nodes(value: object) -> Iterator[dict[str, Any]]:
 
 
 def _inline(node: Mapping[str, Any], depth: int = 0) -> str:
-    """The text of a node's inline content; a hard break is a line break."""
+    """The text of a node's inline content; a hard break is a line break. A node holding
+    content is a block (a list in a table cell, a quote's paragraphs): a space parts it from
+    the text beside it, so "Ana" and "Bo" of a list in a cell do not read "AnaBo"."""
     parts: list[str] = []
     for child in _nodes(node.get("content")):
         kind = child.get("type")
@@ -105,7 +107,7 @@ def _inline(node: Mapping[str, Any], depth: int = 0) -> str:
         elif kind == "image" and _alt_text(child):
             parts.append(f" {_alt_text(child)} ")
         elif "content" in child and depth < MAX_DEPTH:
-            parts.append(_inline(child, depth + 1))
+            parts.append(f" {_inline(child, depth + 1)} ")
     return "".join(parts)
 
 

@@ -152,3 +152,27 @@ def test_a_box_note_nested_past_any_real_note_is_refused_not_a_recursion_error()
 def test_a_boxnote_file_is_detected_by_its_extension() -> None:
     head = (FIXTURES / "feature_tour_2023.boxnote").read_bytes()[:8192]
     assert detect_media_type("Shared/Team/Weekly sync.boxnote", head) == MEDIA_TYPE
+
+
+def test_blocks_inside_a_box_note_table_cell_stay_apart_as_words() -> None:
+    list_cell = _cell("Owners:")
+    list_cell["content"].append(
+        {
+            "type": "bullet_list",
+            "content": [
+                {"type": "list_item", "content": [_cell("Ana")["content"][0]]},
+                {"type": "list_item", "content": [_cell("Bo")["content"][0]]},
+            ],
+        }
+    )
+    quote_cell = _cell("")
+    quote_cell["content"] = [
+        {"type": "blockquote", "content": [_cell("one")["content"][0], _cell("two")["content"][0]]}
+    ]
+    table = {
+        "type": "table",
+        "content": [{"type": "table_row", "content": [list_cell, quote_cell]}],
+    }
+    assert (
+        parse_document(_note(table), "cells.boxnote").text_layer == "| Owners: Ana Bo | one two |"
+    )
