@@ -25,7 +25,7 @@ are not the patent's text.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from lxml import etree
 
@@ -50,6 +50,20 @@ def date_text(value: str) -> str:
     """``20200123`` as ``2020-01-23`` (anything else as given)."""
     value = value.strip()
     return f"{value[:4]}-{value[4:6]}-{value[6:]}" if len(value) == 8 and value.isdigit() else value
+
+
+def dated(what: str, verb: str, date: str) -> str:
+    """A front line: ``what`` and, where there is one, the date it was ``verb`` ("US 06442728 B1,
+    published 2002-08-27", "Application 09263431, filed 1999-03-04"); ``date`` as the USPTO
+    writes it. One wording for the readers of every year."""
+    shown = date_text(date)
+    return f"{what}, {verb} {shown}" if shown else what
+
+
+def named(label: str, names: Iterable[str]) -> list[str]:
+    """``["Inventors: Jian Cui (Nepean, CA); Bin Li"]``, or no line where no name is given."""
+    given = [name for name in names if name]
+    return [f"{label}: " + "; ".join(given)] if given else []
 
 
 def find_path(element: etree._Element | None, *path: str) -> etree._Element | None:
@@ -137,14 +151,15 @@ class _Writer(PatentWriter):
             number = " ".join(
                 p for p in (_text(publication, n) for n in ("country", "doc-number", "kind")) if p
             )
-            date = date_text(_text(publication, "date"))
-            lines.append(f"{number}, published {date}" if date else number)
+            lines.append(dated(number, "published", _text(publication, "date")))
         application = find_path(biblio, "application-reference", "document-id")
         if application is not None:
-            filed = date_text(_text(application, "date"))
             lines.append(
-                f"Application {_text(application, 'doc-number')}"
-                + (f", filed {filed}" if filed else "")
+                dated(
+                    f"Application {_text(application, 'doc-number')}",
+                    "filed",
+                    _text(application, "date"),
+                )
             )
         parties = find_path(biblio, "us-parties")
         if parties is None:
@@ -154,11 +169,8 @@ class _Writer(PatentWriter):
             ("Inventors", "inventors", "inventor"),
         ):
             names = _parties(find_path(parties, group), one) or _parties(biblio, one)
-            if names:
-                lines.append(f"{label}: " + "; ".join(names))
-        assignees = _parties(find_path(biblio, "assignees"), "assignee")
-        if assignees:
-            lines.append("Assignees: " + "; ".join(assignees))
+            lines += named(label, names)
+        lines += named("Assignees", _parties(find_path(biblio, "assignees"), "assignee"))
         main = find_path(biblio, "classifications-cpc", "main-cpc")
         if main is not None:
             codes = [_cpc(c) for c in main if _name(c) == "classification-cpc"]
@@ -264,4 +276,14 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     return writer.layer.parsed(document, "the patent holds no text")
 
 
-__all__ = ["MEDIA_TYPE", "ROOTS", "PatentWriter", "cals_tables", "date_text", "find_path", "parse"]
+__all__ = [
+    "MEDIA_TYPE",
+    "ROOTS",
+    "PatentWriter",
+    "cals_tables",
+    "date_text",
+    "dated",
+    "find_path",
+    "named",
+    "parse",
+]

@@ -28,7 +28,7 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
-from agrag_pipeline.parsing.patent import date_text
+from agrag_pipeline.parsing.patent import dated, named
 from agrag_pipeline.parsing.textlayer import TextLayer
 
 MEDIA_TYPE = "text/x-uspto-aps"
@@ -124,15 +124,10 @@ class _Patent:
         if number:
             # The last of WKU's nine characters is a check digit, not the number's.
             shown = number[:-1] if len(number) == 9 else number
-            issued = date_text(fields.get("ISD", ""))
-            lines.append(f"US {shown}" + (f", issued {issued}" if issued else ""))
+            lines.append(dated(f"US {shown}", "issued", fields.get("ISD", "")))
         if fields.get("APN"):
-            filed = date_text(fields.get("APD", ""))
-            lines.append(f"Application {fields['APN']}" + (f", filed {filed}" if filed else ""))
-        if self.inventors:
-            lines.append("Inventors: " + "; ".join(self.inventors))
-        if self.assignees:
-            lines.append("Assignees: " + "; ".join(self.assignees))
+            lines.append(dated(f"Application {fields['APN']}", "filed", fields.get("APD", "")))
+        lines += named("Inventors", self.inventors) + named("Assignees", self.assignees)
         self.layer.lines(lines)
 
     def open_group(self, name: str) -> None:

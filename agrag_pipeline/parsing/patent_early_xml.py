@@ -27,7 +27,7 @@ from agrag_pipeline.parsing import jats
 from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
-from agrag_pipeline.parsing.patent import PatentWriter, cals_tables, date_text, find_path
+from agrag_pipeline.parsing.patent import PatentWriter, cals_tables, dated, find_path, named
 from agrag_pipeline.parsing.tree import MAX_HEADING_LEVEL
 
 MEDIA_TYPE = "application/vnd.uspto.patent-2001+xml"
@@ -102,11 +102,7 @@ class _Writer(PatentWriter):
         """The bibliographic lines (inventors and assignees last), the abstract and the description;
         ``names``: the format's heading and paragraph elements and its level attribute."""
         heading, paragraph, level = names
-        if any(inventors):
-            lines.append("Inventors: " + "; ".join(i for i in inventors if i))
-        if any(assignees):
-            lines.append("Assignees: " + "; ".join(a for a in assignees if a))
-        self.layer.lines(lines)
+        self.layer.lines([*lines, *named("Inventors", inventors), *named("Assignees", assignees)])
         if abstract is not None:
             self.layer.heading("Abstract", 2)
             for element in (e for e in abstract.iter() if _name(e) == paragraph):
@@ -133,13 +129,11 @@ def _grant(root: etree._Element, writer: _Writer) -> None:
     number = _joined(
         _text(front, "B100", "B190"), _text(front, "B100", "B110"), _text(front, "B100", "B130")
     )
-    published = date_text(_text(front, "B100", "B140"))
     if number:
-        lines.append(f"{number}, published {published}" if published else number)
+        lines.append(dated(number, "published", _text(front, "B100", "B140")))
     application = _text(front, "B200", "B210")
     if application:
-        filed = date_text(_text(front, "B200", "B220"))
-        lines.append(f"Application {application}" + (f", filed {filed}" if filed else ""))
+        lines.append(dated(f"Application {application}", "filed", _text(front, "B200", "B220")))
     parties = find_path(front, "B700")
     inventors = []
     for inventor in (
@@ -195,14 +189,12 @@ def _application(root: etree._Element, writer: _Writer) -> None:
     number = _joined(
         "US", _text(front, "document-id", "doc-number"), _text(front, "document-id", "kind-code")
     )
-    published = date_text(_text(front, "document-id", "document-date"))
     if _text(front, "document-id", "doc-number"):
-        lines.append(f"{number}, published {published}" if published else number)
+        lines.append(dated(number, "published", _text(front, "document-id", "document-date")))
     filing = find_path(front, "domestic-filing-data")
     application = _text(filing, "application-number", "doc-number")
     if application:
-        filed = date_text(_text(filing, "filing-date"))
-        lines.append(f"Application {application}" + (f", filed {filed}" if filed else ""))
+        lines.append(dated(f"Application {application}", "filed", _text(filing, "filing-date")))
     inventors = []
     people = find_path(front, "inventors")
     for person in (
