@@ -48,6 +48,8 @@ _SPACE = re.compile(r"\s+")
 _OP = re.compile(r"((?:\*[0-9a-z]+)*)(?:\|([0-9a-z]+))?\+([0-9a-z]+)")
 _LIST = re.compile(r"^(bullet|number|checked|unchecked|indent)(\d+)$")
 _TABLE_PART = re.compile(r"^struct-table(\w+?)_(row|col)(\w+)$")
+#: ProseMirror's list nodes: a block of item lines, nested lists indented under their item.
+_LISTS = frozenset({"bullet_list", "ordered_list", "check_list"})
 _HEADING_SIZES = {"font-size-verylarge": 1, "font-size-large": 2}
 #: A heading is a short line; a paragraph set large is still a paragraph.
 _MAX_HEADING_CHARS = 200
@@ -153,7 +155,7 @@ class _ProseMirror:
             self.layer.heading(_inline(node), max(1, min(level, 6)))
         elif kind == "paragraph":
             self.paragraph(_inline(node))
-        elif kind in ("bullet_list", "ordered_list", "check_list"):
+        elif kind in _LISTS:
             lines: list[str] = []
             self.items(node, 0, lines, depth)
             self.layer.preformatted(lines)
@@ -193,7 +195,7 @@ class _ProseMirror:
             words: list[str] = []
             nested: list[dict[str, Any]] = []
             for child in _nodes(item.get("content")):
-                if child.get("type") in ("bullet_list", "ordered_list", "check_list"):
+                if child.get("type") in _LISTS:
                     nested.append(child)
                 else:
                     words.append(_inline(child))
