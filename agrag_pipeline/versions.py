@@ -171,13 +171,13 @@ SNAPSHOT_VERSION = "1"
 #: 43: HTML text that is only no-break spaces (Word's and EDGAR's spacer ``<p>&nbsp;</p>``, a
 #: blank cell, the ``&nbsp;`` between two links) shows as space: it was a block or a cell
 #: holding U+00A0. An HTML table's columns blank in every row (spacer columns) are left out.
-#: New formats, skipped or read as generic XML before: Box Notes
-#: (``boxnote``), XBRL instances (``xbrl``: text blocks as HTML, facts as a table; they were
-#: element paths with their escaped HTML), USPTO patents of 2001-2004 in XML
-#: (``patent_early_xml``) and of 1976-2001 in APS text (``patent_aps``), read as the ICE ones
-#: are. PDF headings from typography: three or more lines of one heading style on a page with
-#: no body text between them (a syntax diagram's clauses between their call-outs, a cover's
-#: bullets, a form's labels, bold paragraphs) are no headings, numbered ones excepted; a
-#: numbered line ("5. DISCUSSION") under a heading of its style is a heading of its own, not
-#: the first's wrap.
+#: New formats, skipped or read as generic XML before: Box Notes (``boxnote``), XBRL
+#: instances (``xbrl``: text blocks as HTML, facts as a table; they were element paths with
+#: their escaped HTML), USPTO patents of 2001-2004 in XML (``patent_early_xml``) and of
+#: 1976-2001 in APS text (``patent_aps``), read as the ICE ones are; ISO 8879's Greek entities
+#: (``&agr;``, ``&mgr;``) in any XML read as their letters. PDF headings from typography:
+#: three or more lines of one heading style on a page with no body text between them (a
+#: syntax diagram's clauses between their call-outs, a cover's bullets, a form's labels, bold
+#: paragraphs) are no headings, numbered ones excepted; a numbered line ("5. DISCUSSION")
+#: under a heading of its style is a heading of its own, not the first's wrap.
 PARSE_VERSION = "43"

@@ -198,9 +198,53 @@ def local_name(element: etree._Element) -> str:
     return tag.rsplit("}", 1)[-1] if tag.startswith("{") else tag
 
 
+#: ISO 8879's Greek letters (the ISOgrk1 entity set: ``&agr;`` alpha, ``&Dgr;`` Delta,
+#: ``&eegr;`` eta), which SGML-era DTDs declare and HTML does not: the USPTO's 2001-2004 patents
+#: write "10 &mgr;g/ml" and "each &agr;<sub>j</sub>"; read as HTML's, the letter was lost.
+_ISO_GREEK = {
+    f"{latin}gr": greek
+    for latin, greek in zip(
+        [
+            "a",
+            "b",
+            "g",
+            "d",
+            "e",
+            "z",
+            "ee",
+            "th",
+            "i",
+            "k",
+            "l",
+            "m",
+            "n",
+            "x",
+            "o",
+            "p",
+            "r",
+            "s",
+            "t",
+            "u",
+            "ph",
+            "kh",
+            "ps",
+            "oh",
+        ],
+        "αβγδεζηθικλμνξοπρστυφχψω",
+        strict=True,
+    )
+}
+_ISO_GREEK |= {name[:-2].upper() + "gr": letter.upper() for name, letter in _ISO_GREEK.items()}
+_ISO_GREEK["sfgr"] = "ς"
+
+
 def entity_text(entity: etree._Entity) -> str:
+    """The character(s) an undeclared entity reference names: HTML's names, then ISO 8879's
+    Greek letters ('' for a name neither knows)."""
     name = (entity.name or "").strip("&;")
-    return html.entities.html5.get(name + ";", html.entities.html5.get(name, ""))
+    return html.entities.html5.get(name + ";", html.entities.html5.get(name, "")) or (
+        _ISO_GREEK.get(name, "")
+    )
 
 
 #: Elements whose parts are written without separators in the XML (``<surname>Smith</surname>

@@ -48,6 +48,8 @@ def test_a_2002_grant_in_patdoc_xml_reads_as_a_patent() -> None:
         "the method comprising;\nstoring a frame of signal data comprising a plurality of "
         "elements as an array D having\nN1 rows enumerated as 0, 1, . . . N1−1; and\n"
     ) in text
+    # ISO 8879's Greek entities (&agr;, &bgr;), which the DTD declares and HTML does not.
+    assert "I(j,k)=I(j,αjk+βj)modP)" in text
     for code in ("SDOBI", "B540", "PDAT", "Currie", "CITED-BY-OTHER", "H03M"):
         assert code not in text, code  # element names, a citation, a class code
 
@@ -68,6 +70,7 @@ def test_a_2001_application_reads_its_examples_and_claims_with_their_references(
     ) in text
     # The claim a claim depends on is words of its sentence, not a clause of its own.
     assert "2. The method as claimed in claim 1 wherein following contact with antibiotic" in text
+    assert "200 μl aliquots" in text  # &mgr;: the unit's letter, which was lost
     assert "[0001]" not in text and "subdoc-" not in text and "FITCH EVEN" not in text
 
 
