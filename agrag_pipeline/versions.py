@@ -180,4 +180,12 @@ SNAPSHOT_VERSION = "1"
 #: syntax diagram's clauses between their call-outs, a cover's bullets, a form's labels, bold
 #: paragraphs) are no headings, numbered ones excepted; a numbered line ("5. DISCUSSION")
 #: under a heading of its style is a heading of its own, not the first's wrap.
-PARSE_VERSION = "43"
+#: 44: PDF pages of three text columns or more (a newsletter's, the Federal Register's, the
+#: IRS's instructions) and slides of three text boxes side by side read column by column;
+#: they were read across, a line of each column in turn: a column gutter needed column text
+#: on both sides, and two columns together are none (``pdf_layout._Run._split_of_columns``).
+#: A narrow justified column's stretched spaces, wider than the row's usual space, no longer
+#: cut its lines into words (``_evenly_stretched``). A bold line that wraps into a line opening
+#: in bold (a run-in head over two lines), or any change of weight or slant where the sentence
+#: runs on in lower case, no longer parts a paragraph.
+PARSE_VERSION = "44"

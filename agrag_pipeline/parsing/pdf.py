@@ -114,7 +114,7 @@ _SIGNATURE = re.compile(
 _PLAIN_MATH = frozenset("+<>|~")
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
 #: What opens a list item of a PDF's text: bullets, dashes, check boxes.
-_BULLETS = frozenset("•◦‣▪▫■□●○◆◇►▶➢➤✓✔–—-*·")
+_BULLETS = pdf_layout.BULLETS | {"·"}
 #: A sentence ending a line: where a paragraph may end.
 _SENTENCE_END = re.compile(r"[.:!?][\"'”’)\]]*$")
 #: Between paragraphs, beyond the usual line gap (in font sizes): clearly more space …
@@ -1082,7 +1082,7 @@ def _move_floats_out_of_sentences(pages: list[PageRead]) -> int:
             above = next(i for i in reversed(items[:after]) if not _aside(i))
             k = after
         for previous, item in itertools.pairwise(items):
-            cut_line = lines.cut_line(previous)
+            cut_line = lines.cut_line(previous, ragged=True)
             if (
                 cut_line is not None
                 and isinstance(item, Line)
@@ -1117,22 +1117,27 @@ class _BodyLines:
                 widest[item.column] = max(widest.get(item.column, 0.0), item.x1 - item.x0)
         return cls(body_size, {column: 0.9 * width for column, width in widest.items()})
 
-    def full_line(self, item: Line | Table) -> bool:
+    def full_line(self, item: Line | Table, share: float = 1.0) -> bool:
         return (
             isinstance(item, Line)
             and _in_body_type(item, self.size)
-            and item.x1 - item.x0 >= self.full.get(item.column, float("inf"))
+            and item.x1 - item.x0 >= share * self.full.get(item.column, float("inf"))
         )
 
-    def cut_line(self, item: Line | Table) -> Line | None:
+    def cut_line(self, item: Line | Table, ragged: bool = False) -> Line | None:
         """``item`` if it is a full line of body text that leaves its sentence open: where a
-        page or column break cuts a sentence."""
-        if not (isinstance(item, Line) and self.full_line(item)):
+        page or column break cuts a sentence. ``ragged``: full as a line set ragged right is,
+        where the next word did not fit (a narrow column's line may end a long word short)."""
+        if not (isinstance(item, Line) and self.full_line(item, _RAGGED if ragged else 1.0)):
             return None
         text = item.text.rstrip()
         if _SENTENCE_END.search(text) or pdf_layout.is_hyphen_end(text):
             return None
         return item if _mostly_letters(text) else None  # a table's row is no sentence
+
+
+#: A ragged line is full at this share of what a justified one is (0.9 of its column's widest).
+_RAGGED = 0.7
 
 
 def _in_body_type(item: Line, body_size: float) -> bool:
@@ -1356,6 +1361,19 @@ def _runs_on(previous: Line, line: Line) -> bool:
     )
 
 
+def _bold_runs_on(previous: Line, line: Line) -> bool:
+    """Whether a bold line wrapped into ``line``, which opens in bold: a run-in head over two
+    lines ("Unreported social security and" / "Medicare tax on wages. If you are"). It fills
+    its column as far as the next line does and ends no sentence; a heading stands short."""
+    return (
+        previous.bold
+        and line.opens_bold
+        and not line.bold
+        and previous.x1 >= line.x1 - 2 * max(line.size, 1.0)
+        and not _SENTENCE_END.search(previous.text.rstrip())
+    )
+
+
 def _holds_size_of(previous: Line, line: Line) -> bool:
     """Whether the smaller of two lines holds letters of the other's size: it measures smaller
     only for the typewriter face most of it is in (``‘--binary-files=text’ option.``), no
@@ -1390,7 +1408,11 @@ def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool
     size = max(min(previous.size, line.size), 1.0)
     if gap > (max(leading, 0.0) + _PARAGRAPH_GAP) * size or gap < -2 * size:
         return True
-    if previous.bold != line.bold or previous.italic != line.italic:
+    # Another weight or slant parts paragraphs, unless the sentence runs on in lower case: a
+    # bold run-in head wrapped onto its text's line ("Domestic production activities" /
+    # "deduction. The deduction rate for").
+    emphasis = previous.bold != line.bold or previous.italic != line.italic
+    if emphasis and not (_runs_on(previous, line) or _bold_runs_on(previous, line)):
         return True
     apart = abs(previous.size - line.size)
     if apart > 0.05 * size and not (

@@ -181,6 +181,8 @@ class Line:
     #: The size of its largest letters (``size`` is the median: a line mostly in a smaller
     #: typewriter face, an address or a name of code, measures smaller than its paragraph).
     largest: float = 0.0
+    #: Its first word is bold (a run-in head's end, or one of its own).
+    opens_bold: bool = False
 
 
 @dataclass(slots=True)
@@ -1141,6 +1143,7 @@ class _Run:
         self.starts: list[float] = []  # each block's left edge (the least x0 in it)
         self.ends: list[float] = []  # each block's right edge (the greatest x1 in it)
         self.widths: list[list[float]] = []  # each block's segment widths, ascending
+        self.bullets: list[int] = []  # each block's segments that are a bullet alone
         self.sizes: list[float] = []  # every segment's font size, ascending
 
     def add(self, row: list[_Seg]) -> None:
@@ -1159,10 +1162,12 @@ class _Run:
         last = at + 1
         while last < len(starts) and starts[last] - x1 < MIN_GUTTER:
             last += 1
+        bullet = int(len(seg.chars) == 1 and seg.chars[0].text in BULLETS)
         if last - first == 1 and first == at:  # inside (or just past) one block: the usual case
             if x1 > ends[at]:
                 ends[at] = x1
             bisect.insort(self.widths[at], x1 - x0)
+            self.bullets[at] += bullet
             return
         widths = [x1 - x0]
         if last > first:
@@ -1171,9 +1176,11 @@ class _Run:
             for block in self.widths[first:last]:
                 widths += block
             widths.sort()
+            bullet += sum(self.bullets[first:last])
         starts[first:last] = [x0]
         ends[first:last] = [x1]
         self.widths[first:last] = [widths]
+        self.bullets[first:last] = [bullet]
 
     def gutter(self) -> float | None:
         """The x of a gutter the run leaves free, with column-wide text on both sides; None if
@@ -1222,11 +1229,61 @@ class _Run:
             if 2 * wide < counts[-1] - counts[k]:
                 continue
             return (g0 + g1) / 2
+        if 3 <= n <= _MAX_SPLIT_BLOCKS:
+            return self._split_of_columns(column, counts, holes)
+        return None
+
+    def _split_of_columns(self, column: float, counts: list[int], holes: list[int]) -> float | None:
+        """A gutter between columns where a side may itself be columns: three text columns (a
+        newsletter's, a brochure's) or three text boxes side by side on a slide, whose second
+        and third together are no column of wide text. The blocks must fall into consecutive
+        groups, each column text held to more than a side above (``_MIN_COLUMN_LINES`` lines,
+        a bullet set apart not counted, ``_COLUMN_WIDE_SHARE`` of them wider than half the
+        group); the gutter is the widest hole between two groups.
+        Only over a few blocks, and only where enough of the run's lines are half a column
+        wide (each group's wide lines are, and they are its share)."""
+        starts, ends, widths = self.starts, self.ends, self.widths
+        n = len(starts)
+        marks = self.bullets  # a bullet set apart from its item's text is no line of the column
+        wide_anywhere = sum(len(b) - bisect.bisect_right(b, 0.5 * column) for b in widths)
+        if wide_anywhere < _COLUMN_WIDE_SHARE * (counts[-1] - sum(marks)):
+            return None
+
+        def text(a: int, b: int) -> bool:  # blocks a..b, inclusive
+            width = ends[b] - starts[a]
+            if width < column:
+                return False
+            block = widths[max(range(a, b + 1), key=lambda k: ends[k] - starts[k])]
+            wide = len(block) - bisect.bisect_right(block, 0.5 * width)
+            lines = counts[b] - (counts[a - 1] if a else 0) - sum(marks[a : b + 1])
+            return lines >= _MIN_COLUMN_LINES and wide >= _COLUMN_WIDE_SHARE * lines
+
+        # head[k]: blocks 0..k-1 fall into column groups; tail[k]: blocks k..n-1 do.
+        head = [True] + [False] * n
+        for b in range(1, n + 1):
+            head[b] = any(head[a] and text(a, b - 1) for a in range(b))
+        if not head[n]:
+            return None
+        tail = [False] * n + [True]
+        for a in range(n - 1, -1, -1):
+            tail[a] = any(tail[b + 1] and text(a, b) for b in range(a, n))
+        for k in holes:  # widest first
+            if head[k + 1] and tail[k + 1]:
+                return (ends[k] + starts[k + 1]) / 2
         return None
 
 
 #: Rows a column run may extend without finding a valid gutter before the search stops.
 _MAX_WEAK_RUN = 40
+#: Columns whose sides are columns themselves are looked for among at most this many blocks
+#: (a page of a wide table's many narrow columns is no such page, and each look costs their cube).
+_MAX_SPLIT_BLOCKS = 8
+#: Such a column holds at least this many lines, this share of them wider than half of it
+#: (a table's header over narrow values, a form's labels in a row, are none).
+_MIN_COLUMN_LINES = 4
+_COLUMN_WIDE_SHARE = 0.7
+#: What opens a list item: bullets, dashes, check marks (a segment of one alone is no line).
+BULLETS = frozenset("•◦‣▪▫■□●○◆◇►▶➢➤✓✔–—-*")
 
 
 def _mostly_rtl(rows: list[list[_Seg]]) -> bool:
@@ -1271,6 +1328,10 @@ def _centred_over(row: list[_Seg], gutter: float, run: list[list[_Seg]]) -> bool
 _CENTRED_CLEAR = 1.5
 
 
+#: Columns inside columns, at most this deep (five text boxes side by side split four times).
+_MAX_DEPTH = 5
+
+
 def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
     """Rows grouped into column blocks in reading order: each block a list of rows."""
     blocks: list[list[list[_Seg]]] = []
@@ -1302,7 +1363,7 @@ def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
             full.append(rows[i])  # a title block's row above the columns, not their first
             i += 1
             continue
-        if best is not None and best[0] - i >= 3 and depth < 3:
+        if best is not None and best[0] - i >= 3 and depth < _MAX_DEPTH:
             end, gutter = best
             left = [r for r in ([s for s in row if s.x1 <= gutter] for row in rows[i:end]) if r]
             right = [r for r in ([s for s in row if s.x0 >= gutter] for row in rows[i:end]) if r]
@@ -2199,7 +2260,9 @@ def _line(segs: list[_Seg], column: int, rotated: bool) -> Line:
     # runs of their own, too short to tell it alone ("Run", "the").
     tracking = _tracking(chars)
     runs = [_text(_logical(_dedupe(s.chars)), tracking) for s in segs]
-    if any(c.rtl for c in chars) and sum(c.rtl for c in chars) * 2 > len(chars):
+    rtl = any(c.rtl for c in chars) and sum(c.rtl for c in chars) * 2 > len(chars)
+    opens_bold = not rtl and _opens_bold(runs, segs)
+    if rtl:
         runs.reverse()  # a right-to-left line: its segments from right to left
     text = " ".join(r for r in runs if r)
     sizes = [c.size for c in chars]
@@ -2217,7 +2280,18 @@ def _line(segs: list[_Seg], column: int, rotated: bool) -> Line:
         italic=all(c.italic for c in chars),
         mono=all(c.mono for c in chars),
         largest=max((c.size for c in chars if c.text.isalnum()), default=0.0),
+        opens_bold=opens_bold,
     )
+
+
+def _opens_bold(runs: list[str], segs: list[_Seg]) -> bool:
+    """Whether a left-to-right line's first word is set bold throughout."""
+    for run, seg in zip(runs, segs, strict=True):
+        if run.strip():
+            word = len(run.split()[0])
+            letters = [c for c in seg.chars if not c.text.isspace()][:word]
+            return bool(letters) and all(c.bold for c in letters)
+    return False
 
 
 def _code_line(segments: list[list[Char]]) -> list[list[Char]]:
@@ -2309,6 +2383,7 @@ class _Gutters:
             [(min(c.x0 for c in seg), max(c.x1 for c in seg)) for seg in row] for row in rows
         ]
         self._seen: dict[int, bool] = {}  # by whole point: a page asks about few strips
+        self._starts: list[float] | None = None  # every segment's left edge, when first asked
 
     def gutter_at(self, x: float) -> bool:
         key = round(x)
@@ -2325,6 +2400,14 @@ class _Gutters:
         # This row is one of them; a gutter needs three others beside it.
         return across >= 4 and covered * 2 < across
 
+    def column_edge(self, x: float) -> bool:
+        """Whether lines of four rows or more start at ``x`` (within a point): a column's left
+        edge, or a table column's. Words inside justified lines start where they fall."""
+        if self._starts is None:
+            self._starts = sorted(x0 for spans in self.spans for x0, _ in spans)
+        starts = self._starts
+        return bisect.bisect_right(starts, x + 1.0) - bisect.bisect_left(starts, x - 1.0) >= 4
+
 
 def _justified(segments: list[list[Char]], gutters: _Gutters | None = None) -> list[list[Char]]:
     """A row's segments rejoined where the gap between them is no wider than a stretched
@@ -2339,7 +2422,7 @@ def _justified(segments: list[list[Char]], gutters: _Gutters | None = None) -> l
             if _word_break(a, b):
                 spaces.append(b.x0 - a.x1)
     if len(spaces) < 4:
-        return segments
+        return _evenly_stretched(segments, gutters) if len(segments) >= 3 else segments
     space = statistics.median(spaces)
     out = [list(segments[0])]
     left, right = min(c.x0 for c in segments[0]), max(c.x1 for c in segments[0])  # out[-1]'s
@@ -2359,7 +2442,50 @@ def _justified(segments: list[list[Char]], gutters: _Gutters | None = None) -> l
         else:
             out.append(list(seg))
             left, right = min(c.x0 for c in seg), seg_right
+    return _evenly_stretched(out, gutters) if len(out) >= 3 else out
+
+
+def _evenly_stretched(segments: list[list[Char]], gutters: _Gutters | None) -> list[list[Char]]:
+    """Segments rejoined across runs of gaps of one width (two or more in a row), none before a
+    column's edge (where other rows' lines start too): a justified line of a narrow column
+    ("Volunteers  are  needed  for  the") whose spaces are stretched far past the row's usual
+    space, which is another column's (``_justified`` measures the row as one). Whether a strip
+    is left free (``gutter_at``) misleads here: on a short page of stretched lines, word gaps
+    fall on one x in enough rows by chance."""
+    rights = [max(c.x1 for c in seg) for seg in segments]
+    gaps = [
+        (b[0].x0 - right, max(a[-1].size, b[0].size, 1.0))
+        for a, b, right in zip(segments, segments[1:], rights, strict=False)
+    ]
+    stretched = [
+        gap <= _STRETCHED_EMS * size
+        and not (gutters is not None and gutters.column_edge(seg[0].x0))
+        for (gap, size), seg in zip(gaps, segments[1:], strict=True)
+    ]
+    join = [False] * len(gaps)
+    for k, (gap, _) in enumerate(gaps):
+        if not stretched[k]:
+            continue
+        for other in (k - 1, k + 1):  # a neighbouring gap of the same width
+            if (
+                0 <= other < len(gaps)
+                and stretched[other]
+                and abs(gaps[other][0] - gap) <= _EVEN_GAP * max(gap, gaps[other][0])
+            ):
+                join[k] = True
+    out = [list(segments[0])]
+    for seg, joined in zip(segments[1:], join, strict=True):
+        if joined:
+            out[-1].extend(seg)
+        else:
+            out.append(list(seg))
     return out
+
+
+#: A justified line's stretched space is at most this many font sizes wide …
+_STRETCHED_EMS = 2.5
+#: … and its neighbours are as wide, give or take this share (one line's spaces stretch alike).
+_EVEN_GAP = 0.15
 
 
 def _word_break(a: Char, b: Char) -> bool:

@@ -297,6 +297,88 @@ def test_two_columns_read_one_after_the_other() -> None:
     assert parsed.text_layer.index("A closing line") > parsed.text_layer.index("right7")
 
 
+def _fixture_text(name: str) -> str:
+    pdf = Path(__file__).resolve().parents[1] / "fixtures" / name
+    parsed = parse_document(pdf.read_bytes(), name)
+    assert contract_violations(parsed) == []
+    return parsed.text_layer
+
+
+def _in_order(text: str, *phrases: str) -> bool:
+    at = [text.find(p) for p in phrases]
+    return -1 not in at and at == sorted(at)
+
+
+def test_three_text_columns_read_one_after_another() -> None:
+    # LibreOffice 7.4 export of fixtures/three_columns.fodt: a newsletter's title over three
+    # justified columns, three paragraphs each. No single gutter has column text on both
+    # sides (the second and third column together are none), so the page read across, a
+    # line of each column in turn; the narrow columns' stretched spaces also cut their lines
+    # into words where another column's line set the row's usual space.
+    text = _fixture_text("three_columns.pdf")
+    assert "The river district opened its new\nfootbridge on Saturday" in text
+    assert "Volunteers are needed for the\nreading circle" in text
+    assert _in_order(
+        text,
+        "Riverside Community News",
+        "The river district",
+        "Engineers chose",
+        "Residents who walked",
+        "The library will",
+        "Volunteers are needed",
+        "A collection of maps",
+        "The allotment society",
+        "Seed swapping",
+        "The committee reminds",
+    )
+
+
+def test_three_text_boxes_side_by_side_on_a_slide_read_box_by_box() -> None:
+    # LibreOffice 7.4 export of fixtures/three_boxes.fodp: a slide's title over three text
+    # boxes, a heading and three wrapped items each, bullets set apart from their text
+    # ("Plan Build Run" was one line).
+    text = _fixture_text("three_boxes.pdf")
+    assert "• Agree the scope with\nthe steering group\nbefore any design\nwork starts" in text
+    assert "• Write a short report\nafter every incident" in text
+    assert _in_order(
+        text,
+        "How we deliver",
+        "Plan",
+        "Publish the timeline",
+        "Build",
+        "Keep the test suite",
+        "Run",
+        "Write a short report",
+    )
+
+
+@pytest.mark.parametrize("name", ["run_in_heads.pdf", "run_in_heads_ragged.pdf"])
+def test_bold_run_in_heads_and_column_breaks_leave_paragraphs_whole(name: str) -> None:
+    # LibreOffice 7.4 exports of fixtures/run_in_heads.fodt: three columns (as the IRS's
+    # instructions are set), justified and ragged right, each paragraph opening with a bold head
+    # that wraps onto its text's line. The head's second line (not bold throughout) parted the
+    # paragraph; on so short a page the stretched word gaps of the narrow justified columns,
+    # falling on one x in enough rows, passed for gutters, so lines of two columns were read as
+    # one; a ragged line cut by the column break was not full enough to leave its sentence open.
+    text = _fixture_text(name)
+    paragraphs = text.split("\n\n")
+    for opening, closing in [
+        ("Unreported social security and\nMedicare tax on wages.", "report them."),
+        ("Refundable credit for prior-year\nminimum tax. If you have an\nunused", "this year."),
+        ("Standard mileage rates. The", "has\nexpired."),
+        ("Health savings account funding\ndistributions.", "health\nsavings account."),
+    ]:
+        assert any(p.startswith(opening) and p.endswith(closing) for p in paragraphs), opening
+
+
+def test_unruled_tables_of_three_columns_still_read_row_by_row() -> None:
+    # LibreOffice 7.4 export of fixtures/unruled_tables.fodt: borderless tables, one of
+    # one-line cells, one whose cells wrap. A row is what belongs together.
+    text = _fixture_text("unruled_tables.pdf")
+    assert "Alice Moreton Head of engineering Leeds, second floor" in text
+    assert "Backfill A run that materialises many partitions" in text
+
+
 def test_a_smaller_line_set_tight_under_a_larger_one_is_its_own_line() -> None:
     # An annual report's signature block: a name in 12 pt bold, the title in 9 pt, baselines
     # 10 pt apart, so the boxes overlap; marks raised or lowered in a line stay in it.

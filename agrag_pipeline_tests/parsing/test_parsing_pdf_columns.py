@@ -46,18 +46,50 @@ def _reference_gutter(rows: list[list[_Seg]]) -> float | None:
         if not free:
             return -1.0
     size = statistics.median(s.size for s in segs)
-    for g0, g1 in sorted(free, key=lambda f: f[0] - f[1]):
-        left = [s for s in segs if s.x1 <= g0]
-        right = [s for s in segs if s.x0 >= g1]
-        lw = max(s.x1 for s in left) - min(s.x0 for s in left)
-        rw = max(s.x1 for s in right) - min(s.x0 for s in right)
-        if min(lw, rw) < MIN_COLUMN_EMS * size:
-            continue
-        wide = sum(1 for s in left if s.x1 - s.x0 > 0.5 * lw) / len(left)
-        wide_r = sum(1 for s in right if s.x1 - s.x0 > 0.5 * rw) / len(right)
-        if min(wide, wide_r) >= 0.5:
+    column = MIN_COLUMN_EMS * size
+
+    def text(side: list[_Seg], share: float = 0.5, lines: int = 1) -> bool:
+        counted = [s for s in side if not _bullet(s)] if lines > 1 else side
+        if len(counted) < lines:
+            return False
+        width = max(s.x1 for s in side) - min(s.x0 for s in side)
+        wide = sum(1 for s in side if s.x1 - s.x0 > 0.5 * width)
+        return width >= column and wide >= share * len(counted)
+
+    holes = sorted(free, key=lambda f: f[0] - f[1])
+    for g0, g1 in holes:
+        if text([s for s in segs if s.x1 <= g0]) and text([s for s in segs if s.x0 >= g1]):
+            return (g0 + g1) / 2
+    # Columns on both sides of the gutter, a side columns itself: every way of cutting each
+    # side at its free strips into parts that are column text (four lines at least, not
+    # counting bullets, 70% of them wide), over at most 8 blocks.
+    if not 2 <= len(free) < pdf_layout._MAX_SPLIT_BLOCKS:
+        return None
+
+    def columns(side: list[_Seg]) -> bool:
+        lo, hi = min(s.x0 for s in side), max(s.x1 for s in side)
+        inside = [f for f in free if lo < f[0] and f[1] < hi]
+        return any(
+            all(text(part, 0.7, 4) for part in _parts(side, cuts))
+            for r in range(len(inside) + 1)
+            for cuts in itertools.combinations(inside, r)
+        )
+
+    for g0, g1 in holes:
+        if columns([s for s in segs if s.x1 <= g0]) and columns([s for s in segs if s.x0 >= g1]):
             return (g0 + g1) / 2
     return None
+
+
+def _bullet(seg: _Seg) -> bool:
+    """A bullet set apart from its item's text: no line of a column."""
+    return len(seg.chars) == 1 and seg.chars[0].text in pdf_layout.BULLETS
+
+
+def _parts(side: list[_Seg], cuts: tuple[tuple[float, float], ...]) -> list[list[_Seg]]:
+    """``side``'s segments between consecutive free strips of ``cuts`` (sorted by x)."""
+    edges = [-1e9, *(f[0] for f in cuts), 1e9]
+    return [[s for s in side if a <= s.x0 and s.x1 <= b] for a, b in itertools.pairwise(edges)]
 
 
 def _random_rows(rnd: random.Random) -> list[list[_Seg]]:
@@ -84,7 +116,15 @@ def _random_rows(rnd: random.Random) -> list[list[_Seg]]:
                 a = rnd.uniform(0, 600)
                 spans.append((a, a + rnd.uniform(1, 200)))
         size = rnd.choice([8.0, 10.0, 12.5])
-        rows.append([_Seg([], a, b, 0.0, 0.0, size) for a, b in sorted(spans)])
+        row = []
+        for a, b in sorted(spans):
+            if kind == "columns" and b - a > 40 and rnd.random() < 0.3:  # a list item's bullet
+                box = (a, 0.0, a + 4, 8.0)
+                bullet = pdf_layout.Char("•", a, 0.0, a + 4, 8.0, box, size, False, False, 0)
+                row.append(_Seg([bullet], a, a + 4, 0.0, 0.0, size))
+                a += 12
+            row.append(_Seg([], a, b, 0.0, 0.0, size))
+        rows.append(row)
     return [row for row in rows if row]
 
 
