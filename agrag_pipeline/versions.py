@@ -185,7 +185,8 @@ SNAPSHOT_VERSION = "1"
 #: they were read across, a line of each column in turn: a column gutter needed column text
 #: on both sides, and two columns together are none (``pdf_layout._Run._split_of_columns``).
 #: A narrow justified column's stretched spaces, wider than the row's usual space, no longer
-#: cut its lines into words (``_evenly_stretched``). A bold line that wraps into a line opening
-#: in bold (a run-in head over two lines), or any change of weight or slant where the sentence
-#: runs on in lower case, no longer parts a paragraph.
+#: cut its lines into words (``_evenly_stretched``). A bold (italic) line that wraps into a line
+#: opening in that face (a run-in head over two lines), and a ragged line cut by a column break
+#: inside a sentence, no longer part a paragraph. Heading styles seen on the first page only and
+#: larger than any later one (a cover's) share level 1: the body's headings were pushed to 6.
 PARSE_VERSION = "44"

@@ -1361,17 +1361,30 @@ def _runs_on(previous: Line, line: Line) -> bool:
     )
 
 
-def _bold_runs_on(previous: Line, line: Line) -> bool:
-    """Whether a bold line wrapped into ``line``, which opens in bold: a run-in head over two
-    lines ("Unreported social security and" / "Medicare tax on wages. If you are"). It fills
-    its column as far as the next line does and ends no sentence; a heading stands short."""
+def _emphasis_runs_on(previous: Line, line: Line) -> bool:
+    """Whether a bold (italic) line wrapped into ``line``, which opens in that face and leaves
+    it: a run-in head over two lines ("Unreported social security and" / "Medicare tax on
+    wages. If you are"). It ends no sentence, and ``line``'s first word would not have fit
+    after it; a heading stands short of that."""
+    bold = previous.bold and line.opens_bold and not line.bold
+    italic = previous.italic and line.opens_italic and not line.italic
     return (
-        previous.bold
-        and line.opens_bold
-        and not line.bold
-        and previous.x1 >= line.x1 - 2 * max(line.size, 1.0)
+        (bold or italic)
         and not _SENTENCE_END.search(previous.text.rstrip())
+        and _wrapped_before(previous, line)
     )
+
+
+def _wrapped_before(previous: Line, line: Line) -> bool:
+    """Whether ``line``'s first word (and a space) would have run past the right edge of the
+    two lines had it been set after ``previous``: why a line breaks where it does."""
+    text = line.text.strip()
+    if not text:
+        return False
+    per_char = (line.x1 - line.x0) / len(text)
+    word = len(text.split()[0]) * per_char
+    space = 0.25 * max(line.size, 1.0)
+    return previous.x1 + space + word > max(line.x1, previous.x1) - space
 
 
 def _holds_size_of(previous: Line, line: Line) -> bool:
@@ -1408,11 +1421,10 @@ def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool
     size = max(min(previous.size, line.size), 1.0)
     if gap > (max(leading, 0.0) + _PARAGRAPH_GAP) * size or gap < -2 * size:
         return True
-    # Another weight or slant parts paragraphs, unless the sentence runs on in lower case: a
-    # bold run-in head wrapped onto its text's line ("Domestic production activities" /
-    # "deduction. The deduction rate for").
+    # Another weight or slant parts paragraphs (a title over its byline, "by Anonymous"),
+    # unless a bold or italic run wraps into the line: a run-in head over two lines.
     emphasis = previous.bold != line.bold or previous.italic != line.italic
-    if emphasis and not (_runs_on(previous, line) or _bold_runs_on(previous, line)):
+    if emphasis and not _emphasis_runs_on(previous, line):
         return True
     apart = abs(previous.size - line.size)
     if apart > 0.05 * size and not (
@@ -1834,6 +1846,31 @@ def _wrapped_onto(line: _Written, following: _Written, apart: int) -> bool:
     )
 
 
+def _heading_levels(
+    found: list[tuple[int, tuple[float, bool, bool]]],
+) -> dict[tuple[float, bool, bool], int]:
+    """Each heading style's level: its rank, larger first, bold before regular. Styles seen on
+    the first page only and larger than every style after it (a cover's or title block's
+    title, subtitle, edition) share level 1, so that a cover of many sizes does not push the
+    body's headings down to level 6, where they would all be siblings."""
+    styles = sorted({style for _, style in found}, key=lambda s: (-s[0], not s[1], not s[2]))
+    first = min((page for page, _ in found), default=0)
+    later = {style for page, style in found if page != first}
+    largest_later = max((style[0] for style in later), default=None)
+    cover = {
+        style
+        for style in styles
+        if style not in later and largest_later is not None and style[0] > largest_later
+    }
+    level_of = {style: 1 for style in cover}
+    rank = 1 if cover else 0
+    for style in styles:
+        if style not in cover:
+            rank += 1
+            level_of[style] = min(rank, MAX_HEADING_LEVEL)
+    return level_of
+
+
 def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
     body_lines = [line for line in lines if line.role == "text"]
     if not body_lines:
@@ -1883,11 +1920,9 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
     # After that measure: a form whose every label stands out says nothing, runs or not.
     candidates = _without_label_runs(lines, candidates, body)
     labels = _division_labels(lines, [i for i, _ in candidates])
-    styles = sorted(
-        {style for i, style in candidates if i not in labels},
-        key=lambda s: (-s[0], not s[1], not s[2]),
+    level_of = _heading_levels(
+        [(lines[i].page, style) for i, style in candidates if i not in labels]
     )
-    level_of = {style: min(rank + 1, 6) for rank, style in enumerate(styles)}
     marks: list[HeadingMark] = []
     previous: tuple[int, tuple[float, bool, bool]] | None = None
     label: tuple[int, str] | None = None  # (start, text) of the label lines above a title

@@ -181,8 +181,9 @@ class Line:
     #: The size of its largest letters (``size`` is the median: a line mostly in a smaller
     #: typewriter face, an address or a name of code, measures smaller than its paragraph).
     largest: float = 0.0
-    #: Its first word is bold (a run-in head's end, or one of its own).
+    #: Its first word is bold, italic (a run-in head's end, or one of its own).
     opens_bold: bool = False
+    opens_italic: bool = False
 
 
 @dataclass(slots=True)
@@ -2261,7 +2262,7 @@ def _line(segs: list[_Seg], column: int, rotated: bool) -> Line:
     tracking = _tracking(chars)
     runs = [_text(_logical(_dedupe(s.chars)), tracking) for s in segs]
     rtl = any(c.rtl for c in chars) and sum(c.rtl for c in chars) * 2 > len(chars)
-    opens_bold = not rtl and _opens_bold(runs, segs)
+    opens_bold, opens_italic = (False, False) if rtl else _first_word_emphasis(runs, segs)
     if rtl:
         runs.reverse()  # a right-to-left line: its segments from right to left
     text = " ".join(r for r in runs if r)
@@ -2281,17 +2282,20 @@ def _line(segs: list[_Seg], column: int, rotated: bool) -> Line:
         mono=all(c.mono for c in chars),
         largest=max((c.size for c in chars if c.text.isalnum()), default=0.0),
         opens_bold=opens_bold,
+        opens_italic=opens_italic,
     )
 
 
-def _opens_bold(runs: list[str], segs: list[_Seg]) -> bool:
-    """Whether a left-to-right line's first word is set bold throughout."""
+def _first_word_emphasis(runs: list[str], segs: list[_Seg]) -> tuple[bool, bool]:
+    """Whether a left-to-right line's first word is set bold, italic, throughout."""
     for run, seg in zip(runs, segs, strict=True):
         if run.strip():
             word = len(run.split()[0])
             letters = [c for c in seg.chars if not c.text.isspace()][:word]
-            return bool(letters) and all(c.bold for c in letters)
-    return False
+            if not letters:
+                break
+            return all(c.bold for c in letters), all(c.italic for c in letters)
+    return False, False
 
 
 def _code_line(segments: list[list[Char]]) -> list[list[Char]]:

@@ -712,6 +712,60 @@ def test_letter_spaced_headings_and_text_read_as_words() -> None:
     ]
 
 
+def _body(top: float, n: int = 6) -> list[Text]:
+    return _paragraph(
+        72,
+        top,
+        [f"Body line {k} of this part says what it needs to say here." for k in range(n)],
+        10,
+    )
+
+
+def test_a_cover_of_many_sizes_does_not_push_the_bodys_headings_down() -> None:
+    # A cover set in four sizes, none used again: its lines took levels 1-4 and the body's
+    # chapters and sections 5 and 6 (at 6, every heading deeper was their sibling).
+    cover = Page(
+        [
+            Text(72, 700, "Field Manual", 30, "F2"),
+            Text(72, 660, "Water Treatment Works", 22, "F2"),
+            Text(72, 620, "Third Edition", 18, "F2"),
+            Text(72, 590, "Operations Division", 15, "F2"),
+        ]
+    )
+    chapters = [
+        Page(
+            [
+                Text(72, top, title, 13, "F2"),
+                *_body(top - 30),
+                Text(72, top - 120, f"Where {title.lower()} begins", 11.5, "F2"),
+                *_body(top - 150),
+            ]
+        )
+        for top, title in ((720, "Intake and screening"), (680, "Filtration"))
+    ]
+    parsed = _parse([cover, *chapters])
+    levels = {s.heading: s.level for s in parsed.sections if s.heading}
+    assert levels["Field Manual"] == levels["Third Edition"] == 1
+    assert levels["Intake and screening"] == levels["Filtration"] == 2
+    assert levels["Where intake and screening begins"] == levels["Where filtration begins"] == 3
+
+
+def test_a_titles_byline_stays_apart_and_the_title_a_heading() -> None:
+    # A bold title over its byline in lower case: the change of weight parts them (a bold line
+    # goes on into the next only where that line opens in bold and its first word would not
+    # have fit: a run-in head's wrap).
+    page = Page(
+        [
+            Text(72, 720, "The Honey-Bee", 10, "F2"),
+            Text(72, 706, "by Anonymous", 10),
+            *_body(680),
+        ]
+    )
+    parsed = _parse([page])
+    assert "The Honey-Bee\n\nby Anonymous" in parsed.text_layer
+    assert [s.heading for s in parsed.sections if s.heading] == ["The Honey-Bee"]
+
+
 def test_letter_spaced_headings_of_a_libreoffice_export_read_as_words() -> None:
     # LibreOffice positions each glyph of letter-spaced type, and PDFium put a space between
     # every two letters: "A N N U A L R E P O R T" was the document's first heading.
