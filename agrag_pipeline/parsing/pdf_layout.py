@@ -1250,15 +1250,28 @@ class _Run:
         if wide_anywhere < _COLUMN_WIDE_SHARE * (counts[-1] - sum(marks)):
             return None
 
-        def text(a: int, b: int) -> bool:  # blocks a..b, inclusive
-            width = ends[b] - starts[a]
-            if width < column:
-                return False
-            block = widths[max(range(a, b + 1), key=lambda k: ends[k] - starts[k])]
-            wide = len(block) - bisect.bisect_right(block, 0.5 * width)
-            lines = counts[b] - (counts[a - 1] if a else 0) - sum(marks[a : b + 1])
-            return lines >= _MIN_COLUMN_LINES and wide >= _COLUMN_WIDE_SHARE * lines
+        lines_before = [0]
+        for block, mark in zip(widths, marks, strict=True):
+            lines_before.append(lines_before[-1] + len(block) - mark)
+        known: dict[tuple[int, int], bool] = {}
 
+        def text(a: int, b: int) -> bool:  # blocks a..b (inclusive) are one column of text
+            key = (a, b)
+            if key not in known:
+                width = ends[b] - starts[a]
+                lines = lines_before[b + 1] - lines_before[a]
+                ok = width >= column and lines >= _MIN_COLUMN_LINES
+                if ok:
+                    block = widths[max(range(a, b + 1), key=lambda k: ends[k] - starts[k])]
+                    wide = len(block) - bisect.bisect_right(block, 0.5 * width)
+                    ok = wide >= _COLUMN_WIDE_SHARE * lines
+                known[key] = ok
+            return known[key]
+
+        # The first and last groups first: where either fails (a table's narrow column at
+        # an end), the rest is not looked at.
+        if not (any(text(0, b) for b in range(n - 1)) and any(text(a, n - 1) for a in range(1, n))):
+            return None
         # head[k]: blocks 0..k-1 fall into column groups; tail[k]: blocks k..n-1 do.
         head = [True] + [False] * n
         for b in range(1, n + 1):
@@ -1268,10 +1281,17 @@ class _Run:
         tail = [False] * n + [True]
         for a in range(n - 1, -1, -1):
             tail[a] = any(tail[b + 1] and text(a, b) for b in range(a, n))
-        for k in holes:  # widest first
-            if head[k + 1] and tail[k + 1]:
-                return (ends[k] + starts[k + 1]) / 2
-        return None
+        # The widest hole between two groups; of holes about as wide (columns set evenly), the
+        # middle one, so that columns inside columns go a few levels deep, not one a level.
+        between = [k for k in holes if head[k + 1] and tail[k + 1]]
+        if not between:
+            return None
+        widest = starts[between[0] + 1] - ends[between[0]]
+        k = min(
+            (k for k in between if starts[k + 1] - ends[k] >= widest - 1.0),
+            key=lambda k: abs(2 * k + 2 - n),
+        )
+        return (ends[k] + starts[k + 1]) / 2
 
 
 #: Rows a column run may extend without finding a valid gutter before the search stops.
@@ -1335,6 +1355,8 @@ _MAX_DEPTH = 5
 
 def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
     """Rows grouped into column blocks in reading order: each block a list of rows."""
+    if depth >= _MAX_DEPTH:
+        return [rows] if rows else []  # no column found here could be split: none looked for
     blocks: list[list[list[_Seg]]] = []
     i = 0
     full: list[list[_Seg]] = []
@@ -1364,7 +1386,7 @@ def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
             full.append(rows[i])  # a title block's row above the columns, not their first
             i += 1
             continue
-        if best is not None and best[0] - i >= 3 and depth < _MAX_DEPTH:
+        if best is not None and best[0] - i >= 3:
             end, gutter = best
             left = [r for r in ([s for s in row if s.x1 <= gutter] for row in rows[i:end]) if r]
             right = [r for r in ([s for s in row if s.x0 >= gutter] for row in rows[i:end]) if r]

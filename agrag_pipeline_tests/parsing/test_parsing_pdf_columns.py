@@ -75,10 +75,20 @@ def _reference_gutter(rows: list[list[_Seg]]) -> float | None:
             for cuts in itertools.combinations(inside, r)
         )
 
-    for g0, g1 in holes:
-        if columns([s for s in segs if s.x1 <= g0]) and columns([s for s in segs if s.x0 >= g1]):
-            return (g0 + g1) / 2
-    return None
+    between = [
+        (k, g0, g1)
+        for k, (g0, g1) in enumerate(free)
+        if columns([s for s in segs if s.x1 <= g0]) and columns([s for s in segs if s.x0 >= g1])
+    ]
+    if not between:
+        return None
+    # The widest; of those about as wide (within a point), the one nearest the middle.
+    widest = max(g1 - g0 for _, g0, g1 in between)
+    _, g0, g1 = min(
+        (h for h in between if h[2] - h[1] >= widest - 1.0),
+        key=lambda h: (abs(2 * h[0] + 2 - (len(free) + 1)), h[1] - h[2]),
+    )
+    return (g0 + g1) / 2
 
 
 def _bullet(seg: _Seg) -> bool:
@@ -492,3 +502,20 @@ def test_ruled_crossings_are_found_in_work_linear_in_the_rules() -> None:
     # Each vertical rule meets only the horizontal rules at its height, found by bisection;
     # pdfplumber tested it against every horizontal rule of the page.
     assert _edge_reads_per_edge(80) <= 1.2 * _edge_reads_per_edge(8)
+
+
+def test_eight_text_columns_read_one_after_another_however_deep_they_split() -> None:
+    # Every gutter has columns on both sides; the middle one of equal gutters is taken first,
+    # so eight columns split three levels deep, under the depth bound (taken one a level, as
+    # the widest first, the last three were read across).
+    rows = [
+        [
+            _Seg([], 20.0 + 95 * c, 100.0 + 95 * c - (r % 3) * 9, 10.0 * r, 10.0 * r + 8, 8.0)
+            for c in range(8)
+        ]
+        for r in range(30)
+    ]
+    blocks = _order(rows)
+    assert len(blocks) == 8
+    assert [round(block[0][0].x0) for block in blocks] == [20 + 95 * c for c in range(8)]
+    assert all(len(block) == 30 and all(len(row) == 1 for row in block) for block in blocks)
