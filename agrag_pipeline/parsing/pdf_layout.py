@@ -1240,9 +1240,9 @@ class _Run:
         and third together are no column of wide text. The blocks must fall into consecutive
         groups, each column text held to more than a side above (``_MIN_COLUMN_LINES`` lines,
         a bullet set apart not counted, ``_COLUMN_WIDE_SHARE`` of them wider than half the
-        group); the gutter is the widest hole between two groups.
-        Only over a few blocks, and only where enough of the run's lines are half a column
-        wide (each group's wide lines are, and they are its share)."""
+        group); the gutter is the widest hole between two groups. Only over a few blocks, and
+        only where enough of the run's lines are half a column wide (each group's wide lines
+        are, and they are its share)."""
         starts, ends, widths = self.starts, self.ends, self.widths
         n = len(starts)
         marks = self.bullets  # a bullet set apart from its item's text is no line of the column
@@ -2448,7 +2448,7 @@ def _justified(segments: list[list[Char]], gutters: _Gutters | None = None) -> l
             if _word_break(a, b):
                 spaces.append(b.x0 - a.x1)
     if len(spaces) < 4:
-        return _evenly_stretched(segments, gutters) if len(segments) >= 3 else segments
+        return _evenly_stretched(segments, gutters)
     space = statistics.median(spaces)
     out = [list(segments[0])]
     left, right = min(c.x0 for c in segments[0]), max(c.x1 for c in segments[0])  # out[-1]'s
@@ -2468,7 +2468,7 @@ def _justified(segments: list[list[Char]], gutters: _Gutters | None = None) -> l
         else:
             out.append(list(seg))
             left, right = min(c.x0 for c in seg), seg_right
-    return _evenly_stretched(out, gutters) if len(out) >= 3 else out
+    return _evenly_stretched(out, gutters)
 
 
 def _evenly_stretched(segments: list[list[Char]], gutters: _Gutters | None) -> list[list[Char]]:
@@ -2478,6 +2478,8 @@ def _evenly_stretched(segments: list[list[Char]], gutters: _Gutters | None) -> l
     space, which is another column's (``_justified`` measures the row as one). Whether a strip
     is left free (``gutter_at``) misleads here: on a short page of stretched lines, word gaps
     fall on one x in enough rows by chance."""
+    if len(segments) < 3:
+        return segments  # two gaps at least make a run
     rights = [max(c.x1 for c in seg) for seg in segments]
     gaps = [
         (b[0].x0 - right, max(a[-1].size, b[0].size, 1.0))
