@@ -41,7 +41,7 @@ import logging
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 from uuid import UUID
@@ -431,14 +431,16 @@ class Warehouse:
         except DamagedFileError:
             return None
 
-    def read_table(self, table: str, document_id: UUID) -> pa.Table:
-        """A document's table, its page checksums verified.
+    def read_table(
+        self, table: str, document_id: UUID, columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """A document's table (or only ``columns`` of it), its page checksums verified.
 
         Raises:
             FileNotFoundError: no such table.
             DamagedFileError: a file that is not whole, valid Parquet.
         """
-        return self._read_parquet(self.table_path(table, document_id))
+        return self._read_parquet(self.table_path(table, document_id), columns)
 
     def table_metadata(self, table: str, document_id: UUID) -> dict[str, str] | None:
         """The ``agrag.*`` metadata of a document's table (reads only the footer), or None.
@@ -462,14 +464,18 @@ class Warehouse:
             raise _not_parquet(self.uri(path), exc) from None
         return read_metadata(schema)
 
-    def _read_parquet(self, path: str) -> pa.Table:
+    def _read_parquet(self, path: str, columns: Sequence[str] | None = None) -> pa.Table:
         def whole() -> bytes:
             with self.fs.open(path, "rb") as handle:
                 return bytes(handle.read())
 
         data = _read_one_version(whole, lambda: self.fs.invalidate_cache(path))
         try:
-            return pq.read_table(io.BytesIO(data), page_checksum_verification=True)
+            return pq.read_table(
+                io.BytesIO(data),
+                columns=None if columns is None else list(columns),
+                page_checksum_verification=True,
+            )
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _not_parquet(self.uri(path), exc) from None
 

@@ -152,6 +152,52 @@ class DocumentGraph:
         return counts
 
 
+@dataclass(frozen=True)
+class GraphShape:
+    """What the graph check compares with the store: node ids per label and the edges as
+    (type, source id, target id), without the nodes' properties."""
+
+    document_id: str
+    node_ids: dict[str, set[str]]
+    edges: set[tuple[str, str, str]]
+
+    @classmethod
+    def of(cls, graph: DocumentGraph) -> GraphShape:
+        node_ids: dict[str, set[str]] = {label: set() for label in NODE_PROPERTIES}
+        for node in graph.nodes:
+            node_ids[node.label].add(node.id)
+        edges = {(e.type, e.source_id, e.target_id) for e in graph.edges}
+        return cls(graph.document_id, node_ids, edges)
+
+    def counts(self) -> dict[str, int]:
+        """Nodes per label and edges per type, as ``DocumentGraph.counts``."""
+        counts = {label: len(self.node_ids.get(label, ())) for label in NODE_PROPERTIES}
+        counts.update({edge_type: 0 for edge_type in EDGE_TYPES})
+        for edge_type, _, _ in self.edges:
+            counts[edge_type] += 1
+        return counts
+
+
+#: The columns ``shape_from_tables`` reads: a check need not decode the properties.
+SHAPE_NODE_COLUMNS = ("id", "label", "document_id")
+SHAPE_EDGE_COLUMNS = ("type", "source_id", "target_id")
+
+
+def shape_from_tables(nodes: pa.Table, edges: pa.Table) -> GraphShape:
+    """The shape of the graph that ``nodes_table`` and ``edges_table`` wrote (only the
+    ``SHAPE_*_COLUMNS`` are read)."""
+    node_ids: dict[str, set[str]] = {label: set() for label in NODE_PROPERTIES}
+    for node_id, label in zip(
+        nodes.column("id").to_pylist(), nodes.column("label").to_pylist(), strict=True
+    ):
+        node_ids.setdefault(label, set()).add(node_id)
+    edges_found = set(
+        zip(*(edges.column(name).to_pylist() for name in SHAPE_EDGE_COLUMNS), strict=True)
+    )
+    document_id = nodes.column("document_id")[0].as_py() if nodes.num_rows else ""
+    return GraphShape(document_id, node_ids, edges_found)
+
+
 def document_graph(
     document: Document,
     sections: Sequence[Section],

@@ -25,11 +25,15 @@ import pyarrow as pa
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.sinks.graph.model import (
+    SHAPE_EDGE_COLUMNS,
+    SHAPE_NODE_COLUMNS,
     DocumentGraph,
+    GraphShape,
     document_graph,
     edges_table,
     graph_from_tables,
     nodes_table,
+    shape_from_tables,
 )
 from agrag_pipeline.sinks.graph.settings import GraphSettings
 from agrag_pipeline.sinks.graph.store import GraphStore
@@ -132,7 +136,7 @@ def build_graph(
     edges_path = warehouse.table_path("graph_edges", document.id)
     graph = None if force else _current_graph(warehouse, document, wanted)
     if graph is not None:
-        problems = store_problems(graph, store) if store is not None else []
+        problems = store_problems(GraphShape.of(graph), store) if store is not None else []
         if not problems:
             name = store.name if store is not None else "none"
             return GraphResult(document, graph.counts(), nodes_path, edges_path, name, reused=True)
@@ -161,16 +165,6 @@ def build_graph(
     stats = store.write_document(graph)
     return GraphResult(
         document, graph.counts(), nodes_path, edges_path, store.name, superseded=stats.superseded
-    )
-
-
-def stored_graph(warehouse: Warehouse, document: Document) -> DocumentGraph:
-    """The graph the stored ``graph_nodes``/``graph_edges`` tables of ``document`` describe."""
-    assert document.id is not None
-    return graph_from_tables(
-        warehouse.read_table("graph_nodes", document.id),
-        warehouse.read_table("graph_edges", document.id),
-        document.content_hash,
     )
 
 
@@ -258,29 +252,38 @@ def _set_aside(warehouse: Warehouse, table: str, document_id: UUID, exc: Damaged
     )
 
 
-def store_problems(graph: DocumentGraph, store: GraphStore) -> list[str]:
-    """How the store differs from ``graph`` (empty: it holds exactly its nodes and edges)."""
+def stored_shape(warehouse: Warehouse, document: Document) -> GraphShape:
+    """The node ids and edges the stored graph tables of ``document`` list (their properties
+    not read)."""
+    assert document.id is not None
+    return shape_from_tables(
+        warehouse.read_table("graph_nodes", document.id, SHAPE_NODE_COLUMNS),
+        warehouse.read_table("graph_edges", document.id, SHAPE_EDGE_COLUMNS),
+    )
+
+
+def store_problems(shape: GraphShape, store: GraphStore) -> list[str]:
+    """How the store differs from ``shape`` (empty: it holds exactly its nodes and edges)."""
     problems: list[str] = []
-    stored_ids = store.node_ids(graph.document_id)
+    stored_ids = store.node_ids(shape.document_id)
     for label, ids in stored_ids.items():
-        wanted = {n.id for n in graph.nodes_of(label)}
+        wanted = shape.node_ids.get(label, set())
         if ids != wanted:
             problems.append(
                 f"{label}: {len(wanted - ids)} missing, {len(ids - wanted)} not in the tables"
             )
-    stored_edges = store.edges(graph.document_id)
-    wanted_edges = {(e.type, e.source_id, e.target_id) for e in graph.edges}
-    if stored_edges != wanted_edges:
+    stored_edges = store.edges(shape.document_id)
+    if stored_edges != shape.edges:
         problems.append(
-            f"edges: {len(wanted_edges - stored_edges)} missing, "
-            f"{len(stored_edges - wanted_edges)} not in the tables"
+            f"edges: {len(shape.edges - stored_edges)} missing, "
+            f"{len(stored_edges - shape.edges)} not in the tables"
         )
     return problems
 
 
 def graph_problems(warehouse: Warehouse, document: Document, store: GraphStore) -> list[str]:
     """How the store differs from the tables for ``document`` (empty: it holds exactly them)."""
-    return store_problems(stored_graph(warehouse, document), store)
+    return store_problems(stored_shape(warehouse, document), store)
 
 
 #: The graph asset's check (one per document).
@@ -298,22 +301,23 @@ def check_graph(
             return [CheckOutcome(name, False, "no snapshot of this document is stored")]
         if not warehouse.has_table("graph_nodes", document.id):
             return [CheckOutcome(name, False, "no graph tables are stored for this document")]
-        graph = stored_graph(warehouse, document)
+        shape = stored_shape(warehouse, document)
         if store is None:
             return [CheckOutcome(name, True, "graph.backend is none: the tables alone")]
-        problems = graph_problems(warehouse, document, store)
+        problems = store_problems(shape, store)
     except Exception as exc:  # a check reports; it never fails the step
         return [CheckOutcome(name, False, f"could not be checked: {type(exc).__name__}: {exc}")]
-    counts = graph.counts()
+    counts = shape.counts()
     if problems:
         return [CheckOutcome(name, False, "; ".join(problems), {"expected": counts})]
+    nodes = sum(counts[label] for label in shape.node_ids)
     return [
         CheckOutcome(
             name,
             True,
             f"{store.name} holds exactly the {counts['Chunk']} chunks, {counts['Section']} "
-            f"sections and {len(graph.edges)} edges of the tables",
-            {"nodes": len(graph.nodes), "edges": len(graph.edges)},
+            f"sections and {len(shape.edges)} edges of the tables",
+            {"nodes": nodes, "edges": len(shape.edges)},
         )
     ]
 

@@ -4,8 +4,10 @@ Every backend (``ladybug_store`` embedded, ``neo4j_store`` for a server) runs th
 written in the subset that LadybugDB (the maintained Kuzu fork) and Neo4j both accept
 (``MERGE``/``CREATE``/``DETACH DELETE``, ``UNWIND $rows``, back-quoted property names: ``index``
 is a keyword in Kuzu's grammar). So the tests that run the embedded database also run the
-Cypher the Neo4j backend sends; only schema creation, the transport and the way a list value is
-typed (``ValueExpression``) differ.
+Cypher the Neo4j backend sends; only schema creation, the transport, the way a list value is
+typed (``ValueExpression``) and the way a document's node rows are handed over
+(``OwnedNodesStatements``: ``UNWIND`` rows, or an Arrow table the embedded database scans)
+differ.
 
 Writing a document is one transaction: upsert its Document node, delete its sections and
 chunks, create the new version's sections and chunks together with their ``HAS_SECTION``/
@@ -130,14 +132,39 @@ def delete_document_statements(document_id: str) -> list[Statement]:
     ]
 
 
-def write_statements(graph: DocumentGraph, value: ValueExpression = plain_value) -> list[Statement]:
-    """The statements that make the store hold exactly ``graph`` for its document.
+#: The statements that create a document's nodes of one label (Section or Chunk) together with
+#: their ownership edges: how a backend hands the rows to its database.
+OwnedNodesStatements = Callable[[DocumentGraph, str], list[Statement]]
+
+
+def unwound_nodes_statements(value: ValueExpression = plain_value) -> OwnedNodesStatements:
+    """The portable way: parameter rows in batches of ``BATCH_ROWS``, ``UNWIND $rows``."""
+
+    def statements(graph: DocumentGraph, label: str) -> list[Statement]:
+        rows = [node_row(label, n.id, n.properties) for n in graph.nodes_of(label)]
+        params = {"document_id": graph.document_id}
+        return [
+            (create_owned_nodes_statement(label, value), {**params, "rows": batch})
+            for batch in _batches(rows)
+        ]
+
+    return statements
+
+
+def write_statements(
+    graph: DocumentGraph,
+    value: ValueExpression = plain_value,
+    owned_nodes: OwnedNodesStatements | None = None,
+) -> list[Statement]:
+    """The statements that make the store hold exactly ``graph`` for its document
+    (``owned_nodes``: how its sections and chunks are handed over, ``UNWIND`` rows by default).
 
     The document's sections and chunks are replaced, not merged one by one: their ids are
     deterministic (the same version and settings give the same ids), so replacing them is
     idempotent, superseded ones go in the same transaction, and no statement has to find a node
     by an id taken from a parameter row (which LadybugDB answers by scanning the whole label).
     """
+    owned_nodes = owned_nodes or unwound_nodes_statements(value)
     params = {"document_id": graph.document_id}
     statements: list[Statement] = [
         (f"MATCH {of_document('Chunk')} DETACH DELETE n", params),
@@ -146,21 +173,19 @@ def write_statements(graph: DocumentGraph, value: ValueExpression = plain_value)
             upsert_document_statement(value),
             {
                 **params,
-                "rows": [_row("Document", n.id, n.properties) for n in graph.nodes_of("Document")],
+                "rows": [
+                    node_row("Document", n.id, n.properties) for n in graph.nodes_of("Document")
+                ],
             },
         ),
     ]
     for label in ("Section", "Chunk"):
-        rows = [_row(label, n.id, n.properties) for n in graph.nodes_of(label)]
-        statements.extend(
-            (create_owned_nodes_statement(label, value), {**params, "rows": batch})
-            for batch in _batches(rows)
-        )
+        statements.extend(owned_nodes(graph, label))
     statements.extend((cypher, params) for cypher in DERIVED_EDGE_STATEMENTS.values())
     return statements
 
 
-def _row(label: str, node_id: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+def node_row(label: str, node_id: str, properties: Mapping[str, Any]) -> dict[str, Any]:
     """A node's parameter row: its id and every property of its label (missing ones null)."""
     return {"id": node_id, **{name: properties.get(name) for name in NODE_PROPERTIES[label]}}
 
@@ -177,6 +202,19 @@ def count_nodes_statement(label: str) -> str:
 def count_edges_statement(edge_type: str) -> str:
     source, target = EDGE_TYPES[edge_type]
     return f"MATCH {of_document(source, 'a')}-[e:{edge_type}]->(b:{target}) RETURN count(e) AS n"
+
+
+#: One document's node ids with their labels, every label in one round trip.
+NODE_IDS_QUERY = " UNION ALL ".join(
+    f"MATCH {of_document(label)} RETURN '{label}' AS label, n.id AS id" for label in NODE_PROPERTIES
+)
+
+#: One document's edges as (type, source id, target id), every type in one round trip.
+EDGES_QUERY = " UNION ALL ".join(
+    f"MATCH {of_document(source, 'a')}-[:{edge_type}]->(b:{target}) "
+    f"RETURN '{edge_type}' AS type, a.id AS s, b.id AS t"
+    for edge_type, (source, target) in EDGE_TYPES.items()
+)
 
 
 class GraphStore(abc.ABC):
@@ -217,10 +255,14 @@ class GraphStore(abc.ABC):
             self.close()
 
     # -- writes ---------------------------------------------------------------------------
+    def write_statements(self, graph: DocumentGraph) -> list[Statement]:
+        """The statements ``write_document`` runs (a backend may hand rows over its own way)."""
+        return write_statements(graph, self.value_expression)
+
     def write_document(self, graph: DocumentGraph) -> WriteStats:
         """Make the store hold exactly ``graph`` for its document (idempotent)."""
         before = self.node_ids(graph.document_id)
-        self._run(write_statements(graph, self.value_expression))
+        self._run(self.write_statements(graph))
         new_ids = {n.id for n in graph.nodes}
         superseded = sum(len(before[label] - new_ids) for label in ("Section", "Chunk"))
         return WriteStats(nodes=len(graph.nodes), edges=len(graph.edges), superseded=superseded)
@@ -245,26 +287,16 @@ class GraphStore(abc.ABC):
         return counts
 
     def node_ids(self, document_id: str) -> dict[str, set[str]]:
-        """Ids of one document's nodes per label."""
-        params = {"document_id": document_id}
-        return {
-            label: {
-                r["id"] for r in self.query(f"MATCH {of_document(label)} RETURN n.id AS id", params)
-            }
-            for label in NODE_PROPERTIES
-        }
+        """Ids of one document's nodes per label (one query)."""
+        found: dict[str, set[str]] = {label: set() for label in NODE_PROPERTIES}
+        for row in self.query(NODE_IDS_QUERY, {"document_id": document_id}):
+            found[row["label"]].add(row["id"])
+        return found
 
     def edges(self, document_id: str) -> set[tuple[str, str, str]]:
-        """(type, source id, target id) of one document's edges."""
-        found: set[tuple[str, str, str]] = set()
-        for edge_type, (source, target) in EDGE_TYPES.items():
-            rows = self.query(
-                f"MATCH {of_document(source, 'a')}-[:{edge_type}]->(b:{target}) "
-                "RETURN a.id AS s, b.id AS t",
-                {"document_id": document_id},
-            )
-            found.update((edge_type, r["s"], r["t"]) for r in rows)
-        return found
+        """(type, source id, target id) of one document's edges (one query)."""
+        rows = self.query(EDGES_QUERY, {"document_id": document_id})
+        return {(r["type"], r["s"], r["t"]) for r in rows}
 
     def document_ids(self) -> set[str]:
         """The ids of every Document node the store holds."""
