@@ -189,4 +189,9 @@ SNAPSHOT_VERSION = "1"
 #: opening in that face (a run-in head over two lines), and a ragged line cut by a column break
 #: inside a sentence, no longer part a paragraph. Heading styles seen on the first page only and
 #: larger than any later one (a cover's) share level 1: the body's headings were pushed to 6.
-PARSE_VERSION = "44"
+#: 45: PDF headings found by typography (no outline) nest by their section numbers where they
+#: number a hierarchy (``1``, ``1.1``, ``1.1.2``; a chapter label's ``CHAPTER ONE``; an
+#: appendix beside the chapters): ranks of type sizes made siblings of a chapter and its
+#: sections set in one style (Sphinx's), or of sections whose measured sizes differ
+#: (``pdf._levels_by_numbering``).
+PARSE_VERSION = "45"

@@ -1849,10 +1849,11 @@ def _wrapped_onto(line: _Written, following: _Written, apart: int) -> bool:
 def _heading_levels(
     found: list[tuple[int, tuple[float, bool, bool]]],
 ) -> dict[tuple[float, bool, bool], int]:
-    """Each heading style's level: its rank, larger first, bold before regular. Styles seen on
-    the first page only and larger than every style after it (a cover's or title block's
-    title, subtitle, edition) share level 1, so that a cover of many sizes does not push the
-    body's headings down to level 6, where they would all be siblings."""
+    """Each heading style's rank (its level, up to ``MAX_HEADING_LEVEL``): larger first, bold
+    before regular. Styles seen on the first page only and larger than every style after it
+    (a cover's or title block's title, subtitle, edition) share rank 1, so that a cover of
+    many sizes does not push the body's headings down to level 6, where they would all be
+    siblings."""
     styles = sorted({style for _, style in found}, key=lambda s: (-s[0], not s[1], not s[2]))
     first = min((page for page, _ in found), default=0)
     later = {style for page, style in found if page != first}
@@ -1867,7 +1868,7 @@ def _heading_levels(
     for style in styles:
         if style not in cover:
             rank += 1
-            level_of[style] = min(rank, MAX_HEADING_LEVEL)
+            level_of[style] = rank
     return level_of
 
 
@@ -1924,6 +1925,7 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
         [(lines[i].page, style) for i, style in candidates if i not in labels]
     )
     marks: list[HeadingMark] = []
+    origins: list[tuple[tuple[float, bool, bool], str | None]] = []  # per mark: style, label
     previous: tuple[int, tuple[float, bool, bool]] | None = None
     label: tuple[int, str] | None = None  # (start, text) of the label lines above a title
     for index, style in candidates:
@@ -1935,7 +1937,8 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
             continue
         if label is not None:
             text = f"{label[1]} {line.text.strip()}"
-            marks.append(HeadingMark(label[0], line.end, level_of[style], text))
+            marks.append(HeadingMark(label[0], line.end, _capped(level_of[style]), text))
+            origins.append((style, label[1]))
             label, previous = None, (index, style)
             continue
         prev_line = lines[index - 1] if index else None
@@ -1950,6 +1953,106 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
             joined = join_wrapped(((last.text, ran_on), (line.text.strip(), False)))
             marks[-1] = HeadingMark(last.start, line.end, last.level, joined)
         else:
-            marks.append(HeadingMark(line.start, line.end, level_of[style], line.text.strip()))
+            text = line.text.strip()
+            marks.append(HeadingMark(line.start, line.end, _capped(level_of[style]), text))
+            origins.append((style, None))
         previous = (index, style)
+    marks = _levels_by_numbering(marks, [(s, level_of[s], label) for s, label in origins])
     return [m for m in marks if len(m.text) <= _MAX_HEADING_CHARS * 2]
+
+
+#: A section number opening a heading: ``2``, ``2.1``, ``2.1.3.``, ``1.Scope`` (parts of one or
+#: two digits, so that a year or a quantity is none).
+_SECTION_NUMBER = re.compile(r"(\d{1,2}(?:\.\d{1,2}){0,5})(?:\.?\s+\S|\.(?=[^\W\d_]))")
+#: A division label that names a chapter (numbered like ``1``, its sections ``1.1``); a part,
+#: a book or an appendix is not counted in the sections' numbers.
+_CHAPTER_LABEL = re.compile(
+    r"(?:chapter|lecture|lesson|unit|kapitel|chapitre|cap[ií]tulo|capitolo|hoofdstuk"
+    r"|rozdzia[łl]|глава)\b",
+    re.IGNORECASE,
+)
+_APPENDIX_LABEL = re.compile(r"(?:appendix|anhang|annexe|ap[eé]ndice|bijlage|приложение)\b", re.I)
+_NUMBER_WORD_VALUES = {word: n for n, word in enumerate(_NUMBER_WORDS.split("|"), start=1)}
+
+
+def _levels_by_numbering(
+    marks: list[HeadingMark], styles: list[tuple[tuple[float, bool, bool], int, str | None]]
+) -> list[HeadingMark]:
+    """Heading levels from the headings' section numbers, where they number a hierarchy.
+
+    Levels by type size alone are ranks of styles: where a chapter's title is set in the same
+    type as its sections (Sphinx's ``CHAPTER ONE`` / ``QUICKSTART`` and ``1.1 A Minimal
+    Application``), or one section in another style than its siblings, the ranks make
+    siblings of parent and child. Section numbers say the nesting outright: ``1.4.1`` is under
+    ``1.4``, under chapter 1. A number counts when it follows the one before it (the next at
+    its depth or a first child, gaps allowed: ``1.`` after ``2.3`` is a list item, not a
+    section), and only where at least three count and one is two parts deep. ``styles``:
+    each mark's style, the style's rank (``_heading_levels``, not capped) and its division
+    label, if any.
+    """
+    numbers: list[tuple[int, ...] | None] = []
+    current: tuple[int, ...] = ()
+    for mark, (_, _, label) in zip(marks, styles, strict=True):
+        number = _chapter_number(label, current) if label else _section_number(mark.text)
+        if number is not None and _follows(number, current):
+            current = number
+        else:
+            number = None
+        numbers.append(number)
+    counted = [
+        (mark, n, style, level)
+        for mark, n, (style, level, _) in zip(marks, numbers, styles, strict=True)
+        if n
+    ]
+    if len(counted) < 3 or not any(len(n) > 1 for _, n, _, _ in counted):
+        return marks
+    tops = [level for _, n, _, level in counted if len(n) == 1]
+    base = min(tops) if tops else max(1, min(level - len(n) + 1 for _, n, _, level in counted))
+    new_level = {id(mark): _capped(base + len(n) - 1) for mark, n, _, _ in counted}
+    # An unnumbered heading: as the numbered ones of its style mostly are; a style of none
+    # below every numbered heading of a style ranked above it (its own rank where none is).
+    by_style: dict[tuple[float, bool, bool], Counter[int]] = {}
+    for mark, _, style, _ in counted:
+        by_style.setdefault(style, Counter())[new_level[id(mark)]] += 1
+    leveled: list[HeadingMark] = []
+    for mark, (style, level, label) in zip(marks, styles, strict=True):
+        found = new_level.get(id(mark))
+        if found is None and label is not None and _APPENDIX_LABEL.match(label):
+            found = _capped(base)  # an appendix stands beside the chapters
+        if found is None and style in by_style:
+            found = by_style[style].most_common(1)[0][0]
+        if found is None:
+            above = [new_level[id(m)] for m, _, _, ranked in counted if ranked < level]
+            found = _capped(max(above) + 1 if above else level)
+        leveled.append(HeadingMark(mark.start, mark.end, found, mark.text))
+    return leveled
+
+
+def _capped(rank: int) -> int:
+    return min(rank, MAX_HEADING_LEVEL)
+
+
+def _section_number(text: str) -> tuple[int, ...] | None:
+    found = _SECTION_NUMBER.match(text)
+    return tuple(int(part) for part in found.group(1).split(".")) if found else None
+
+
+def _chapter_number(label: str, current: tuple[int, ...]) -> tuple[int, ...] | None:
+    """A chapter label's number (``Chapter 3``, ``CHAPTER ONE``), else the next chapter's; a
+    label of a part or an appendix has none."""
+    if not _CHAPTER_LABEL.match(label):
+        return None
+    last = label.split()[-1].rstrip(".").lower()
+    if last.isdigit():
+        return (int(last),)
+    if last in _NUMBER_WORD_VALUES:
+        return (_NUMBER_WORD_VALUES[last],)
+    return (current[0] + 1,) if current else (1,)
+
+
+def _follows(number: tuple[int, ...], current: tuple[int, ...]) -> bool:
+    """Whether section ``number`` can come after ``current``: later, and a sibling or child of
+    ``current`` or of one of its ancestors (``2.4``, ``2.3.1`` or ``3`` after ``2.3``)."""
+    if not current:
+        return True
+    return number > current and number[:-1] == current[: len(number) - 1]

@@ -750,6 +750,50 @@ def test_a_cover_of_many_sizes_does_not_push_the_bodys_headings_down() -> None:
     assert levels["Where intake and screening begins"] == levels["Where filtration begins"] == 3
 
 
+def test_section_numbers_nest_headings_that_type_sizes_make_siblings() -> None:
+    # LibreOffice 7.4 export of fixtures/numbered_sections.fodt (no outline): chapters and
+    # their sections in one style (14 pt bold, as Sphinx sets "CHAPTER ONE" and "1.1"),
+    # subsections in 12 pt, and two bold steps numbered "1." and "2." inside section 2.1. By
+    # ranks of sizes, "1.1 Scope" was a sibling of "1 Introduction" and "1.2 Terms" its child.
+    name = "numbered_sections.pdf"
+    pdf = Path(__file__).resolve().parents[1] / "fixtures" / name
+    parsed = parse_document(pdf.read_bytes(), name)
+    paths = {s.heading: s.heading_path[1:] for s in parsed.sections if s.heading}
+    assert paths["1.2 Terms"] == ["1 Introduction", "1.2 Terms"]
+    assert paths["2.2.1 Laboratory tests"] == [
+        "2 Methods",
+        "2.2 Analysis",
+        "2.2.1 Laboratory tests",
+    ]
+    assert paths["3.2 Wildlife"] == ["3 Results", "3.2 Wildlife"]
+    # A numbered list restarting inside a section is no chapter: its items stay under it.
+    assert paths["2. Label the samples"] == ["2 Methods", "2.1 Sampling", "2. Label the samples"]
+
+
+def test_a_chapter_label_numbers_its_title_and_an_appendix_stands_beside_the_chapters() -> None:
+    # Sphinx's LaTeX sets "CHAPTER" / "ONE" over a title in the very type of its sections
+    # ("1.1 A Minimal Application"): the label makes the title chapter 1, its sections 1.1.
+    def chapter(label: list[str], title: str, sections: list[str]) -> Page:
+        texts = [Text(300, 740 - 20 * k, word, 12, "F2") for k, word in enumerate(label)]
+        texts += [Text(300, 690, title, 14, "F2"), *_body(670, 3)]
+        for k, heading in enumerate(sections):
+            texts += [Text(72, 600 - 150 * k, heading, 14, "F2"), *_body(580 - 150 * k, 3)]
+        return Page(texts)
+
+    parsed = _parse(
+        [
+            chapter(["CHAPTER", "ONE"], "QUICKSTART", ["1.1 A Minimal Application", "1.2 Routing"]),
+            chapter(["CHAPTER", "TWO"], "TEMPLATES", ["2.1 Jinja Setup"]),
+            chapter(["APPENDIX"], "LICENSE", ["Source License"]),
+        ]
+    )
+    levels = {s.heading: s.level for s in parsed.sections if s.heading}
+    assert levels["CHAPTER ONE QUICKSTART"] == levels["CHAPTER TWO TEMPLATES"]
+    assert levels["1.1 A Minimal Application"] == levels["2.1 Jinja Setup"]
+    assert levels["1.1 A Minimal Application"] == levels["CHAPTER ONE QUICKSTART"] + 1
+    assert levels["APPENDIX LICENSE"] == levels["CHAPTER TWO TEMPLATES"]
+
+
 def test_a_titles_byline_stays_apart_and_the_title_a_heading() -> None:
     # A bold title over its byline in lower case: the change of weight parts them (a bold line
     # goes on into the next only where that line opens in bold and its first word would not
