@@ -3,10 +3,8 @@
 between documents, the check that the graph holds what the tables say, and the README's Cypher.
 
 Neo4j: no Neo4j server can be installed on this machine (no Debian or PyPI package carries
-one), so its backend is covered by running the same write statements (``store.write_statements``,
-rows in ``UNWIND`` batches) through the embedded database, and comparing what they write with
-what the embedded backend's own Arrow scan writes; only Neo4j's constraint DDL and transport are
-untested here.
+one), so its backend is covered by running the same write statements (``store.write_statements``)
+through the embedded database; only its constraint DDL and transport are untested here.
 """
 
 from __future__ import annotations
@@ -24,14 +22,9 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.pipeline import load_chunks, run_document
 from agrag_pipeline.runtime import Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
-from agrag_pipeline.sinks.graph.ladybug_store import LadybugGraphStore, cast_value
+from agrag_pipeline.sinks.graph.ladybug_store import LadybugGraphStore
 from agrag_pipeline.sinks.graph.model import EDGE_TYPES, NODE_PROPERTIES
-from agrag_pipeline.sinks.graph.step import (
-    build_graph,
-    document_graph_from_warehouse,
-    graph_problems,
-)
-from agrag_pipeline.sinks.graph.store import write_statements
+from agrag_pipeline.sinks.graph.step import build_graph, graph_problems
 
 DOCS = ("docling/mixed.md", "rust-book/ch03-05-control-flow.md")
 
@@ -84,53 +77,6 @@ def test_chunks_read_back_from_the_graph_equal_the_parquet_chunks(runtime, store
     assert result.counts["Document"] == 1
     assert result.counts["NEXT_CHUNK"] == len(read_back) - 1
     assert result.counts["HAS_CHUNK"] == len(read_back)
-
-
-def _everything(store: LadybugGraphStore, document_id: str) -> dict:
-    """Every property of every node and every edge of one document, as stored."""
-    found: dict = {"edges": store.edges(document_id)}
-    for label in NODE_PROPERTIES:
-        names = ", ".join(f"n.`{p}` AS `{p}`" for p in NODE_PROPERTIES[label])
-        pattern = (
-            "(n:Document {id: $d})"
-            if label == "Document"
-            else f"(:Document {{id: $d}})-[]->(n:{label})"
-        )
-        rows = store.query(f"MATCH {pattern} RETURN n.id AS id, {names}", {"d": document_id})
-        found[label] = sorted(rows, key=lambda r: r["id"])
-    return found
-
-
-@pytest.mark.parametrize("with_vectors", [True, False])
-def test_the_portable_statements_neo4j_sends_write_what_the_arrow_scan_writes(
-    runtime, tmp_path, with_vectors
-):
-    """The embedded backend hands a document's rows over as an Arrow table (``LOAD FROM``);
-    Neo4j gets ``UNWIND`` rows. Both must store the same nodes, properties and edges, with and
-    without vectors (a list property null on every row) and with empty lists (a section
-    without pages)."""
-    stored = {}
-    for way in ("arrow", "unwind"):
-        graph_store = LadybugGraphStore(tmp_path / f"{way}-{with_vectors}.lbdb")
-        try:
-            for key in DOCS:
-                document = _document(runtime, key)
-                graph = document_graph_from_warehouse(
-                    runtime.warehouse, document, with_vectors=with_vectors
-                )
-                if way == "arrow":
-                    graph_store.write_document(graph)
-                else:
-                    graph_store._run(write_statements(graph, cast_value))
-            stored[way] = {
-                key: _everything(graph_store, str(_document(runtime, key).id)) for key in DOCS
-            }
-        finally:
-            graph_store.close()
-    assert stored["arrow"] == stored["unwind"]
-    chunks = stored["arrow"]["docling/mixed.md"]["Chunk"]
-    assert chunks and all((c["embedding"] is not None) == with_vectors for c in chunks)
-    assert any(s["pages"] == [] for s in stored["arrow"]["docling/mixed.md"]["Section"])
 
 
 def test_every_edge_type_and_section_parent_is_written(runtime, store):

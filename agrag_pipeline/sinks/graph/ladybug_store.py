@@ -30,21 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
-from agrag_pipeline.sinks.graph.model import (
-    EDGE_TYPES,
-    NODE_PROPERTIES,
-    DocumentGraph,
-    PropertyType,
-)
-from agrag_pipeline.sinks.graph.store import (
-    OWNING_EDGE,
-    GraphStore,
-    Statement,
-    node_row,
-    write_statements,
-)
+from agrag_pipeline.sinks.graph.model import EDGE_TYPES, NODE_PROPERTIES, PropertyType
+from agrag_pipeline.sinks.graph.store import GraphStore, Statement
 
 log = logging.getLogger(__name__)
 
@@ -59,45 +46,6 @@ class GraphStoreBusyError(RuntimeError):
 def cast_value(name: str, kind: PropertyType) -> str:
     """The row's value cast to the column type (see ``store.ValueExpression``)."""
     return f"CAST(r.`{name}` AS {kind})" if kind.endswith("[]") else f"r.`{name}`"
-
-
-_ARROW_TYPES: dict[PropertyType, pa.DataType] = {
-    "STRING": pa.string(),
-    "INT64": pa.int64(),
-    "DOUBLE": pa.float64(),
-    "STRING[]": pa.list_(pa.string()),
-    "INT64[]": pa.list_(pa.int64()),
-    "DOUBLE[]": pa.list_(pa.float64()),
-}
-
-#: A label's node rows as an Arrow table: the id, then every property with its column's type.
-_ROW_SCHEMAS = {
-    label: pa.schema(
-        [("id", pa.string())] + [(name, _ARROW_TYPES[kind]) for name, kind in properties.items()]
-    )
-    for label, properties in NODE_PROPERTIES.items()
-}
-
-
-def scanned_nodes_statements(graph: DocumentGraph, label: str) -> list[Statement]:
-    """A document's sections (or chunks) as one Arrow table that ``LOAD FROM`` scans.
-
-    Why not ``UNWIND $rows``: LadybugDB's Python binding walks every parameter value in Python
-    to type it (each float of each chunk's vector: 384 a chunk), which cost more than the
-    database's own work; an Arrow table is handed over whole, typed by its schema.
-    """
-    nodes = graph.nodes_of(label)
-    if not nodes:
-        return []
-    rows = pa.Table.from_pylist(
-        [node_row(label, n.id, n.properties) for n in nodes], schema=_ROW_SCHEMAS[label]
-    )
-    properties = ", ".join(f"`{name}`: `{name}`" for name in _ROW_SCHEMAS[label].names)
-    cypher = (
-        "MATCH (d:Document {id: $document_id}) LOAD FROM $rows "
-        f"CREATE (d)-[:{OWNING_EDGE[label]}]->(n:{label} {{{properties}}})"
-    )
-    return [(cypher, {"document_id": graph.document_id, "rows": rows})]
 
 
 class LadybugGraphStore(GraphStore):
@@ -201,9 +149,6 @@ class LadybugGraphStore(GraphStore):
                 db.close()
 
     # -- GraphStore -----------------------------------------------------------------------
-    def write_statements(self, graph: DocumentGraph) -> list[Statement]:
-        return write_statements(graph, cast_value, owned_nodes=scanned_nodes_statements)
-
     def ensure_schema(self) -> None:
         self._connection()
 

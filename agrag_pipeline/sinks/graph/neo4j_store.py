@@ -1,9 +1,7 @@
 """Neo4j, for teams that run it: the official driver, ``MERGE`` by id in batches.
 
-It sends exactly the statements of ``store.write_statements`` inside one managed write
-transaction per document. The embedded backend runs the same Cypher but hands a document's
-sections and chunks over as one Arrow table (``LOAD FROM``) instead of ``UNWIND`` rows; the
-tests run these ``UNWIND`` statements through it and compare what both ways store. Schema here
+It sends exactly the statements of ``store.write_statements`` (shared with the embedded
+backend, which the tests run), inside one managed write transaction per document. Schema here
 is uniqueness constraints on ``id`` per label, which also give ``MERGE`` its index. The password
 comes from the environment variable the settings name, never from a settings file.
 """

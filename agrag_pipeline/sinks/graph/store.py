@@ -4,10 +4,8 @@ Every backend (``ladybug_store`` embedded, ``neo4j_store`` for a server) runs th
 written in the subset that LadybugDB (the maintained Kuzu fork) and Neo4j both accept
 (``MERGE``/``CREATE``/``DETACH DELETE``, ``UNWIND $rows``, back-quoted property names: ``index``
 is a keyword in Kuzu's grammar). So the tests that run the embedded database also run the
-Cypher the Neo4j backend sends; only schema creation, the transport, the way a list value is
-typed (``ValueExpression``) and the way a document's node rows are handed over
-(``OwnedNodesStatements``: ``UNWIND`` rows, or an Arrow table the embedded database scans)
-differ.
+Cypher the Neo4j backend sends; only schema creation, the transport and the way a list value is
+typed (``ValueExpression``) differ.
 
 Writing a document is one transaction: upsert its Document node, delete its sections and
 chunks, create the new version's sections and chunks together with their ``HAS_SECTION``/
@@ -132,39 +130,14 @@ def delete_document_statements(document_id: str) -> list[Statement]:
     ]
 
 
-#: The statements that create a document's nodes of one label (Section or Chunk) together with
-#: their ownership edges: how a backend hands the rows to its database.
-OwnedNodesStatements = Callable[[DocumentGraph, str], list[Statement]]
-
-
-def unwound_nodes_statements(value: ValueExpression = plain_value) -> OwnedNodesStatements:
-    """The portable way: parameter rows in batches of ``BATCH_ROWS``, ``UNWIND $rows``."""
-
-    def statements(graph: DocumentGraph, label: str) -> list[Statement]:
-        rows = [node_row(label, n.id, n.properties) for n in graph.nodes_of(label)]
-        params = {"document_id": graph.document_id}
-        return [
-            (create_owned_nodes_statement(label, value), {**params, "rows": batch})
-            for batch in _batches(rows)
-        ]
-
-    return statements
-
-
-def write_statements(
-    graph: DocumentGraph,
-    value: ValueExpression = plain_value,
-    owned_nodes: OwnedNodesStatements | None = None,
-) -> list[Statement]:
-    """The statements that make the store hold exactly ``graph`` for its document
-    (``owned_nodes``: how its sections and chunks are handed over, ``UNWIND`` rows by default).
+def write_statements(graph: DocumentGraph, value: ValueExpression = plain_value) -> list[Statement]:
+    """The statements that make the store hold exactly ``graph`` for its document.
 
     The document's sections and chunks are replaced, not merged one by one: their ids are
     deterministic (the same version and settings give the same ids), so replacing them is
     idempotent, superseded ones go in the same transaction, and no statement has to find a node
     by an id taken from a parameter row (which LadybugDB answers by scanning the whole label).
     """
-    owned_nodes = owned_nodes or unwound_nodes_statements(value)
     params = {"document_id": graph.document_id}
     statements: list[Statement] = [
         (f"MATCH {of_document('Chunk')} DETACH DELETE n", params),
@@ -173,19 +146,21 @@ def write_statements(
             upsert_document_statement(value),
             {
                 **params,
-                "rows": [
-                    node_row("Document", n.id, n.properties) for n in graph.nodes_of("Document")
-                ],
+                "rows": [_row("Document", n.id, n.properties) for n in graph.nodes_of("Document")],
             },
         ),
     ]
     for label in ("Section", "Chunk"):
-        statements.extend(owned_nodes(graph, label))
+        rows = [_row(label, n.id, n.properties) for n in graph.nodes_of(label)]
+        statements.extend(
+            (create_owned_nodes_statement(label, value), {**params, "rows": batch})
+            for batch in _batches(rows)
+        )
     statements.extend((cypher, params) for cypher in DERIVED_EDGE_STATEMENTS.values())
     return statements
 
 
-def node_row(label: str, node_id: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+def _row(label: str, node_id: str, properties: Mapping[str, Any]) -> dict[str, Any]:
     """A node's parameter row: its id and every property of its label (missing ones null)."""
     return {"id": node_id, **{name: properties.get(name) for name in NODE_PROPERTIES[label]}}
 
@@ -255,14 +230,10 @@ class GraphStore(abc.ABC):
             self.close()
 
     # -- writes ---------------------------------------------------------------------------
-    def write_statements(self, graph: DocumentGraph) -> list[Statement]:
-        """The statements ``write_document`` runs (a backend may hand rows over its own way)."""
-        return write_statements(graph, self.value_expression)
-
     def write_document(self, graph: DocumentGraph) -> WriteStats:
         """Make the store hold exactly ``graph`` for its document (idempotent)."""
         before = self.node_ids(graph.document_id)
-        self._run(self.write_statements(graph))
+        self._run(write_statements(graph, self.value_expression))
         new_ids = {n.id for n in graph.nodes}
         superseded = sum(len(before[label] - new_ids) for label in ("Section", "Chunk"))
         return WriteStats(nodes=len(graph.nodes), edges=len(graph.edges), superseded=superseded)
