@@ -1986,15 +1986,21 @@ def _levels_by_numbering(
     siblings of parent and child. Section numbers say the nesting outright: ``1.4.1`` is under
     ``1.4``, under chapter 1. A number counts when it follows the one before it (the next at
     its depth or a first child, gaps allowed: ``1.`` after ``2.3`` is a list item, not a
-    section), and only where at least three count and one is two parts deep. ``styles``:
+    section; a first number the next does not follow is none: a cover's ``12 Months``), and
+    only where at least three count and one is two parts deep. ``styles``:
     each mark's style, the style's rank (``_heading_levels``, not capped) and its division
     label, if any.
     """
     numbers: list[tuple[int, ...] | None] = []
     current: tuple[int, ...] = ()
-    for mark, (_, _, label) in zip(marks, styles, strict=True):
+    first: int | None = None  # the index of the only number counted so far, if one
+    for index, (mark, (_, _, label)) in enumerate(zip(marks, styles, strict=True)):
         number = _chapter_number(label, current) if label else _section_number(mark.text)
+        if number is not None and not _follows(number, current) and first is not None:
+            numbers[first] = None  # a lone first number the next does not follow: no section's
+            current = ()
         if number is not None and _follows(number, current):
+            first = index if not current else None
             current = number
         else:
             number = None

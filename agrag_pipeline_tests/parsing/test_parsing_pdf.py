@@ -794,6 +794,28 @@ def test_a_chapter_label_numbers_its_title_and_an_appendix_stands_beside_the_cha
     assert levels["APPENDIX LICENSE"] == levels["CHAPTER TWO TEMPLATES"]
 
 
+def test_a_number_on_the_cover_does_not_stop_the_sections_numbers_from_nesting_them() -> None:
+    # "12 Months of Progress" is the first numbered heading; "1 Overview" does not follow it.
+    # Chapters and sections share one size, so only their numbers can nest them.
+    cover = Page([Text(72, 700, "12 Months of Progress", 22, "F2"), *_body(660, 3)])
+    chapters = [
+        Page(
+            [
+                Text(72, 720, f"{n} {title}", 14, "F2"),
+                *_body(700, 3),
+                Text(72, 600, f"{n}.1 {section}", 14, "F2"),
+                *_body(580, 3),
+                Text(72, 480, f"{n}.2 {section} in detail", 14, "F2"),
+                *_body(460, 3),
+            ]
+        )
+        for n, title, section in ((1, "Overview", "Aims"), (2, "Results", "Data"))
+    ]
+    levels = {s.heading: s.level for s in _parse([cover, *chapters]).sections if s.heading}
+    assert levels["1.1 Aims"] == levels["2.2 Data in detail"] == levels["1 Overview"] + 1
+    assert levels["2 Results"] == levels["1 Overview"]
+
+
 def test_a_titles_byline_stays_apart_and_the_title_a_heading() -> None:
     # A bold title over its byline in lower case: the change of weight parts them (a bold line
     # goes on into the next only where that line opens in bold and its first word would not
