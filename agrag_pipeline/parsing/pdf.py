@@ -1483,11 +1483,13 @@ _NUMBER_WORDS = (
 )
 #: What a book's chapter page sets on its own line(s) above the title: LaTeX's ``Chapter 1``,
 #: Sphinx's ``CHAPTER`` / ``ONE``, ``Appendix A``, ``Part II``, in a few languages.
-_DIVISION = (
-    r"(?:chapter|part|appendix|book|lecture|lesson|unit|kapitel|teil|anhang|chapitre|partie"
-    r"|annexe|cap[ií]tulo|capitolo|parte|ap[eé]ndice|hoofdstuk|deel|bijlage|rozdzia[łl]"
-    r"|глава|часть|приложение)"
+_CHAPTER_WORDS = (
+    r"chapter|lecture|lesson|unit|kapitel|chapitre|cap[ií]tulo|capitolo|hoofdstuk|rozdzia[łl]"
+    r"|глава"
 )
+_APPENDIX_WORDS = r"appendix|anhang|annexe|ap[eé]ndice|bijlage|приложение"
+_PART_WORDS = r"part|book|teil|partie|parte|deel|часть"
+_DIVISION = f"(?:{_CHAPTER_WORDS}|{_APPENDIX_WORDS}|{_PART_WORDS})"
 _ORDINAL = rf"(?:\d+|[IVXLCDM]+|[A-Z]|{_NUMBER_WORDS})"
 _DIVISION_LABEL = re.compile(rf"{_DIVISION}(?:\s+{_ORDINAL}\.?)?", re.IGNORECASE)
 _ORDINAL_LINE = re.compile(rf"{_ORDINAL}\.?", re.IGNORECASE)
@@ -1966,12 +1968,8 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
 _SECTION_NUMBER = re.compile(r"(\d{1,2}(?:\.\d{1,2}){0,5})(?:\.?\s+\S|\.(?=[^\W\d_]))")
 #: A division label that names a chapter (numbered like ``1``, its sections ``1.1``); a part,
 #: a book or an appendix is not counted in the sections' numbers.
-_CHAPTER_LABEL = re.compile(
-    r"(?:chapter|lecture|lesson|unit|kapitel|chapitre|cap[ií]tulo|capitolo|hoofdstuk"
-    r"|rozdzia[łl]|глава)\b",
-    re.IGNORECASE,
-)
-_APPENDIX_LABEL = re.compile(r"(?:appendix|anhang|annexe|ap[eé]ndice|bijlage|приложение)\b", re.I)
+_CHAPTER_LABEL = re.compile(rf"(?:{_CHAPTER_WORDS})\b", re.IGNORECASE)
+_APPENDIX_LABEL = re.compile(rf"(?:{_APPENDIX_WORDS})\b", re.IGNORECASE)
 _NUMBER_WORD_VALUES = {word: n for n, word in enumerate(_NUMBER_WORDS.split("|"), start=1)}
 
 
@@ -2005,32 +2003,32 @@ def _levels_by_numbering(
         else:
             number = None
         numbers.append(number)
-    counted = [
-        (mark, n, style, level)
-        for mark, n, (style, level, _) in zip(marks, numbers, styles, strict=True)
-        if n
-    ]
-    if len(counted) < 3 or not any(len(n) > 1 for _, n, _, _ in counted):
+    numbered = [(i, n) for i, n in enumerate(numbers) if n]
+    if len(numbered) < 3 or not any(len(n) > 1 for _, n in numbered):
         return marks
-    tops = [level for _, n, _, level in counted if len(n) == 1]
-    base = min(tops) if tops else max(1, min(level - len(n) + 1 for _, n, _, level in counted))
-    new_level = {id(mark): _capped(base + len(n) - 1) for mark, n, _, _ in counted}
+    ranks = [rank for _, rank, _ in styles]
+    tops = [ranks[i] for i, n in numbered if len(n) == 1]
+    base = min(tops) if tops else max(1, min(ranks[i] - len(n) + 1 for i, n in numbered))
+    placed = {i: _capped(base + len(n) - 1) for i, n in numbered}
     # An unnumbered heading: as the numbered ones of its style mostly are; a style of none
     # below every numbered heading of a style ranked above it (its own rank where none is).
     by_style: dict[tuple[float, bool, bool], Counter[int]] = {}
-    for mark, _, style, _ in counted:
-        by_style.setdefault(style, Counter())[new_level[id(mark)]] += 1
+    for i, _ in numbered:
+        by_style.setdefault(styles[i][0], Counter())[placed[i]] += 1
+    below_ranked: dict[int, int] = {}  # rank -> the level an unnumbered style of it takes
     leveled: list[HeadingMark] = []
-    for mark, (style, level, label) in zip(marks, styles, strict=True):
-        found = new_level.get(id(mark))
-        if found is None and label is not None and _APPENDIX_LABEL.match(label):
-            found = _capped(base)  # an appendix stands beside the chapters
-        if found is None and style in by_style:
-            found = by_style[style].most_common(1)[0][0]
-        if found is None:
-            above = [new_level[id(m)] for m, _, _, ranked in counted if ranked < level]
-            found = _capped(max(above) + 1 if above else level)
-        leveled.append(HeadingMark(mark.start, mark.end, found, mark.text))
+    for i, (mark, (style, rank, label)) in enumerate(zip(marks, styles, strict=True)):
+        level = placed.get(i)
+        if level is None and label is not None and _APPENDIX_LABEL.match(label):
+            level = _capped(base)  # an appendix stands beside the chapters
+        if level is None and style in by_style:
+            level = by_style[style].most_common(1)[0][0]
+        if level is None:
+            if rank not in below_ranked:
+                above = [placed[j] for j, _ in numbered if ranks[j] < rank]
+                below_ranked[rank] = _capped(max(above) + 1 if above else rank)
+            level = below_ranked[rank]
+        leveled.append(HeadingMark(mark.start, mark.end, level, mark.text))
     return leveled
 
 

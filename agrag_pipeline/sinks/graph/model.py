@@ -23,7 +23,7 @@ every query by version, which is the stale-node complaint this sink exists to av
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -162,12 +162,25 @@ class GraphShape:
     edges: set[tuple[str, str, str]]
 
     @classmethod
-    def of(cls, graph: DocumentGraph) -> GraphShape:
+    def of_rows(
+        cls,
+        document_id: str,
+        nodes: Iterable[tuple[str, str]],
+        edges: Iterable[tuple[str, str, str]],
+    ) -> GraphShape:
+        """From (node id, label) and (type, source id, target id) rows."""
         node_ids: dict[str, set[str]] = {label: set() for label in NODE_PROPERTIES}
-        for node in graph.nodes:
-            node_ids[node.label].add(node.id)
-        edges = {(e.type, e.source_id, e.target_id) for e in graph.edges}
-        return cls(graph.document_id, node_ids, edges)
+        for node_id, label in nodes:
+            node_ids.setdefault(label, set()).add(node_id)
+        return cls(document_id, node_ids, set(edges))
+
+    @classmethod
+    def of(cls, graph: DocumentGraph) -> GraphShape:
+        return cls.of_rows(
+            graph.document_id,
+            ((n.id, n.label) for n in graph.nodes),
+            ((e.type, e.source_id, e.target_id) for e in graph.edges),
+        )
 
     def counts(self) -> dict[str, int]:
         """Nodes per label and edges per type, as ``DocumentGraph.counts``."""
@@ -186,16 +199,12 @@ SHAPE_EDGE_COLUMNS = ("type", "source_id", "target_id")
 def shape_from_tables(nodes: pa.Table, edges: pa.Table) -> GraphShape:
     """The shape of the graph that ``nodes_table`` and ``edges_table`` wrote (only the
     ``SHAPE_*_COLUMNS`` are read)."""
-    node_ids: dict[str, set[str]] = {label: set() for label in NODE_PROPERTIES}
-    for node_id, label in zip(
-        nodes.column("id").to_pylist(), nodes.column("label").to_pylist(), strict=True
-    ):
-        node_ids.setdefault(label, set()).add(node_id)
-    edges_found = set(
-        zip(*(edges.column(name).to_pylist() for name in SHAPE_EDGE_COLUMNS), strict=True)
-    )
     document_id = nodes.column("document_id")[0].as_py() if nodes.num_rows else ""
-    return GraphShape(document_id, node_ids, edges_found)
+    return GraphShape.of_rows(
+        document_id,
+        zip(nodes.column("id").to_pylist(), nodes.column("label").to_pylist(), strict=True),
+        zip(*(edges.column(name).to_pylist() for name in SHAPE_EDGE_COLUMNS), strict=True),
+    )
 
 
 def document_graph(
