@@ -194,4 +194,10 @@ SNAPSHOT_VERSION = "1"
 #: appendix beside the chapters): ranks of type sizes made siblings of a chapter and its
 #: sections set in one style (Sphinx's), or of sections whose measured sizes differ
 #: (``pdf._levels_by_numbering``).
-PARSE_VERSION = "45"
+#: 46: PDF fonts whose descriptor states no ascent or descent (LibreOffice 7.4 writes 0 and 0)
+#: are measured by their own program's metrics, where PDFium invented them from two arbitrary
+#: glyphs of the subset: a sans-serif heading over a serif body measured smaller than the body
+#: and was not found (``pdf_font_metrics``). A run's column of lines that all open with a
+#: capital is no column of text (a table's names or labels): three table columns were read as
+#: three text columns once measured so (``pdf_layout._Run._split_of_columns``).
+PARSE_VERSION = "46"

@@ -67,6 +67,7 @@ from agrag_pipeline.parsing.errors import (
     EmptyDocumentError,
 )
 from agrag_pipeline.parsing.parsed import LayoutSpan, ParsedDocument
+from agrag_pipeline.parsing.pdf_font_metrics import FontMetrics
 from agrag_pipeline.parsing.pdf_glyph_names import GlyphNames
 from agrag_pipeline.parsing.pdf_layout import Line, PageRead, Table, join_wrapped
 from agrag_pipeline.parsing.textlayer import cell_text, pipe_row
@@ -169,6 +170,7 @@ def parse(
     warnings: list[str] = []
     ocr_log = _OcrLog()
     glyph_names = GlyphNames(raw)  # read only if a page has characters PDFium left unmapped
+    metrics = FontMetrics(raw)  # read only for a font whose metrics PDFium invented
     try:
         count = len(pdf)
         if count > max_pages:
@@ -183,7 +185,7 @@ def parse(
             except pypdfium2.PdfiumError as exc:
                 raise CorruptDocumentError(key, f"page {index + 1} cannot be read: {exc}") from None
             try:
-                read = pdf_layout.read_page(page, index + 1, glyph_names)
+                read = pdf_layout.read_page(page, index + 1, glyph_names, metrics)
                 if _needs_ocr(read):
                     read = _ocr(page, index, read, parsing, ocr_log)
             finally:

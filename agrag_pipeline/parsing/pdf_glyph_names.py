@@ -86,20 +86,20 @@ def _named_font(obj: object) -> tuple[str, dict[int, str]] | None:
 
     if not isinstance(obj, dict) or "ToUnicode" in obj:
         return None
-    subtype = _resolve(obj.get("Subtype"))
+    subtype = resolved(obj.get("Subtype"))
     if not isinstance(subtype, PSLiteral) or subtype.name not in _SIMPLE_FONTS:
         return None
-    base = _resolve(obj.get("BaseFont"))
-    encoding = _resolve(obj.get("Encoding"))
+    base = resolved(obj.get("BaseFont"))
+    encoding = resolved(obj.get("Encoding"))
     if not isinstance(base, PSLiteral) or not isinstance(encoding, dict):
         return None
-    differences = _resolve(encoding.get("Differences"))
+    differences = resolved(encoding.get("Differences"))
     if not isinstance(differences, list):
         return None
     codes: dict[int, str] = {}
     code = 0
     for item in differences:
-        item = _resolve(item)
+        item = resolved(item)
         if isinstance(item, int):
             code = item
         elif isinstance(item, PSLiteral):
@@ -127,7 +127,8 @@ def _character(glyph: object) -> str | None:
     return text if len(text) == 1 and text.isprintable() else None
 
 
-def _resolve(value: object) -> object:
+def resolved(value: object) -> object:
+    """``value`` with indirect references followed (None where pdfminer cannot)."""
     from pdfminer.pdftypes import resolve1
 
     try:

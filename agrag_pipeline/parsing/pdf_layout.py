@@ -45,6 +45,7 @@ import pypdfium2
 import pypdfium2.raw as pdfium_c
 
 from agrag_pipeline.parsing import pdf_fonts
+from agrag_pipeline.parsing.pdf_font_metrics import FontMetrics
 from agrag_pipeline.parsing.pdf_glyph_names import GlyphNames
 
 #: A gap wider than this (in font sizes) between two characters is a word break.
@@ -229,8 +230,13 @@ class PageRead:
 class _Fonts:
     """Per text object: (bold, italic, render mode, angle in degrees), cached by address."""
 
-    def __init__(self) -> None:
+    def __init__(self, metrics: FontMetrics | None = None) -> None:
         self.objects: dict[int, tuple[bool, bool, int, float]] = {}
+        self._metrics = metrics
+        #: Text objects (by address) in a font whose metrics PDFium invented: the font's own
+        #: (ascent, descent) in em (``pdf_font_metrics``).
+        self.own_metrics: dict[int, tuple[float, float]] = {}
+        self._font_metrics: dict[int, tuple[float, float] | None] = {}
         self.fonts: dict[int, tuple[bool, bool]] = {}
         #: Fixed-pitch fonts, and the text objects drawn in one (by address).
         self.fixed_fonts: set[int] = set()
@@ -274,6 +280,12 @@ class _Fonts:
             self.fixed.add(key)
         if fkey in self.drawing_fonts:
             self.drawings.add(key)
+        if self._metrics is not None and font:
+            if fkey not in self._font_metrics:
+                self._font_metrics[fkey] = self._metrics.replaced(font, self.name(obj))
+            own = self._font_metrics[fkey]
+            if own is not None:
+                self.own_metrics[key] = own
         found = (*style, mode, angle)
         self.objects[key] = found
         return found
@@ -377,6 +389,7 @@ def read_chars(
     textpage: pypdfium2.PdfTextPage,
     out: PageRead,
     glyph_names: GlyphNames | None = None,
+    metrics: FontMetrics | None = None,
 ) -> list[Char]:
     """The page's visible, mapped characters with boxes; counts what was dropped into ``out``.
 
@@ -400,7 +413,7 @@ def read_chars(
     shown_w, shown_h, to_shown = _frame(rotation, width, height)
     tp = textpage.raw
     count = pdfium_c.FPDFText_CountChars(tp)
-    fonts = _Fonts()
+    fonts = _Fonts(metrics)
     rect = pdfium_c.FS_RECTF()
     chars: list[Char] = []
     get_unicode = pdfium_c.FPDFText_GetUnicode
@@ -410,6 +423,8 @@ def read_chars(
     get_origin = pdfium_c.FPDFText_GetCharOrigin
     codes = _CodesTakenAsText()
     rect_ref = ctypes.byref(rect)
+    #: Per text object in a font measured by its own metrics: its span across the line.
+    spans: dict[int, tuple[int, float, float]] = {}
     origin_x, origin_y = ctypes.c_double(), ctypes.c_double()
     origin_refs = (ctypes.byref(origin_x), ctypes.byref(origin_y))
     #: (index, text object, origin, box) of the last character kept: a glyph's expansion.
@@ -476,6 +491,13 @@ def read_chars(
             continue  # format marks (bidi controls): order is ours to give
         if not get_box(tp, i, rect_ref):
             continue
+        if fonts.own_metrics:
+            key = ctypes.cast(obj, ctypes.c_void_p).value or 0
+            own = fonts.own_metrics.get(key)
+            if own is not None:
+                span = spans.get(key) or spans.setdefault(key, _span(own, tp, i))
+                get_origin(tp, i, *origin_refs)
+                _measure_by(span, origin_x.value, origin_y.value, rect)
         if (
             min(rect.left, rect.right) >= shown_right
             or max(rect.left, rect.right) <= shown_left
@@ -533,6 +555,36 @@ def read_chars(
     chars = codes.settle(chars, out)
     out.chars = len(chars)
     return chars
+
+
+def _span(metrics: tuple[float, float], tp: Any, index: int) -> tuple[int, float, float]:
+    """How far below and above its origin a character of a text object in a font measured by
+    its own (ascent, descent) reaches across its line, as PDFium reaches from a descriptor's:
+    type size times the text's scale. (0, low, high): up the page; (1, low, high): along x
+    (a quarter turn); (-1, 0, 0): at another angle, left as PDFium boxed it."""
+    matrix = pdfium_c.FS_MATRIX()
+    if not pdfium_c.FPDFText_GetMatrix(tp, index, matrix):
+        return (-1, 0.0, 0.0)
+    size = pdfium_c.FPDFText_GetFontSize(tp, index)
+    ascent, descent = metrics
+    if abs(matrix.b) < 1e-6 and abs(matrix.c) < 1e-6 and matrix.d:
+        axis, up = 0, matrix.d * size
+    elif abs(matrix.a) < 1e-6 and abs(matrix.d) < 1e-6 and matrix.c:
+        axis, up = 1, matrix.c * size
+    else:
+        return (-1, 0.0, 0.0)
+    low, high = sorted((descent * up, ascent * up))
+    return (axis, low, high)
+
+
+def _measure_by(span: tuple[int, float, float], x: float, y: float, rect: Any) -> None:
+    """Set the loose box ``rect`` of a character at origin (``x``, ``y``) across its line by
+    its text object's ``span``; along the line it stays PDFium's."""
+    axis, low, high = span
+    if axis == 0:
+        rect.bottom, rect.top = y + low, y + high
+    elif axis == 1:
+        rect.left, rect.right = x + low, x + high
 
 
 def _stroke_over_next(tp: Any, index: int, get_box: Any) -> bool:
@@ -1145,6 +1197,11 @@ class _Run:
         self.ends: list[float] = []  # each block's right edge (the greatest x1 in it)
         self.widths: list[list[float]] = []  # each block's segment widths, ascending
         self.bullets: list[int] = []  # each block's segments that are a bullet alone
+        #: Each block's segments that open with a letter of either case, and with a small one
+        #: (a sentence wrapped onto the next line: a column of text has some, a table's
+        #: column of names or labels none).
+        self.cased: list[int] = []
+        self.lower: list[int] = []
         self.sizes: list[float] = []  # every segment's font size, ascending
 
     def add(self, row: list[_Seg]) -> None:
@@ -1163,12 +1220,17 @@ class _Run:
         last = at + 1
         while last < len(starts) and starts[last] - x1 < MIN_GUTTER:
             last += 1
-        bullet = int(len(seg.chars) == 1 and seg.chars[0].text in BULLETS)
+        opening = seg.chars[0].text[:1] if seg.chars else ""
+        bullet = int(len(seg.chars) == 1 and opening in BULLETS)
+        lower = int(opening.islower())
+        cased = int(lower or opening.isupper())
         if last - first == 1 and first == at:  # inside (or just past) one block: the usual case
             if x1 > ends[at]:
                 ends[at] = x1
             bisect.insort(self.widths[at], x1 - x0)
             self.bullets[at] += bullet
+            self.cased[at] += cased
+            self.lower[at] += lower
             return
         widths = [x1 - x0]
         if last > first:
@@ -1178,10 +1240,14 @@ class _Run:
                 widths += block
             widths.sort()
             bullet += sum(self.bullets[first:last])
+            cased += sum(self.cased[first:last])
+            lower += sum(self.lower[first:last])
         starts[first:last] = [x0]
         ends[first:last] = [x1]
         self.widths[first:last] = [widths]
         self.bullets[first:last] = [bullet]
+        self.cased[first:last] = [cased]
+        self.lower[first:last] = [lower]
 
     def gutter(self) -> float | None:
         """The x of a gutter the run leaves free, with column-wide text on both sides; None if
@@ -1242,7 +1308,9 @@ class _Run:
         a bullet set apart not counted, ``_COLUMN_WIDE_SHARE`` of them wider than half the
         group); the gutter is the widest hole between two groups. Only over a few blocks, and
         only where enough of the run's lines are half a column wide (each group's wide lines
-        are, and they are its share)."""
+        are, and they are its share). A group whose lines (four or more of them opening with a
+        letter) all open with a capital is a table's column of names or labels, not text: a
+        sentence wraps onto lines that open in lower case."""
         starts, ends, widths = self.starts, self.ends, self.widths
         n = len(starts)
         marks = self.bullets  # a bullet set apart from its item's text is no line of the column
@@ -1261,6 +1329,8 @@ class _Run:
                 width = ends[b] - starts[a]
                 lines = lines_before[b + 1] - lines_before[a]
                 ok = width >= column and lines >= _MIN_COLUMN_LINES
+                if ok and sum(self.cased[a : b + 1]) >= _MIN_COLUMN_LINES:
+                    ok = sum(self.lower[a : b + 1]) > 0  # every line a capital's: a table's
                 if ok:
                     block = widths[max(range(a, b + 1), key=lambda k: ends[k] - starts[k])]
                     wide = len(block) - bisect.bisect_right(block, 0.5 * width)
@@ -2549,16 +2619,20 @@ def _lines(chars: list[Char], rotated: bool) -> list[Line]:
 
 
 def read_page(
-    page: pypdfium2.PdfPage, number: int, glyph_names: GlyphNames | None = None
+    page: pypdfium2.PdfPage,
+    number: int,
+    glyph_names: GlyphNames | None = None,
+    metrics: FontMetrics | None = None,
 ) -> PageRead:
     """One page's lines and tables in reading order (the page is not closed here);
-    ``glyph_names``: the document's, for fonts without a ToUnicode map (``read_chars``)."""
+    ``glyph_names``: the document's, for fonts without a ToUnicode map, ``metrics``: for fonts
+    whose metrics PDFium invented (``read_chars``)."""
     left, bottom, right, top = page.get_cropbox()
     width, height = abs(right - left), abs(top - bottom)
     out = PageRead(number, width, height)
     textpage = page.get_textpage()
     try:
-        chars = read_chars(page, textpage, out, glyph_names)
+        chars = read_chars(page, textpage, out, glyph_names, metrics)
         if not pdf_fonts.sets_vertical_cjk():
             out.fontless_runs, out.fontless_fonts = pdf_fonts.runs_without_text(page, textpage)
     finally:

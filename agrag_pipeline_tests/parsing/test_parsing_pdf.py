@@ -770,6 +770,31 @@ def test_section_numbers_nest_headings_that_type_sizes_make_siblings() -> None:
     assert paths["2. Label the samples"] == ["2 Methods", "2.1 Sampling", "2. Label the samples"]
 
 
+def test_sans_serif_headings_over_a_serif_body_are_found_where_fonts_state_no_metrics() -> None:
+    # LibreOffice 7.4 export of fixtures/sans_heads_serif_body.fodt (no outline): an 18 pt
+    # title and 14 and 12 pt headings in Liberation Sans Bold over an 11 pt Liberation Serif
+    # body, the fonts' descriptors stating /Ascent 0 /Descent 0. PDFium's invented metrics
+    # measured the headings at 8-10 and the body at 14: not one heading was found.
+    name = "sans_heads_serif_body.pdf"
+    pdf = Path(__file__).resolve().parents[1] / "fixtures" / name
+    parsed = parse_document(pdf.read_bytes(), name)
+    assert contract_violations(parsed) == []
+    paths = [s.heading_path for s in parsed.sections if s.heading]
+    title = "Annual River Survey"
+    assert paths == [
+        [title],
+        [title, "Background"],
+        [title, "Background", "Study area"],
+        [title, "Background", "Earlier surveys"],
+        [title, "Field work"],
+        [title, "Field work", "Sampling stations"],
+        [title, "Field work", "Measurements"],
+        [title, "Findings"],
+        [title, "Findings", "Water quality"],
+        [title, "Findings", "Wildlife counts"],
+    ]
+
+
 def test_a_chapter_label_numbers_its_title_and_an_appendix_stands_beside_the_chapters() -> None:
     # Sphinx's LaTeX sets "CHAPTER" / "ONE" over a title in the very type of its sections
     # ("1.1 A Minimal Application"): the label makes the title chapter 1, its sections 1.1.

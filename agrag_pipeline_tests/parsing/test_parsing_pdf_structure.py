@@ -385,7 +385,8 @@ def test_displayed_equations_set_larger_than_the_text_are_no_headings() -> None:
     path = _FIXTURES / "word_equations.pdf"
     parsed = _parse(path.read_bytes(), path.name)
     assert [s.heading for s in parsed.sections if s.heading] == []
-    assert "f ( x )=a + ∑ ∞ a cos nπx +b sin nπx" in parsed.text_layer
+    # Measured by its fonts' own metrics (they state none), a subscript stays by its letter.
+    assert "f ( x )=a 0 +∑ n=1 ( a n cos +b n sin )" in parsed.text_layer
 
 
 def test_a_slides_bullets_set_as_large_as_a_heading_are_no_headings() -> None:
