@@ -21,14 +21,13 @@ without such tables (Type 1, bare CFF) or not embedded keep PDFium's.
 from __future__ import annotations
 
 import ctypes
-import io
 import re
 import struct
 from typing import Any
 
 import pypdfium2.raw as pdfium_c
 
-from agrag_pipeline.parsing.pdf_glyph_names import resolved
+from agrag_pipeline.parsing.pdf_glyph_names import every_object, resolved
 
 #: How far (in em) a PDFium metric may lie from the font's own and still be the font's own: the
 #: rounding of a descriptor's thousandths and of a font's units.
@@ -139,9 +138,6 @@ def _states(body: bytes, key: str) -> bool:
 def _fonts_stating_no_metrics_by_pdfminer(raw: bytes) -> set[str]:
     """As ``_fonts_stating_no_metrics``, by pdfminer's reading of every object (a composite
     font under its own name and its descendant's)."""
-    # Imported here, on first use: most PDFs never need pdfminer (0.1 s to import).
-    from pdfminer.pdfdocument import PDFDocument
-    from pdfminer.pdfparser import PDFParser
     from pdfminer.psparser import PSLiteral
 
     def name_of(value: object) -> str | None:
@@ -157,33 +153,20 @@ def _fonts_stating_no_metrics_by_pdfminer(raw: bytes) -> set[str]:
         return all(resolved(descriptor.get(key, 0)) in (0, 0.0) for key in ("Ascent", "Descent"))
 
     found: set[str] = set()
-    try:
-        document = PDFDocument(PDFParser(io.BytesIO(raw)))
-    except Exception:  # pdfminer cannot read it: PDFium's metrics stand
-        return found
-    seen: set[int] = set()
-    for xref in document.xrefs:
-        for objid in xref.get_objids():
-            if objid in seen:
-                continue
-            seen.add(objid)
-            try:
-                obj = document.getobj(objid)
-            except Exception:
-                continue  # a damaged object: not a font we can read
-            if not isinstance(obj, dict) or name_of(obj.get("Type")) != "Font":
-                continue
-            names = [name_of(obj.get("BaseFont"))]
-            descendants = resolved(obj.get("DescendantFonts"))
-            if isinstance(descendants, list) and descendants:
-                descendant = resolved(descendants[0])
-                if isinstance(descendant, dict):
-                    names.append(name_of(descendant.get("BaseFont")))
-                    obj = descendant
-            if states_none(obj):
-                # PDFium names a font with its subset prefix (``BAAAAA+``) or without it.
-                found.update(name for name in names if name)
-                found.update(_SUBSET_PREFIX.sub("", name) for name in names if name)
+    for obj in every_object(raw):
+        if not isinstance(obj, dict) or name_of(obj.get("Type")) != "Font":
+            continue
+        names = [name_of(obj.get("BaseFont"))]
+        descendants = resolved(obj.get("DescendantFonts"))
+        if isinstance(descendants, list) and descendants:
+            descendant = resolved(descendants[0])
+            if isinstance(descendant, dict):
+                names.append(name_of(descendant.get("BaseFont")))
+                obj = descendant
+        if states_none(obj):
+            # PDFium names a font with its subset prefix (``BAAAAA+``) or without it.
+            found.update(name for name in names if name)
+            found.update(_SUBSET_PREFIX.sub("", name) for name in names if name)
     return found
 
 

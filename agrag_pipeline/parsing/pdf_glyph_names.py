@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 #: Font subtypes whose codes are single bytes named by an encoding's ``/Differences``.
 _SIMPLE_FONTS = frozenset({"Type1", "Type3", "TrueType", "MMType1"})
@@ -43,17 +43,17 @@ class GlyphNames:
         return self._fonts.get(font_name, {})
 
 
-def _read_fonts(raw: bytes) -> dict[str, dict[int, str]]:
+def every_object(raw: bytes) -> Iterator[object]:
+    """Each object of the document once, as pdfminer reads it: damaged ones left out, none at
+    all where pdfminer cannot read the file (PDFium's reading then stands)."""
     # Imported here, on first use: most PDFs never need pdfminer (0.1 s to import).
     from pdfminer.pdfdocument import PDFDocument
     from pdfminer.pdfparser import PDFParser
 
-    found: dict[str, dict[int, str]] = {}
-    conflicts: dict[str, set[int]] = {}
     try:
         document = PDFDocument(PDFParser(io.BytesIO(raw)))
-    except Exception:  # pdfminer cannot read it: PDFium's reading stands
-        return {}
+    except Exception:
+        return
     seen: set[int] = set()
     for xref in document.xrefs:
         for objid in xref.get_objids():
@@ -61,18 +61,24 @@ def _read_fonts(raw: bytes) -> dict[str, dict[int, str]]:
                 continue
             seen.add(objid)
             try:
-                obj = document.getobj(objid)
+                yield document.getobj(objid)
             except Exception:
-                continue  # a damaged object: not a font we can read
-            font = _named_font(obj)
-            if font is None:
-                continue
-            name, codes = font
-            known = found.setdefault(name, {})
-            for code, text in codes.items():
-                if known.get(code, text) != text:
-                    conflicts.setdefault(name, set()).add(code)
-                known[code] = text
+                continue  # a damaged object: left out
+
+
+def _read_fonts(raw: bytes) -> dict[str, dict[int, str]]:
+    found: dict[str, dict[int, str]] = {}
+    conflicts: dict[str, set[int]] = {}
+    for obj in every_object(raw):
+        font = _named_font(obj)
+        if font is None:
+            continue
+        name, codes = font
+        known = found.setdefault(name, {})
+        for code, text in codes.items():
+            if known.get(code, text) != text:
+                conflicts.setdefault(name, set()).add(code)
+            known[code] = text
     for name, ambiguous in conflicts.items():
         for code in ambiguous:
             found[name].pop(code, None)
