@@ -199,5 +199,6 @@ SNAPSHOT_VERSION = "1"
 #: glyphs of the subset: a sans-serif heading over a serif body measured smaller than the body
 #: and was not found (``pdf_font_metrics``). A run's column of lines that all open with a
 #: capital is no column of text (a table's names or labels): three table columns were read as
-#: three text columns once measured so (``pdf_layout._Run._split_of_columns``).
+#: three text columns once measured so (``pdf_layout._Run._split_of_columns``). A space glyph
+#: drawn after a mark placed back over its letter parts words (``pdf_layout._text``).
 PARSE_VERSION = "46"

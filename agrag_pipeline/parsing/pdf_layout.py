@@ -1017,9 +1017,10 @@ def _text(chars: list[Char], tracking: float | None = None) -> str:
             # Devanagari signs): part of that letter, never a word of its own. The next
             # letter's gap is measured from the letter, whose advance the mark does not have;
             # the spaces PDFium generates around a mark placed back over its letter are not
-            # the page's (a real space still leaves its gap after the letter).
+            # the page's (a real space still leaves its gap after the letter, and a space
+            # glyph drawn after the mark is one: a justified line's gap may be narrower).
             parts.append(c.text)
-            previous = dataclasses.replace(previous, space=False)
+            previous = dataclasses.replace(previous, space=c.wide_space)
             continue
         if previous is not None:
             gap = max(c.x0 - previous.x1, previous.x0 - c.x1)

@@ -67,6 +67,15 @@ def test_kashida_glyphs_without_a_unicode_map_are_not_read_as_exclamation_marks(
         assert word in words, word
 
 
+def test_a_space_drawn_after_a_mark_over_its_letter_parts_the_words() -> None:
+    # "عقلاً وضميرا": the tanween is drawn back over the alef, then a space glyph. Measured by
+    # Noto Naskh Arabic's own line height (1.7 em: its fonts state no metrics, so the font's
+    # own stand in), the justified gap after the alef is narrower than a word gap; the space
+    # glyph the page draws parts the words.
+    parsed = parse_checked((FIXTURES / "arabic_justified.pdf").read_bytes(), "udhr_ar.pdf")
+    assert "عقلاً وضميرا" in parsed.text_layer
+
+
 def test_vertical_japanese_reads_down_each_column_and_columns_right_to_left() -> None:
     raw = (FIXTURES / "vertical_ja.pdf").read_bytes()
     parsed = parse_checked(raw, "neko.pdf")
