@@ -1221,8 +1221,8 @@ class _Run:
         last = at + 1
         while last < len(starts) and starts[last] - x1 < MIN_GUTTER:
             last += 1
+        bullet = int(len(seg.chars) == 1 and seg.chars[0].text in BULLETS)
         opening = seg.chars[0].text[:1] if seg.chars else ""
-        bullet = int(len(seg.chars) == 1 and opening in BULLETS)
         lower = int(opening.islower())
         cased = int(lower or opening.isupper())
         if last - first == 1 and first == at:  # inside (or just past) one block: the usual case
