@@ -10,12 +10,13 @@ glyph standing on the baseline for "g") while another's measured 1.28 em (Libera
 from its bounding box): a 14 pt sans-serif heading came out smaller than an 11 pt serif body
 and was not found.
 
-How: the embedded font program (TrueType or OpenType) carries its metrics in its ``hhea``,
-``OS/2`` tables. Where PDFium's ascent and descent match none of them (whatever a
-PDF writer copies into a descriptor), the descriptor is read (by pdfminer.six, once per
-document, only then: a subset may have lost or recomputed the tables a writer copied from), and
-where it states neither an ascent nor a descent, the font's ``hhea`` metrics stand in. Fonts
-without such tables (Type 1, bare CFF) or not embedded keep PDFium's.
+How: the embedded font program (TrueType or OpenType) carries its metrics in its ``hhea`` and
+``OS/2`` tables. Where PDFium's ascent and descent match none of them (whatever a PDF writer
+copies into a descriptor), the document's descriptors are read, once per document and only
+then (a subset may have lost or recomputed the tables a writer copied from; see
+``_fonts_stating_no_metrics``), and where the font's states neither an ascent nor a descent,
+its ``hhea`` metrics stand in. Fonts without such tables (Type 1, bare CFF) or not embedded
+keep PDFium's.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 import pypdfium2.raw as pdfium_c
 
-from agrag_pipeline.parsing.pdf_glyph_names import every_object, resolved
+from agrag_pipeline.parsing.pdf_glyph_names import every_object, literal_name, resolved
 
 #: How far (in em) a PDFium metric may lie from the font's own and still be the font's own: the
 #: rounding of a descriptor's thousandths and of a font's units.
@@ -138,13 +139,6 @@ def _states(body: bytes, key: str) -> bool:
 def _fonts_stating_no_metrics_by_pdfminer(raw: bytes) -> set[str]:
     """As ``_fonts_stating_no_metrics``, by pdfminer's reading of every object (a composite
     font under its own name and its descendant's)."""
-    from pdfminer.psparser import PSLiteral
-
-    def name_of(value: object) -> str | None:
-        value = resolved(value)
-        if not isinstance(value, PSLiteral):
-            return None
-        return value.name if isinstance(value.name, str) else value.name.decode("latin-1")
 
     def states_none(font: dict[str, object]) -> bool:
         descriptor = resolved(font.get("FontDescriptor"))
@@ -154,14 +148,14 @@ def _fonts_stating_no_metrics_by_pdfminer(raw: bytes) -> set[str]:
 
     found: set[str] = set()
     for obj in every_object(raw):
-        if not isinstance(obj, dict) or name_of(obj.get("Type")) != "Font":
+        if not isinstance(obj, dict) or literal_name(obj.get("Type")) != "Font":
             continue
-        names = [name_of(obj.get("BaseFont"))]
+        names = [literal_name(obj.get("BaseFont"))]
         descendants = resolved(obj.get("DescendantFonts"))
         if isinstance(descendants, list) and descendants:
             descendant = resolved(descendants[0])
             if isinstance(descendant, dict):
-                names.append(name_of(descendant.get("BaseFont")))
+                names.append(literal_name(descendant.get("BaseFont")))
                 obj = descendant
         if states_none(obj):
             # PDFium names a font with its subset prefix (``BAAAAA+``) or without it.

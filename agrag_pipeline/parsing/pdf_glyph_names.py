@@ -95,9 +95,9 @@ def _named_font(obj: object) -> tuple[str, dict[int, str]] | None:
     subtype = resolved(obj.get("Subtype"))
     if not isinstance(subtype, PSLiteral) or subtype.name not in _SIMPLE_FONTS:
         return None
-    base = resolved(obj.get("BaseFont"))
+    name = literal_name(obj.get("BaseFont"))
     encoding = resolved(obj.get("Encoding"))
-    if not isinstance(base, PSLiteral) or not isinstance(encoding, dict):
+    if name is None or not isinstance(encoding, dict):
         return None
     differences = resolved(encoding.get("Differences"))
     if not isinstance(differences, list):
@@ -113,7 +113,6 @@ def _named_font(obj: object) -> tuple[str, dict[int, str]] | None:
             if text is not None and 0 <= code < 256:
                 codes[code] = text
             code += 1
-    name = base.name if isinstance(base.name, str) else base.name.decode("latin-1")
     return name, codes
 
 
@@ -131,6 +130,17 @@ def _character(glyph: object) -> str | None:
         return None
     # One character: a ligature's name (``/f_f_i``) is left to PDFium's reading, as before.
     return text if len(text) == 1 and text.isprintable() else None
+
+
+def literal_name(value: object) -> str | None:
+    """The name ``value`` is (``/BaseFont``'s ``GYUURQ+Cmmi10``), references followed; None
+    for anything that is no name."""
+    from pdfminer.psparser import PSLiteral
+
+    value = resolved(value)
+    if not isinstance(value, PSLiteral):
+        return None
+    return value.name if isinstance(value.name, str) else value.name.decode("latin-1")
 
 
 def resolved(value: object) -> object:

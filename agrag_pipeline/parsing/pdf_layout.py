@@ -236,7 +236,6 @@ class _Fonts:
         #: Text objects (by address) in a font whose metrics PDFium invented: the font's own
         #: (ascent, descent) in em (``pdf_font_metrics``).
         self.own_metrics: dict[int, tuple[float, float]] = {}
-        self._font_metrics: dict[int, tuple[float, float] | None] = {}
         self.fonts: dict[int, tuple[bool, bool]] = {}
         #: Fixed-pitch fonts, and the text objects drawn in one (by address).
         self.fixed_fonts: set[int] = set()
@@ -281,9 +280,7 @@ class _Fonts:
         if fkey in self.drawing_fonts:
             self.drawings.add(key)
         if self._metrics is not None and font:
-            if fkey not in self._font_metrics:
-                self._font_metrics[fkey] = self._metrics.replaced(font, self.name(obj))
-            own = self._font_metrics[fkey]
+            own = self._metrics.replaced(font, self.name(obj))  # cached by the document
             if own is not None:
                 self.own_metrics[key] = own
         found = (*style, mode, angle)
