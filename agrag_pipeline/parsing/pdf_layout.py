@@ -227,28 +227,48 @@ class PageRead:
 # -- characters -----------------------------------------------------------------------------
 
 
+def _address(pointer: Any) -> int:
+    """A PDFium handle's address (0 for NULL): the key its caches are kept by. Read straight
+    from the pointer's bytes, a quarter of ``ctypes.cast``'s cost, paid for every character."""
+    return _SIZE_T_OF(pointer).value
+
+
+_SIZE_T_OF = ctypes.c_size_t.from_buffer
+
+
+@dataclass(frozen=True, slots=True)
+class _Style:
+    """What the layout needs of a text object, read once per object."""
+
+    bold: bool
+    italic: bool
+    mode: int  # text render mode (3, 7: invisible)
+    angle: float  # degrees
+    #: Drawn in a drawing font (``_DRAWING_FONT``): a box corner, not text.
+    drawing: bool
+    #: Drawn in a fixed-pitch font.
+    mono: bool
+    #: The font's own (ascent, descent) in em where PDFium invented its metrics
+    #: (``pdf_font_metrics``), else None.
+    own_metrics: tuple[float, float] | None
+
+
 class _Fonts:
-    """Per text object: (bold, italic, render mode, angle in degrees), cached by address."""
+    """Per text object (by address): its ``_Style``, worked out from its font once."""
 
     def __init__(self, metrics: FontMetrics | None = None) -> None:
-        self.objects: dict[int, tuple[bool, bool, int, float]] = {}
+        self.objects: dict[int, _Style] = {}
         self._metrics = metrics
-        #: Text objects (by address) in a font whose metrics PDFium invented: the font's own
-        #: (ascent, descent) in em (``pdf_font_metrics``).
-        self.own_metrics: dict[int, tuple[float, float]] = {}
         self.fonts: dict[int, tuple[bool, bool]] = {}
-        #: Fixed-pitch fonts, and the text objects drawn in one (by address).
+        #: Fixed-pitch fonts and drawing fonts (``_DRAWING_FONT``), by font address.
         self.fixed_fonts: set[int] = set()
-        self.fixed: set[int] = set()
-        #: Drawing fonts (``_DRAWING_FONT``) and the text objects drawn in one.
         self.drawing_fonts: set[int] = set()
-        self.drawings: set[int] = set()
         #: Base font names, by font address (``name``).
         self.names: dict[int, str] = {}
         self._buffer = ctypes.create_string_buffer(256)
 
-    def of(self, obj: Any) -> tuple[bool, bool, int, float]:
-        key = ctypes.cast(obj, ctypes.c_void_p).value or 0
+    def of(self, obj: Any, key: int) -> _Style:
+        """The style of text object ``obj`` at address ``key``."""
         found = self.objects.get(key)
         if found is not None:
             return found
@@ -258,7 +278,7 @@ class _Fonts:
         if pdfium_c.FPDFPageObj_GetMatrix(obj, matrix):
             angle = math.degrees(math.atan2(matrix.b, matrix.a))
         font = pdfium_c.FPDFTextObj_GetFont(obj)
-        fkey = ctypes.cast(font, ctypes.c_void_p).value or 0
+        fkey = _address(font)
         style = self.fonts.get(fkey)
         if style is None:
             bold = italic = False
@@ -275,36 +295,24 @@ class _Fonts:
                 self.fixed_fonts.add(fkey)
             if font and _DRAWING_FONT.search(name):
                 self.drawing_fonts.add(fkey)
-        if fkey in self.fixed_fonts:
-            self.fixed.add(key)
-        if fkey in self.drawing_fonts:
-            self.drawings.add(key)
+        own = None
         if self._metrics is not None and font:
             own = self._metrics.replaced(font, self.name(obj))  # cached by the document
-            if own is not None:
-                self.own_metrics[key] = own
-        found = (*style, mode, angle)
-        self.objects[key] = found
+        found = self.objects[key] = _Style(
+            *style, mode, angle, fkey in self.drawing_fonts, fkey in self.fixed_fonts, own
+        )
         return found
 
     def name(self, obj: Any) -> str:
         """The base font name of the text object's font, as the PDF writes it (subset prefix
         included: ``GYUURQ+Cmmi10``)."""
         font = pdfium_c.FPDFTextObj_GetFont(obj)
-        fkey = ctypes.cast(font, ctypes.c_void_p).value or 0
+        fkey = _address(font)
         name = self.names.get(fkey)
         if name is None:
             n = pdfium_c.FPDFFont_GetBaseFontName(font, self._buffer, 256) if font else 0
             name = self.names[fkey] = self._buffer.raw[: max(n - 1, 0)].decode("latin-1")
         return name
-
-    def drawing(self, obj: Any) -> bool:
-        """Whether the text object draws a picture (``_DRAWING_FONT``), not text."""
-        return (ctypes.cast(obj, ctypes.c_void_p).value or 0) in self.drawings
-
-    def monospaced(self, obj: Any) -> bool:
-        """Whether the text object's font is fixed-pitch (once ``of`` was asked of it)."""
-        return (ctypes.cast(obj, ctypes.c_void_p).value or 0) in self.fixed
 
 
 class _CodesTakenAsText:
@@ -326,7 +334,7 @@ class _CodesTakenAsText:
 
     @staticmethod
     def _font(obj: Any) -> int:
-        return ctypes.cast(pdfium_c.FPDFTextObj_GetFont(obj), ctypes.c_void_p).value or 0
+        return _address(pdfium_c.FPDFTextObj_GetFont(obj))
 
     def add(self, obj: Any, char: Char) -> None:
         self.flagged.setdefault(self._font(obj), []).append(char)
@@ -418,6 +426,7 @@ def read_chars(
     get_object = pdfium_c.FPDFText_GetTextObject
     map_error = pdfium_c.FPDFText_HasUnicodeMapError
     get_origin = pdfium_c.FPDFText_GetCharOrigin
+    size_t_of = _SIZE_T_OF
     codes = _CodesTakenAsText()
     rect_ref = ctypes.byref(rect)
     #: Per text object in a font measured by its own metrics: its span across the line.
@@ -469,10 +478,11 @@ def read_chars(
             continue
         if i == stroked:
             ch = "\u0142"
-        bold, italic, mode, angle = fonts.of(obj)
-        if fonts.drawing(obj):
+        address = size_t_of(obj).value  # _address, inlined: once per character
+        style = fonts.of(obj, address)
+        if style.drawing:
             continue  # a box corner, not a character
-        if mode in (3, 7):  # invisible: a scanner's OCR layer, usually (see ``pdf._needs_ocr``)
+        if style.mode in (3, 7):  # invisible: a scanner's OCR layer (see ``pdf._needs_ocr``)
             out.invisible += 1
         if 0xF020 <= code <= 0xF0FF:
             ch = _symbol_font_char(fonts.name(obj), code) or ch
@@ -488,18 +498,20 @@ def read_chars(
             continue  # format marks (bidi controls): order is ours to give
         if not get_box(tp, i, rect_ref):
             continue
-        if fonts.own_metrics:
-            key = ctypes.cast(obj, ctypes.c_void_p).value or 0
-            own = fonts.own_metrics.get(key)
-            if own is not None:
-                span = spans.get(key) or spans.setdefault(key, _span(own, tp, i))
-                get_origin(tp, i, *origin_refs)
-                _measure_by(span, origin_x.value, origin_y.value, rect)
+        if style.own_metrics is not None:
+            span = spans.get(address)
+            if span is None:
+                span = spans[address] = _span(style.own_metrics, tp, i)
+            get_origin(tp, i, *origin_refs)
+            _measure_by(span, origin_x.value, origin_y.value, rect)
+        r_left, r_top, r_right, r_bottom = rect.left, rect.top, rect.right, rect.bottom
+        low_x, high_x = (r_left, r_right) if r_left <= r_right else (r_right, r_left)
+        low_y, high_y = (r_bottom, r_top) if r_bottom <= r_top else (r_top, r_bottom)
         if (
-            min(rect.left, rect.right) >= shown_right
-            or max(rect.left, rect.right) <= shown_left
-            or min(rect.bottom, rect.top) >= shown_top
-            or max(rect.bottom, rect.top) <= shown_bottom
+            low_x >= shown_right
+            or high_x <= shown_left
+            or low_y >= shown_top
+            or high_y <= shown_bottom
         ):
             out.off_page += 1
             continue
@@ -512,20 +524,19 @@ def read_chars(
             ch = TATWEEL  # a kashida glyph without a Unicode map (LibreOffice's reads as "!")
         # One glyph mapped to several characters (a ligature) gives them one text object, one
         # origin and one box, at consecutive indices; an overprinted copy is drawn apart.
-        address = ctypes.cast(obj, ctypes.c_void_p).value or 0
         get_origin(tp, i, *origin_refs)
         origin = (origin_x.value, origin_y.value)
-        loose = (rect.left, rect.top, rect.right, rect.bottom)
+        loose = (r_left, r_top, r_right, r_bottom)
         same_glyph = last is not None and last[0] == i - 1 and last[1:] == (address, origin, loose)
         last = (i, address, origin, loose)
         # Unrotated box (top-left origin of the crop box) and shown-page box.
-        ux0, ux1 = rect.left - left, rect.right - left
-        uy_top, uy_bottom = height - (rect.top - bottom), height - (rect.bottom - bottom)
-        ax, ay = to_shown(rect.left - left, rect.bottom - bottom)
-        bx, by = to_shown(rect.right - left, rect.top - bottom)
-        sx0, sx1 = min(ax, bx), max(ax, bx)
-        st0, st1 = min(ay, by), max(ay, by)
-        quarter = round(((angle - rotation) % 360) / 90) % 4
+        ux0, ux1 = r_left - left, r_right - left
+        uy_top, uy_bottom = height - (r_top - bottom), height - (r_bottom - bottom)
+        ax, ay = to_shown(ux0, r_bottom - bottom)
+        bx, by = to_shown(ux1, r_top - bottom)
+        sx0, sx1 = (ax, bx) if ax <= bx else (bx, ax)
+        st0, st1 = (ay, by) if ay <= by else (by, ay)
+        quarter = round(((style.angle - rotation) % 360) / 90) % 4
         if quarter:
             (ax, ay), (bx, by) = (
                 _turn(quarter, shown_w, shown_h, sx0, st0),
@@ -535,12 +546,22 @@ def read_chars(
         rtl = unicodedata.bidirectional(ch) in _RTL_CLASSES
         # The loose box is the font's ascent to descent: its height tracks the font size
         # (PDFium's own font size ignores the text matrix, 1.0 in many TeX files).
-        size = max(st1 - st0, 0.1)
+        size = st1 - st0 if st1 - st0 >= 0.1 else 0.1
         char = Char(
-            ch, sx0, st0, sx1, st1, (ux0, uy_top, ux1, uy_bottom), size, bold, rtl, i, italic
+            ch,
+            sx0,
+            st0,
+            sx1,
+            st1,
+            (ux0, uy_top, ux1, uy_bottom),
+            size,
+            style.bold,
+            rtl,
+            i,
+            style.italic,
         )
         char.glyph = chars[-1].glyph if same_glyph else i
-        char.mono = fonts.monospaced(obj)
+        char.mono = style.mono
         base_x, base_y = to_shown(origin[0] - left, origin[1] - bottom)
         char.baseline = _turn(quarter, shown_w, shown_h, base_x, base_y)[1] if quarter else base_y
         if quarter:
@@ -636,11 +657,16 @@ _ELSEWHERE, _BESIDE, _BELOW = 0, 1, 2
 def _step(a: Char, b: Char) -> int:
     """Whether ``b`` stands beside ``a`` (on its row), below it in its column (the next
     character of vertical writing) or elsewhere."""
-    y_overlap = min(a.bottom, b.bottom) - max(a.top, b.top)
-    if y_overlap >= 0.5 * min(a.bottom - a.top, b.bottom - b.top):
+    # (Conditionals, not min and max: this runs for every pair of characters of a page.)
+    a_top, a_bottom, b_top, b_bottom = a.top, a.bottom, b.top, b.bottom
+    y_overlap = (a_bottom if a_bottom <= b_bottom else b_bottom) - (
+        a_top if a_top >= b_top else b_top
+    )
+    a_height, b_height = a_bottom - a_top, b_bottom - b_top
+    if y_overlap >= 0.5 * (a_height if a_height <= b_height else b_height):
         return _BESIDE
     x_overlap = min(a.x1, b.x1) - max(a.x0, b.x0)
-    below = b.top - a.bottom  # b's top under a's bottom (a little overlap allowed)
+    below = b_top - a_bottom  # b's top under a's bottom (a little overlap allowed)
     if x_overlap >= 0.5 * min(max(a.x1 - a.x0, 0.1), max(b.x1 - b.x0, 0.1)) and (
         -0.3 * a.size <= below < 2 * max(a.size, b.size)
     ):
@@ -682,8 +708,11 @@ def _turn_vertical_writing(chars: list[Char], width: float, height: float) -> li
     for k, step in enumerate([*steps, _ELSEWHERE]):
         if step == _BELOW:
             continue
+        if k - start < 1:  # one character: no column (most steps of a page written across)
+            start = k + 1
+            continue
         column = upright[start : k + 1]
-        if len(column) >= 2 and all(_UNSPACED.fullmatch(c.text) for c in column):
+        if all(_UNSPACED.fullmatch(c.text) for c in column):
             sizes = [c.size for c in column]
             apart = (start == 0 or steps[start - 1] != _BESIDE) and (
                 k == len(steps) or steps[k] != _BESIDE
@@ -928,11 +957,12 @@ def _segments(row: list[Char]) -> list[list[Char]]:
     segments: list[list[Char]] = [[ordered[0]]]
     right = ordered[0].x1
     for c in ordered[1:]:
-        if c.x0 - right > SEGMENT_GAP * max(c.size, 4.0):
+        if c.x0 - right > SEGMENT_GAP * (c.size if c.size >= 4.0 else 4.0):
             segments.append([c])
         else:
             segments[-1].append(c)
-        right = max(right, c.x1)
+        if c.x1 > right:
+            right = c.x1
     return segments
 
 
@@ -956,13 +986,14 @@ def _dedupe(chars: list[Char]) -> list[Char]:
     for group in _glyphs(chars):
         c = group[0]
         text = "".join(g.text for g in group) if len(group) > 1 else c.text
-        tol = max(c.x1 - c.x0, 1.0) * 0.35
-        if any(
-            t == text and abs(k.x0 - c.x0) < tol and abs(k.top - c.top) < tol for t, k in kept[-6:]
-        ):
-            continue
-        kept.append((text, c))
-        out.extend(group)
+        width = c.x1 - c.x0
+        tol = (width if width >= 1.0 else 1.0) * 0.35
+        for t, k in kept[-6:]:
+            if t == text and abs(k.x0 - c.x0) < tol and abs(k.top - c.top) < tol:
+                break  # a copy
+        else:
+            kept.append((text, c))
+            out.extend(group)
     return out
 
 
@@ -1020,8 +1051,12 @@ def _text(chars: list[Char], tracking: float | None = None) -> str:
             previous = dataclasses.replace(previous, space=c.wide_space)
             continue
         if previous is not None:
-            gap = max(c.x0 - previous.x1, previous.x0 - c.x1)
-            small, large = sorted((c.size, previous.size))
+            # (Conditionals, not min, max and sorted: this runs for every character.)
+            ahead, behind = c.x0 - previous.x1, previous.x0 - c.x1
+            gap = ahead if ahead >= behind else behind
+            small, large = (
+                (c.size, previous.size) if c.size <= previous.size else (previous.size, c.size)
+            )
             if _unspaced(previous.text, c.text):
                 # Chinese and Japanese put no space between words: a narrow gap between two
                 # of their characters is the type's tracking (spread to justify, or glyphs set
@@ -1142,16 +1177,18 @@ def _unspaced_break(before: Char, after: Char, gap: float, size: float) -> bool:
 
 def _combining(text: str) -> bool:
     """Whether ``text`` is only combining marks (nonspacing or enclosing: ``Mn``, ``Me``)."""
-    return bool(text) and all(unicodedata.category(ch) in ("Mn", "Me") for ch in text)
+    if not text or text[0] < _FIRST_MARK:
+        return False  # most text: no mark comes before U+0300
+    return all(unicodedata.category(ch) in ("Mn", "Me") for ch in text)
+
+
+#: The first combining mark of Unicode (COMBINING GRAVE ACCENT): no character below it is one.
+_FIRST_MARK = "\u0300"
 
 
 def _union(chars: list[Char]) -> tuple[float, float, float, float]:
-    return (
-        min(c.box[0] for c in chars),
-        min(c.box[1] for c in chars),
-        max(c.box[2] for c in chars),
-        max(c.box[3] for c in chars),
-    )
+    x0s, tops, x1s, bottoms = zip(*[c.box for c in chars], strict=True)
+    return (min(x0s), min(tops), max(x1s), max(bottoms))
 
 
 @dataclass(slots=True)
