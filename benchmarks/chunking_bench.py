@@ -20,6 +20,12 @@ slowdown does not become the new normal. ``--record`` refuses a run that is a re
 against the bar unless ``--lower-bar REASON`` says why the bar goes down; the reason is kept in
 the record (``bar_lowered``).
 
+``--pdf``: PDF manuals (``data/eval/pdf-manuals``: four texinfo and LaTeX manuals, 194 pages)
+against a page's text as LangChain's and LlamaIndex's default PDF loaders read it (pypdf) and as
+PDFium gives it (the characters ours lays out: the floor), each split at 1,000 characters; the
+record is ``chunking-pdf.json``. The PDF parse had no such guard and lost 16% of its speed between
+two measurements (2026-12-02 to -06) with nothing saying so (see BENCHMARKS.md).
+
 Every contender reads the same files (the Rust book, 1.2 MB of Markdown) in one process; each
 figure is the median of ``passes`` passes, in MB/s of source bytes. The passes are interleaved
 (each pass times every contender once, after one warm-up call each), so a load that comes and
@@ -63,8 +69,10 @@ OURS = "ours: parse + chunk"
 CHONKIE_NAME = "chonkie: RecursiveChunker(256, MiniLM via tokie)"
 LANGCHAIN_NAME = "langchain: MarkdownHeader -> RecursiveCharacter(1000 chars)"
 LANGCHAIN_HTML_NAME = "langchain: HTMLHeaderTextSplitter -> RecursiveCharacter(1000 chars)"
+PYPDF_NAME = "pypdf: text of each page -> RecursiveCharacter(1000 chars)"
+PDFIUM_NAME = "pypdfium2: text of each page -> RecursiveCharacter(1000 chars)"
 #: The peers whose ratio to ours is guarded against regressions.
-GUARDED = (CHONKIE_NAME, LANGCHAIN_NAME, LANGCHAIN_HTML_NAME)
+GUARDED = (CHONKIE_NAME, LANGCHAIN_NAME, LANGCHAIN_HTML_NAME, PYPDF_NAME, PDFIUM_NAME)
 #: Ours/peer this far below its recorded value is a regression. Five runs of the Rust book
 #: here (a 2-core machine shared with other jobs, load 6-10) spread ours/chonkie over about
 #: +-8% of their median, so 15% is past the noise and well short of the 1.6x that went unseen.
@@ -72,6 +80,8 @@ REGRESSION_THRESHOLD = 0.15
 RECORDED = REPO_ROOT / "benchmarks" / "results" / "chunking.json"
 RECORDED_HTML = REPO_ROOT / "benchmarks" / "results" / "chunking-html.json"
 HTML_CORPUS = REPO_ROOT / ".." / "shared" / "corpus" / "html"
+RECORDED_PDF = REPO_ROOT / "benchmarks" / "results" / "chunking-pdf.json"
+PDF_CORPUS = REPO_ROOT / "data" / "eval" / "pdf-manuals"
 WORKER = REPO_ROOT / "benchmarks" / "chunking_worker.py"
 
 
@@ -313,9 +323,14 @@ def _median_seconds(fn: Callable[[], int], passes: int) -> tuple[float, float, i
 
 
 def _entry(
-    seconds: float, cpu_seconds: float, nbytes: int, chunks: int, what: str
+    seconds: float,
+    cpu_seconds: float,
+    nbytes: int,
+    chunks: int,
+    what: str,
+    pages: int | None = None,
 ) -> dict[str, Any]:
-    return {
+    entry = {
         "mb_per_s": round(nbytes / 1e6 / seconds, 3),
         "cpu_mb_per_s": round(nbytes / 1e6 / cpu_seconds, 3),
         "seconds": round(seconds, 4),
@@ -324,6 +339,21 @@ def _entry(
         "chunks": chunks,
         "what": what,
     }
+    if pages is not None:
+        entry["pages_per_s"] = round(pages / seconds, 2)
+        entry["cpu_pages_per_s"] = round(pages / cpu_seconds, 2)
+    return entry
+
+
+def _pages(files: list[Path]) -> int:
+    import pypdfium2
+
+    total = 0
+    for path in files:
+        document = pypdfium2.PdfDocument(path)
+        total += len(document)
+        document.close()
+    return total
 
 
 def run(
@@ -333,15 +363,18 @@ def run(
     peers: bool = True,
     refs: Mapping[str, str] | None = None,
     html: bool = False,
+    pdf: bool = False,
 ) -> dict[str, Any]:
     """Figures for every contender: MB/s, chunks, and ours (parse+chunk) / peer ratios.
 
     ``refs``: name -> git ref of other versions of our code to time alongside (``RefWorker``).
-    ``html``: the corpus's HTML files against the peers that read HTML, instead of Markdown.
+    ``html``: the corpus's HTML files against the peers that read HTML, instead of Markdown;
+    ``pdf``: its PDFs against the peers that read PDF (figures in pages/s too).
     """
-    files = sorted(corpus.resolve().glob("*.html" if html else "*.md"))
+    kind = "PDF" if pdf else "HTML" if html else "Markdown"
+    files = sorted(corpus.resolve().glob({"PDF": "*.pdf", "HTML": "*.html"}.get(kind, "*.md")))
     raws = [(p.name, p.read_bytes()) for p in files]
-    texts = [raw.decode("utf-8") for _, raw in raws]
+    inputs: list[Any] = [raw for _, raw in raws] if pdf else [raw.decode() for _, raw in raws]
     nbytes = sum(len(raw) for _, raw in raws)
     counter = TokenCounter()
     chunker = StructureChunker(ChunkerSettings(), counter, max_sequence_tokens=256)
@@ -350,6 +383,9 @@ def run(
         "files": len(files),
         "passes": passes,
     }
+    pages = _pages(files) if pdf else None
+    if pages is not None:
+        results["pages"] = pages
     figures: dict[str, dict[str, Any]] = {}
 
     def ours_parse_chunk() -> int:
@@ -372,8 +408,7 @@ def run(
         "ours: chunk only": ours_chunk,
     }
     what = {
-        OURS: f"{'HTML' if html else 'Markdown'} -> sections -> Chunk rows "
-        "(256 MiniLM tokens, exact offsets, ids)",
+        OURS: f"{kind} -> sections -> Chunk rows (256 MiniLM tokens, exact offsets, ids)",
         "ours: chunk only": "sections already parsed -> Chunk rows",
     }
     workers = []
@@ -383,12 +418,13 @@ def run(
         contenders[f"ours at {name} ({ref}): parse + chunk"] = worker
         what[f"ours at {name} ({ref}): parse + chunk"] = f"our code at git {ref}, own process"
     if peers:
-        for name, (chunk_text, emits) in (
-            html_peer_contenders() if html else peer_contenders()
-        ).items():
+        chosen: dict[str, tuple[Callable[[Any], int], str]] = (
+            pdf_peer_contenders() if pdf else html_peer_contenders() if html else peer_contenders()
+        )
+        for name, (chunk_text, emits) in chosen.items():
 
-            def peer_run(chunk_text: Callable[[str], int] = chunk_text) -> int:
-                return sum(chunk_text(t) for t in texts)
+            def peer_run(chunk_text: Callable[[Any], int] = chunk_text) -> int:
+                return sum(chunk_text(source) for source in inputs)
 
             contenders[name] = peer_run
             what[name] = emits
@@ -398,8 +434,8 @@ def run(
         for worker in workers:
             worker.close()
     for name, (seconds, cpu_seconds, n) in medians.items():
-        figures[name] = _entry(seconds, cpu_seconds, nbytes, n, what[name])
-    if peers and docling_files > 0 and not html:
+        figures[name] = _entry(seconds, cpu_seconds, nbytes, n, what[name], pages)
+    if peers and docling_files > 0 and kind == "Markdown":
         try:
             figures.update(_docling(files, passes, docling_files))
         except ImportError as exc:
@@ -426,6 +462,39 @@ def html_peer_contenders() -> dict[str, tuple[Callable[[str], int], str]]:
             lambda t: len(recursive.split_documents(header_splitter.split_text(t))),
             "strings with header metadata, sized in characters",
         ),
+    }
+
+
+def pdf_peer_contenders() -> dict[str, tuple[Callable[[bytes], int], str]]:
+    """The peers that read PDF, as (PDF bytes -> number of chunks, what it emits): each page's
+    text as LangChain's ``PyPDFLoader`` and LlamaIndex's default ``PDFReader`` read it (pypdf),
+    and as PDFium gives it (the characters ours lays out, so the floor of our reading), each
+    page split at 1,000 characters as those loaders' users do."""
+    import pypdf
+    import pypdfium2
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    recursive = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=0)
+
+    def with_pypdf(raw: bytes) -> int:
+        reader = pypdf.PdfReader(io.BytesIO(raw))
+        return sum(len(recursive.split_text(page.extract_text())) for page in reader.pages)
+
+    def with_pdfium(raw: bytes) -> int:
+        document = pypdfium2.PdfDocument(raw)
+        chunks = 0
+        for index in range(len(document)):
+            page = document[index]
+            textpage = page.get_textpage()
+            chunks += len(recursive.split_text(textpage.get_text_range()))
+            textpage.close()
+            page.close()
+        document.close()
+        return chunks
+
+    return {
+        PYPDF_NAME: (with_pypdf, "strings sized in characters, per page"),
+        PDFIUM_NAME: (with_pdfium, "strings sized in characters, per page"),
     }
 
 
@@ -502,9 +571,18 @@ def _docling(files: list[Path], passes: int, docling_files: int) -> dict[str, di
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, help="default: the Rust book (--html: corpus/html)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        help="default: the Rust book (--html: corpus/html, --pdf: data/eval/pdf-manuals)",
+    )
     parser.add_argument(
         "--html", action="store_true", help="HTML files against the peers that read HTML"
+    )
+    parser.add_argument(
+        "--pdf",
+        action="store_true",
+        help="PDFs (default: data/eval/pdf-manuals) against the peers that read PDF",
     )
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--docling-files", type=int, default=4, help="0: leave docling out")
@@ -523,7 +601,7 @@ def main(argv: list[str] | None = None) -> None:
         "--recorded",
         type=Path,
         help=f"the recorded run to compare with (default {RECORDED.name}, --html: "
-        f"{RECORDED_HTML.name})",
+        f"{RECORDED_HTML.name}, --pdf: {RECORDED_PDF.name})",
     )
     parser.add_argument(
         "--lower-bar",
@@ -535,10 +613,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     refs = dict(r.split("=", 1) if "=" in r else (r, r) for r in args.ref)
-    corpus = args.corpus or (HTML_CORPUS if args.html else DEFAULT_CORPUS)
-    args.recorded = args.recorded or (RECORDED_HTML if args.html else RECORDED)
+    corpus = args.corpus or (
+        PDF_CORPUS if args.pdf else HTML_CORPUS if args.html else DEFAULT_CORPUS
+    )
+    args.recorded = args.recorded or (
+        RECORDED_PDF if args.pdf else RECORDED_HTML if args.html else RECORDED
+    )
     recorded = recorded_ratios(args.recorded)
-    results = run(corpus, args.passes, args.docling_files, not args.no_peers, refs, html=args.html)
+    results = run(
+        corpus,
+        args.passes,
+        args.docling_files,
+        not args.no_peers,
+        refs,
+        html=args.html,
+        pdf=args.pdf,
+    )
     given = argv if argv is not None else sys.argv[1:]
     results["command"] = " ".join(
         [".venv/bin/python -m benchmarks.chunking_bench", *map(shlex.quote, given)]
@@ -567,6 +657,10 @@ def main(argv: list[str] | None = None) -> None:
             )
             if "scope" in entry:
                 print(f"    ({entry['scope']})")
+        if "pages" in results:
+            print(f"pages/s (CPU), {results['pages']} pages:")
+            for name, entry in results["figures"].items():
+                print(f"    {name:<66} {entry['cpu_pages_per_s']:>8.2f}")
         if "left_out" in results:
             print(f"left out: {results['left_out']}")
     say_loudly(results["regressions"])

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from benchmarks import chunking_bench
-from benchmarks.chunking_bench import CHONKIE_NAME, LANGCHAIN_NAME, REGRESSION_THRESHOLD
+from benchmarks.chunking_bench import (
+    CHONKIE_NAME,
+    LANGCHAIN_NAME,
+    PDFIUM_NAME,
+    PYPDF_NAME,
+    REGRESSION_THRESHOLD,
+)
 
 
 def test_ratios_further_below_their_record_than_the_threshold_are_a_regression() -> None:
@@ -153,3 +159,33 @@ def _recorded_first_run(
     args = ["--corpus", str(corpus), "--passes", "1", "--docling-files", "0"]
     chunking_bench.main([*args, "--recorded", str(record), "--record"])
     return args, record
+
+
+def test_pdf_chunking_benchmark_prints_regression_against_a_faster_record(
+    tmp_path: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The PDF parse had no guard and lost 16% of its speed unseen; ``--pdf`` times it against the
+    PDF peers (pypdf's and PDFium's page text) and says so when ours falls behind its record."""
+    pytest.importorskip("langchain_text_splitters")
+    pytest.importorskip("pypdf")
+    corpus = tmp_path / "pdfs"
+    corpus.mkdir()
+    shutil.copy(corpus_dir / "pdf" / "multi_page.pdf", corpus / "multi_page.pdf")
+    record = tmp_path / "chunking-pdf.json"
+    args = ["--pdf", "--corpus", str(corpus), "--passes", "1"]
+    chunking_bench.main([*args, "--recorded", str(record), "--record"])
+    first = json.loads(record.read_text())
+    assert first["pages"] == 5
+    assert set(chunking_bench.bar_ratios(first)) == {PYPDF_NAME, PDFIUM_NAME}
+    assert all(entry["chunks"] > 0 for entry in first["figures"].values())
+    assert "pages/s (CPU), 5 pages:" in capsys.readouterr().out
+
+    for entry in first["figures"].values():
+        entry["cpu_ours_parse_chunk_over_this"] *= 10
+    record.write_text(json.dumps(first))
+    with pytest.raises(SystemExit) as exit_info:
+        chunking_bench.main([*args, "--recorded", str(record), "--strict"])
+    assert exit_info.value.code == 1
+    out = capsys.readouterr().out
+    for peer in (PYPDF_NAME, PDFIUM_NAME):
+        assert f"REGRESSION: ours (parse + chunk) / {peer}" in out
