@@ -38,7 +38,7 @@ import statistics
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import pypdfium2
@@ -48,6 +48,9 @@ from agrag_pipeline.parsing import pdf_fonts
 from agrag_pipeline.parsing.pdf_font_metrics import FontMetrics
 from agrag_pipeline.parsing.pdf_glyph_names import GlyphNames
 
+#: Sort keys of characters: by position along the line, by PDFium's (content) order.
+_X0 = attrgetter("x0")
+_INDEX = attrgetter("index")
 #: A gap wider than this (in font sizes) between two characters is a word break.
 WORD_GAP = 0.18
 #: A smaller glyph whose baseline is off the other's by more than this (in the larger's font
@@ -251,13 +254,17 @@ class _Style:
     #: The font's own (ascent, descent) in em where PDFium invented its metrics
     #: (``pdf_font_metrics``), else None.
     own_metrics: tuple[float, float] | None
+    #: Quarter turns of its text against the page as shown (0: it runs left to right).
+    quarter: int
 
 
 class _Fonts:
-    """Per text object (by address): its ``_Style``, worked out from its font once."""
+    """Per text object (by address): its ``_Style``, worked out from its font once, on a page
+    turned by ``rotation`` degrees (``/Rotate``)."""
 
-    def __init__(self, metrics: FontMetrics | None = None) -> None:
+    def __init__(self, metrics: FontMetrics | None = None, rotation: int = 0) -> None:
         self.objects: dict[int, _Style] = {}
+        self._rotation = rotation
         self._metrics = metrics
         self.fonts: dict[int, tuple[bool, bool]] = {}
         #: Fixed-pitch fonts and drawing fonts (``_DRAWING_FONT``), by font address.
@@ -298,8 +305,9 @@ class _Fonts:
         own = None
         if self._metrics is not None and font:
             own = self._metrics.replaced(font, self.name(obj))  # cached by the document
+        quarter = round(((angle - self._rotation) % 360) / 90) % 4
         found = self.objects[key] = _Style(
-            *style, mode, angle, fkey in self.drawing_fonts, fkey in self.fixed_fonts, own
+            *style, mode, angle, fkey in self.drawing_fonts, fkey in self.fixed_fonts, own, quarter
         )
         return found
 
@@ -418,7 +426,7 @@ def read_chars(
     shown_w, shown_h, to_shown = _frame(rotation, width, height)
     tp = textpage.raw
     count = pdfium_c.FPDFText_CountChars(tp)
-    fonts = _Fonts(metrics)
+    fonts = _Fonts(metrics, rotation)
     rect = pdfium_c.FS_RECTF()
     chars: list[Char] = []
     get_unicode = pdfium_c.FPDFText_GetUnicode
@@ -532,11 +540,14 @@ def read_chars(
         # Unrotated box (top-left origin of the crop box) and shown-page box.
         ux0, ux1 = r_left - left, r_right - left
         uy_top, uy_bottom = height - (r_top - bottom), height - (r_bottom - bottom)
-        ax, ay = to_shown(ux0, r_bottom - bottom)
-        bx, by = to_shown(ux1, r_top - bottom)
+        if rotation:
+            ax, ay = to_shown(ux0, r_bottom - bottom)
+            bx, by = to_shown(ux1, r_top - bottom)
+        else:  # the page as shown is the unrotated page (``_frame``), inlined
+            ax, ay, bx, by = ux0, uy_bottom, ux1, uy_top
         sx0, sx1 = (ax, bx) if ax <= bx else (bx, ax)
         st0, st1 = (ay, by) if ay <= by else (by, ay)
-        quarter = round(((style.angle - rotation) % 360) / 90) % 4
+        quarter = style.quarter
         if quarter:
             (ax, ay), (bx, by) = (
                 _turn(quarter, shown_w, shown_h, sx0, st0),
@@ -562,8 +573,13 @@ def read_chars(
         )
         char.glyph = chars[-1].glyph if same_glyph else i
         char.mono = style.mono
-        base_x, base_y = to_shown(origin[0] - left, origin[1] - bottom)
-        char.baseline = _turn(quarter, shown_w, shown_h, base_x, base_y)[1] if quarter else base_y
+        if rotation or quarter:
+            base_x, base_y = to_shown(origin[0] - left, origin[1] - bottom)
+            char.baseline = (
+                _turn(quarter, shown_w, shown_h, base_x, base_y)[1] if quarter else base_y
+            )
+        else:
+            char.baseline = height - (origin[1] - bottom)
         if quarter:
             char.index = -quarter - 1  # marks turned text (set aside into its own frame)
         chars.append(char)
@@ -776,7 +792,7 @@ def _compose_accents(row: list[Char]) -> list[Char]:
     """
     if not any(c.text in _SPACING_ACCENTS for c in row):
         return row
-    ordered = sorted(row, key=lambda c: c.x0)
+    ordered = sorted(row, key=_X0)
     composed: dict[int, str] = {}
     dropped: set[int] = set()
     for k, accent in enumerate(ordered):
@@ -953,7 +969,7 @@ def _row_stats(row: list[Char]) -> tuple[float, float, float, float]:
 
 def _segments(row: list[Char]) -> list[list[Char]]:
     """A row split where it leaves a gap wider than ``SEGMENT_GAP`` font sizes."""
-    ordered = sorted(row, key=lambda c: c.x0)
+    ordered = sorted(row, key=_X0)
     segments: list[list[Char]] = [[ordered[0]]]
     right = ordered[0].x1
     for c in ordered[1:]:
@@ -1001,7 +1017,7 @@ def _logical(chars: list[Char]) -> list[Char]:
     """Characters in reading order: PDFium's (logical) order where the run is right-to-left."""
     if not any(c.rtl for c in chars) or any(c.index < 0 for c in chars):
         return chars  # left-to-right: already sorted by x
-    ordered = sorted(chars, key=lambda c: c.index)
+    ordered = sorted(chars, key=_INDEX)
     # A ligature (lam-alef), or a word drawn as one glyph, is one glyph mapped to several
     # characters that PDFium's bidi pass reversed with the run: put each glyph's characters
     # back in their mapped order (its marks, which are not right-to-left, with them).
@@ -2352,7 +2368,7 @@ def _cell_text(chars: list[Char]) -> str:
     # Japanese line breaking's, a row ends short of the width by the characters it pushed on,
     # so how far a row reaches does not tell a wrap from a list of names one per row.)
     return join_wrapped(
-        (_text(_logical(_dedupe(sorted(row, key=lambda c: c.x0)))), True) for row in _rows(chars)
+        (_text(_logical(_dedupe(sorted(row, key=_X0)))), True) for row in _rows(chars)
     )
 
 
@@ -2365,7 +2381,7 @@ def _vertical_cell_text(chars: list[Char]) -> str | None:
     "欄 備 考"."""
     if len(chars) < 2 or not all(_UNSPACED.fullmatch(c.text) for c in chars):
         return None
-    ordered = sorted(chars, key=lambda c: c.index)
+    ordered = sorted(chars, key=_INDEX)
     steps = [_step(a, b) for a, b in itertools.pairwise(ordered)]
     if not steps.count(_BELOW) > steps.count(_BESIDE):
         return None
