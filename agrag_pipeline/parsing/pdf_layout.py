@@ -246,7 +246,6 @@ class _Style:
     bold: bool
     italic: bool
     mode: int  # text render mode (3, 7: invisible)
-    angle: float  # degrees
     #: Drawn in a drawing font (``_DRAWING_FONT``): a box corner, not text.
     drawing: bool
     #: Drawn in a fixed-pitch font.
@@ -307,7 +306,7 @@ class _Fonts:
             own = self._metrics.replaced(font, self.name(obj))  # cached by the document
         quarter = round(((angle - self._rotation) % 360) / 90) % 4
         found = self.objects[key] = _Style(
-            *style, mode, angle, fkey in self.drawing_fonts, fkey in self.fixed_fonts, own, quarter
+            *style, mode, fkey in self.drawing_fonts, fkey in self.fixed_fonts, own, quarter
         )
         return found
 
