@@ -304,6 +304,12 @@ class SearchIndex:
                 self._table = self._db.open_table(self.table_name)
                 self._context_chars = None
             except (OSError, RuntimeError, ValueError) as exc:
+                if not self._lock_depth:
+                    # Another process may be making the table this moment (its folder is
+                    # there, its first version not yet): it does so under the lock, so ask
+                    # again holding it; what still cannot be opened then is damaged.
+                    with self.writing():
+                        return self._open(fresh=True)
                 folder = f"{self._path}/{self.table_name}.lance"
                 self._fs.invalidate_cache(folder)
                 if not [f for f in self._fs.find(folder) if f.startswith(folder + "/")]:

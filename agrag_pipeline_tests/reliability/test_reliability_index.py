@@ -333,3 +333,50 @@ def test_a_document_whose_rows_cannot_join_the_batch_fails_alone(copy: Path) -> 
     assert {d for d, _ in indexed_rows(_warehouse(copy))} == {
         str(Document.node_id_for(k)) for k in good
     }
+
+
+_MAKING_THE_TABLE = """
+import pathlib, shutil, sys, time
+import pyarrow as pa
+from agrag_pipeline.sinks.index import SearchIndex
+
+root, ready = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+index = SearchIndex(str(root))
+with index.writing():
+    # What a writer making the table leaves for a moment: its folder and a data file, no version.
+    data = root / f"{index.table_name}.lance" / "data"
+    data.mkdir(parents=True)
+    (data / "0.lance").write_bytes(b"being written")
+    ready.touch()
+    time.sleep(3.0)
+    shutil.rmtree(data.parent)
+    index.append(pa.table({"document_id": ["d1"], "chunk_id": ["c1"], "text": ["t"]}))
+"""
+
+
+def test_a_table_another_process_is_making_is_read_once_made_not_called_damaged(
+    tmp_path: Path,
+) -> None:
+    """Three ``agrag index`` runs at once on a fresh index (CI, 2026-12-06): one found the
+    table's folder while another run was making the table under the lock, before its first
+    version, and stopped on "chunks.lance is damaged: Table 'chunks' was not found". A real
+    second process holds the lock over that moment; the reader now waits for it and reads the
+    table it made."""
+    root, ready = tmp_path / "index", tmp_path / "ready"
+    index = SearchIndex(str(root))
+    assert index.all_rows().num_rows == 0  # no table yet (and LanceDB loaded before the race)
+    maker = subprocess.Popen(
+        [sys.executable, "-c", _MAKING_THE_TABLE, str(root), str(ready)], cwd=REPO_ROOT
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            assert maker.poll() is None, "the process making the table stopped"
+            assert time.monotonic() < deadline, "the process making the table never got ready"
+            time.sleep(0.01)
+        assert maker.poll() is None  # still making it, the lock held
+        rows = index.all_rows()
+        assert rows.column("document_id").to_pylist() == ["d1"]
+        assert index.settings_changed() is None
+    finally:
+        assert maker.wait(timeout=120) == 0
