@@ -357,11 +357,11 @@ with index.writing():
 def test_a_table_another_process_is_making_is_read_once_made_not_called_damaged(
     tmp_path: Path,
 ) -> None:
-    """Three ``agrag index`` runs at once on a fresh index (CI, 2026-12-06): one found the
-    table's folder while another run was making the table under the lock, before its first
-    version, and stopped on "chunks.lance is damaged: Table 'chunks' was not found". A real
-    second process holds the lock over that moment; the reader now waits for it and reads the
-    table it made."""
+    """Three ``agrag index`` runs at once on a fresh index (a fresh clone's suite,
+    2026-12-06): one found the table's folder while another run was making the table under the
+    lock, before its first version, and stopped on "chunks.lance is damaged: Table 'chunks' was
+    not found". A real second process holds the lock over that moment; the reader now waits for
+    it and reads the table it made."""
     root, ready = tmp_path / "index", tmp_path / "ready"
     index = SearchIndex(str(root))
     assert index.all_rows().num_rows == 0  # no table yet (and LanceDB loaded before the race)
