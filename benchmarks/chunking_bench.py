@@ -53,6 +53,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -362,19 +363,17 @@ def run(
     docling_files: int = 4,
     peers: bool = True,
     refs: Mapping[str, str] | None = None,
-    html: bool = False,
-    pdf: bool = False,
+    kind: str = "Markdown",
 ) -> dict[str, Any]:
     """Figures for every contender: MB/s, chunks, and ours (parse+chunk) / peer ratios.
 
     ``refs``: name -> git ref of other versions of our code to time alongside (``RefWorker``).
-    ``html``: the corpus's HTML files against the peers that read HTML, instead of Markdown;
-    ``pdf``: its PDFs against the peers that read PDF (figures in pages/s too).
+    ``kind``: which files of the corpus are read, against which peers (``FORMATS``).
     """
-    kind = "PDF" if pdf else "HTML" if html else "Markdown"
-    files = sorted(corpus.resolve().glob({"PDF": "*.pdf", "HTML": "*.html"}.get(kind, "*.md")))
+    form = FORMATS[kind]
+    files = sorted(corpus.resolve().glob(form.pattern))
     raws = [(p.name, p.read_bytes()) for p in files]
-    inputs: list[Any] = [raw for _, raw in raws] if pdf else [raw.decode() for _, raw in raws]
+    inputs: list[Any] = [raw if form.paged else raw.decode() for _, raw in raws]
     nbytes = sum(len(raw) for _, raw in raws)
     counter = TokenCounter()
     chunker = StructureChunker(ChunkerSettings(), counter, max_sequence_tokens=256)
@@ -383,7 +382,7 @@ def run(
         "files": len(files),
         "passes": passes,
     }
-    pages = _pages(files) if pdf else None
+    pages = _pages(files) if form.paged else None
     if pages is not None:
         results["pages"] = pages
     figures: dict[str, dict[str, Any]] = {}
@@ -418,10 +417,7 @@ def run(
         contenders[f"ours at {name} ({ref}): parse + chunk"] = worker
         what[f"ours at {name} ({ref}): parse + chunk"] = f"our code at git {ref}, own process"
     if peers:
-        chosen: dict[str, tuple[Callable[[Any], int], str]] = (
-            pdf_peer_contenders() if pdf else html_peer_contenders() if html else peer_contenders()
-        )
-        for name, (chunk_text, emits) in chosen.items():
+        for name, (chunk_text, emits) in form.peers().items():
 
             def peer_run(chunk_text: Callable[[Any], int] = chunk_text) -> int:
                 return sum(chunk_text(source) for source in inputs)
@@ -569,6 +565,25 @@ def _docling(files: list[Path], passes: int, docling_files: int) -> dict[str, di
     return {DOCLING_NAME: entry}
 
 
+@dataclass(frozen=True)
+class _Format:
+    """What a run over one kind of file reads, what it runs against and where it is recorded."""
+
+    pattern: str
+    corpus: Path
+    record: Path
+    peers: Callable[[], Mapping[str, tuple[Callable[[Any], int], str]]]
+    #: Read as bytes (not text) and counted in pages too.
+    paged: bool = False
+
+
+FORMATS = {
+    "Markdown": _Format("*.md", DEFAULT_CORPUS, RECORDED, peer_contenders),
+    "HTML": _Format("*.html", HTML_CORPUS, RECORDED_HTML, html_peer_contenders),
+    "PDF": _Format("*.pdf", PDF_CORPUS, RECORDED_PDF, pdf_peer_contenders, paged=True),
+}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -613,22 +628,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     refs = dict(r.split("=", 1) if "=" in r else (r, r) for r in args.ref)
-    corpus = args.corpus or (
-        PDF_CORPUS if args.pdf else HTML_CORPUS if args.html else DEFAULT_CORPUS
-    )
-    args.recorded = args.recorded or (
-        RECORDED_PDF if args.pdf else RECORDED_HTML if args.html else RECORDED
-    )
+    kind = "PDF" if args.pdf else "HTML" if args.html else "Markdown"
+    corpus = args.corpus or FORMATS[kind].corpus
+    args.recorded = args.recorded or FORMATS[kind].record
     recorded = recorded_ratios(args.recorded)
-    results = run(
-        corpus,
-        args.passes,
-        args.docling_files,
-        not args.no_peers,
-        refs,
-        html=args.html,
-        pdf=args.pdf,
-    )
+    results = run(corpus, args.passes, args.docling_files, not args.no_peers, refs, kind)
     given = argv if argv is not None else sys.argv[1:]
     results["command"] = " ".join(
         [".venv/bin/python -m benchmarks.chunking_bench", *map(shlex.quote, given)]
