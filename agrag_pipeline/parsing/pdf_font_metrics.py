@@ -14,9 +14,9 @@ How: the embedded font program (TrueType or OpenType) carries its metrics in its
 ``OS/2`` tables. Where PDFium's ascent and descent match none of them (whatever a PDF writer
 copies into a descriptor), the document's descriptors are read, once per document and only
 then (a subset may have lost or recomputed the tables a writer copied from; see
-``_fonts_stating_no_metrics``), and where the font's states neither an ascent nor a descent,
-its ``hhea`` metrics stand in. Fonts without such tables (Type 1, bare CFF) or not embedded
-keep PDFium's.
+``_fonts_stating_no_metrics``), and where the font's descriptor states neither an ascent nor a
+descent, its ``hhea`` metrics stand in. Fonts without such tables (Type 1, bare CFF) or not
+embedded keep PDFium's.
 """
 
 from __future__ import annotations
