@@ -166,12 +166,15 @@ _RAW_TEXT = frozenset(
     ]
 )
 # fmt: on
-_TAG = re.compile(r"<(/?)([A-Za-z][^\s/<>]*)(?:[^<>\"']++|\"[^\"]*+\"|'[^']*+')*+>")
+#: A comment's opening (no groups), or a start or end tag: its slash and its name.
+_SCAN = re.compile(r"<(?:!--|(/?)([A-Za-z][^\s/<>]*)(?:[^<>\"']++|\"[^\"]*+\"|'[^']*+')*+>)")
 
 
 def cap_nesting(text: str, max_depth: int = MAX_DEPTH) -> str:
     """``text`` with elements beyond ``max_depth`` levels turned into siblings; unchanged (the
-    same object) when nothing is nested that deep. One pass, linear in the length of ``text``."""
+    same object) when nothing is nested that deep. One pass, linear in the length of ``text``:
+    the regex engine finds the next comment or tag (``_SCAN``), Python keeps the stack; it
+    starts its search again only past a comment or a raw-text element's content."""
     if text.count("<") <= max_depth:
         return text
     source: list[list[object]] = []  # the elements the markup opened: [name, still open in out]
@@ -180,56 +183,49 @@ def cap_nesting(text: str, max_depth: int = MAX_DEPTH) -> str:
     out: list[str] = []
     copied = 0  # text[:copied] is already in ``out``
     pos = 0
-    find = text.find
-    while True:
-        lt = find("<", pos)
-        if lt < 0:
-            break
-        if text.startswith("<!--", lt):
-            end = find("-->", lt + 4)
-            if end < 0:
+    scanning = True
+    while scanning:
+        scanning = False
+        for match in _SCAN.finditer(text, pos):
+            closing, name = match.groups()
+            if name is None:  # a comment: nothing in it is markup
+                end = text.find("-->", match.end())
+                if end >= 0:
+                    pos, scanning = end + 3, True
                 break
-            pos = end + 3
-            continue
-        match = _TAG.match(text, lt)
-        if match is None:
-            pos = lt + 1
-            continue
-        pos = match.end()
-        closing, name = match.group(1), match.group(2).lower()
-        if not closing:
-            if name in _RAW_TEXT:
-                if name == "plaintext":
+            name = name.lower()
+            if not closing:
+                if name in _RAW_TEXT:
+                    if name != "plaintext":  # the rest of the document is its text
+                        end_tag = re.compile(f"</{name}", re.IGNORECASE).search(text, match.end())
+                        if end_tag is not None:
+                            pos, scanning = end_tag.start(), True
                     break
-                end_match = re.compile(f"</{name}", re.IGNORECASE).search(text, pos)
-                if end_match is None:
+                if name in _NOT_NESTING:
+                    continue
+                if len(real) >= max_depth:  # close the innermost open element first
+                    innermost = source[real.pop()]
+                    innermost[1] = False
+                    lt = match.start()
+                    out.append(text[copied:lt])
+                    out.append(f"</{innermost[0]}>")
+                    copied = lt
+                real.append(len(source))
+                source.append([name, True])
+                in_source[name] = in_source.get(name, 0) + 1
+                continue
+            if not in_source.get(name):
+                continue  # a stray end tag: Lexbor ignores it, so do we
+            while True:  # pop what this end tag closes
+                popped_name, still_open = source.pop()
+                in_source[str(popped_name)] -= 1
+                if still_open:
+                    real.pop()
+                if popped_name == name:
                     break
-                pos = end_match.start()
-                continue
-            if name in _NOT_NESTING:
-                continue
-            if len(real) >= max_depth:  # close the innermost open element first
-                innermost = source[real.pop()]
-                innermost[1] = False
-                out.append(text[copied:lt])
-                out.append(f"</{innermost[0]}>")
-                copied = lt
-            real.append(len(source))
-            source.append([name, True])
-            in_source[name] = in_source.get(name, 0) + 1
-            continue
-        if not in_source.get(name):
-            continue  # a stray end tag: Lexbor ignores it, so do we
-        while True:  # pop what this end tag closes
-            popped_name, still_open = source.pop()
-            in_source[str(popped_name)] -= 1
-            if still_open:
-                real.pop()
-            if popped_name == name:
-                break
-        if not still_open:  # its element was closed early: drop the end tag
-            out.append(text[copied:lt])
-            copied = pos
+            if not still_open:  # its element was closed early: drop the end tag
+                out.append(text[copied : match.start()])
+                copied = match.end()
     if not out:
         return text
     out.append(text[copied:])
