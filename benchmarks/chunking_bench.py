@@ -93,19 +93,21 @@ HTML_CORPUS = REPO_ROOT / ".." / "shared" / "corpus" / "html"
 RECORDED_PDF = REPO_ROOT / "benchmarks" / "results" / "chunking-pdf.json"
 PDF_CORPUS = REPO_ROOT / "data" / "eval" / "pdf-manuals"
 WORKER = REPO_ROOT / "benchmarks" / "chunking_worker.py"
-#: ``--ref`` name of the code that set the bar (a record's ``bar_code``), timed in every run.
-BAR_CODE = "the bar's code"
+
+
+def _shown(ref: str) -> str:
+    """A git ref as a contender's name shows it: a full commit id short."""
+    return ref[:10] if re.fullmatch(r"[0-9a-f]{40}", ref) else ref
 
 
 def ref_name(name: str, ref: str) -> str:
-    """The contender that is our code at git ``ref`` (a full commit id shown short)."""
-    shown = ref[:10] if re.fullmatch(r"[0-9a-f]{40}", ref) else ref
-    return f"ours at {name} ({shown}): parse + chunk"
+    """The contender that is our code at git ``ref`` (``--ref NAME=REF``)."""
+    return f"ours at {name} ({_shown(ref)}): parse + chunk"
 
 
 def bar_code_name(commit: str) -> str:
-    """The contender that is the bar's code at ``commit`` (a ``WorkerGroup``)."""
-    return ref_name(BAR_CODE, commit).replace(": parse + chunk", ", own processes: parse + chunk")
+    """The contender that is the code that set the bar, at ``commit`` (a ``WorkerGroup``)."""
+    return f"ours at the bar's code ({_shown(commit)}), own processes: parse + chunk"
 
 
 #: Ours in worker processes as the bar's code runs (``WorkerGroup``), for ``against_bar_code``.
@@ -137,7 +139,7 @@ def confirmed_ratio(first: float, measure_again: Callable[[], float]) -> tuple[f
     only when a second, independent measurement also finds it, while a real one of 25% is past
     the threshold both times.
     """
-    if not code_regressions(first, ""):
+    if first >= 1 - REGRESSION_THRESHOLD:
         return first, [first]
     again = measure_again()
     return max(first, again), [first, again]
