@@ -416,12 +416,9 @@ def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
     for in_head, tr in _row_elements(table):
         cells = [c for c in _children(tr) if c.tag in ("td", "th")]
         texts = grid.row(
-            (
-                _inline_text(c),
-                span(c.attributes.get("colspan")),
-                span(c.attributes.get("rowspan")),
-            )
+            (_inline_text(c), span(attributes.get("colspan")), span(attributes.get("rowspan")))
             for c in cells
+            for attributes in (c.attributes,)  # built once a cell: selectolax makes a new dict
         )
         if not any(texts) or grid.continued:
             continue  # no text, or only text the next row repeats

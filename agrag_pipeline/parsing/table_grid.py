@@ -21,6 +21,8 @@ MAX_FILLED = 100_000
 def span(value: object) -> int:
     """A ``rowspan`` or ``colspan`` value as a count: 1 when absent or not a number, at most
     ``MAX_SPAN``."""
+    if value is None:  # most cells: no attribute, and no exception to raise and catch for it
+        return 1
     try:
         return max(1, min(int(str(value).strip()), MAX_SPAN))
     except ValueError:
