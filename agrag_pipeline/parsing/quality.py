@@ -445,7 +445,8 @@ def _word_tokens(text: str, language: str, script: str | None = None) -> tuple[s
     if not _runs_tokenize_alone(text, language):
         return _words_of(wordfreq.tokenize(text, language), script)
     runs = text.split()
-    cache = _RUN_WORDS.setdefault((language, script), {})
+    key = (language, script)
+    cache = _RUN_WORDS.setdefault(key, {})
     known: dict[str, tuple[str, ...]] = {}
     missing: list[str] = []
     for run in dict.fromkeys(runs):
@@ -459,12 +460,19 @@ def _word_tokens(text: str, language: str, script: str | None = None) -> tuple[s
         if split is None:  # a run holds every separator there is: the text whole, as ever
             return _words_of(wordfreq.tokenize(text, language), script)
         words = set(_words_of([t for tokens in split for t in tokens], script))
-        if len(cache) + len(missing) > _CACHED_RUNS:
+        cached_chars = _RUN_CHARS.get(key, 0)
+        if (
+            len(cache) + len(missing) > _CACHED_RUNS
+            or cached_chars + sum(map(len, missing)) > _CACHED_RUN_CHARS
+        ):
             cache.clear()
+            cached_chars = 0
         for run, tokens in zip(missing, split, strict=True):
             kept = known[run] = tuple([t for t in tokens if t in words])
-            if len(run) <= _CACHED_WORD_CHARS:
+            if len(run) <= _CACHED_RUN_LENGTH:
                 cache[run] = kept
+                cached_chars += len(run)
+        _RUN_CHARS[key] = cached_chars
     return tuple([t for run in runs for t in known[run]])
 
 
@@ -480,10 +488,19 @@ def _words_of(tokens: Sequence[str], script: str | None) -> tuple[str, ...]:
 
 
 #: Words of whitespace-separated runs, by (language, script) and run (``_word_tokens``): at
-#: most this many runs of up to ``_CACHED_WORD_CHARS`` characters each (measured: ~13 MB at
-#: the limit for English, per language and script scored; then the cache starts again).
+#: most this many runs, holding at most the characters of as many runs of
+#: ``_CACHED_WORD_CHARS`` (measured: ~13 MB at the limit for English, per language and script
+#: scored; then the cache starts again).
 _CACHED_RUNS = 65536
 _RUN_WORDS: dict[tuple[str, str | None], dict[str, tuple[str, ...]]] = {}
+#: Runs up to this long are kept, as many as the characters of ``_CACHED_RUNS`` runs of
+#: ``_CACHED_WORD_CHARS`` allow (``_RUN_CHARS``: what each cache holds), so the cache's size is
+#: bounded as before. Longer than a word, for the paths, links and identifiers of technical text
+#: ("(ch14-02-publishing-to-crates-io.md)"): the Rust book's runs of 41-400 characters were
+#: tokenised again in every document that held them (5% of its score's CPU).
+_CACHED_RUN_LENGTH = 400
+_CACHED_RUN_CHARS = _CACHED_RUNS * _CACHED_WORD_CHARS
+_RUN_CHARS: dict[tuple[str, str | None], int] = {}
 #: Symbols that part runs tokenised in one call (``_tokenize_runs``): each is a token of its
 #: own, the same after wordfreq's preprocessing, and the first one no run holds is used.
 _RUN_SEPARATORS = ("\u2603", "\u2602", "\u2604", "\u260e")
