@@ -871,6 +871,7 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 f"ours ran at {against['ours_over_it']:.2f}x the bar's code: measured again in "
                 "fresh processes before saying so",
+                file=sys.stderr,  # a progress note: --json keeps stdout for the figures
                 flush=True,
             )
             again = run(corpus, args.passes, 0, False, {}, kind, bar_commit, args.bar_processes)
