@@ -155,11 +155,19 @@ def machine_notes(
         f"note: ours / {name} is {now[name]:.2f}, under its bar {recorded[name]:.2f}, but the "
         f"bar's own code scores {bar_code_over_peer[name]:.2f} against it in this run: the "
         "peer runs relatively faster on this machine, ours did not get slower"
+        for name in under_bar(now, recorded)
+        if name in bar_code_over_peer
+    ]
+
+
+def under_bar(
+    now: Mapping[str, float], recorded: Mapping[str, float], threshold: float = REGRESSION_THRESHOLD
+) -> list[str]:
+    """The guarded peers whose ratio is more than ``threshold`` under its bar."""
+    return [
+        name
         for name in GUARDED
-        if name in now
-        and name in recorded
-        and name in bar_code_over_peer
-        and now[name] < recorded[name] * (1 - REGRESSION_THRESHOLD)
+        if name in now and name in recorded and now[name] < recorded[name] * (1 - threshold)
     ]
 
 
@@ -351,8 +359,7 @@ def peer_drift(
         f"note: ours / {name} is {now[name]:.2f}, {1 - now[name] / recorded[name]:.0%} under "
         f"its bar {recorded[name]:.2f}, but not against the other peers: the peer measured "
         "faster than in its best run, not a regression of ours"
-        for name in GUARDED
-        if name in now and name in recorded and now[name] < recorded[name] * (1 - threshold)
+        for name in under_bar(now, recorded, threshold)
     ]
 
 
