@@ -294,6 +294,21 @@ def _timed(fn: Contender) -> tuple[float, float, int]:
     return time.perf_counter() - start, time.process_time() - cpu, n
 
 
+def ours_over_code(files: list[Path], commit: str, passes: int, processes: int) -> float:
+    """Ours / the code at ``commit``, CPU rates over ``files``: each version in ``processes``
+    worker processes (``WorkerGroup``), timed in turn within every pass, no peer beside them.
+    The benchmark suite's guard asks this of the run its last figures came from."""
+    groups: dict[str, WorkerGroup] = {}
+    try:
+        for name, code in ((OURS_PROCESSES, None), (bar_code_name(commit), commit)):
+            groups[name] = WorkerGroup(name, code, files, processes)
+        medians = _interleaved_medians(groups, passes)
+    finally:
+        for group in groups.values():
+            group.close()
+    return medians[bar_code_name(commit)][1] / medians[OURS_PROCESSES][1]
+
+
 def _interleaved_medians(
     contenders: Mapping[str, Contender], passes: int
 ) -> dict[str, tuple[float, float, int]]:

@@ -66,8 +66,28 @@ def versions() -> dict[str, str]:
 
 
 def save(results: dict[str, Any], results_dir: Path = RESULTS_DIR) -> Path:
+    """Write a run's figures, keeping the stages it did not run from the run saved before at
+    this size (``--stages chunk`` must not delete the parse and orchestration figures), each
+    with the date and command that measured it (``carried_over``)."""
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / f"documents-{results['documents']}.json"
+    previous = json.loads(path.read_text()) if path.exists() else {}
+    ran = set(results["stages"])
+    carried = {
+        stage: run for stage, run in previous.get("carried_over", {}).items() if stage not in ran
+    }
+    for stage, figures in previous.get("stages", {}).items():
+        if stage in ran:
+            continue
+        results["stages"][stage] = figures
+        carried.setdefault(
+            stage, {"date": previous.get("date"), "command": previous.get("command")}
+        )
+        results["left_out"] = [
+            item for item in results.get("left_out", []) if item != f"{stage} (not requested)"
+        ]
+    if carried:
+        results["carried_over"] = carried
     path.write_text(json.dumps(results, indent=2) + "\n")
     return path
 
@@ -197,10 +217,20 @@ def _section(r: dict[str, Any]) -> str:
         out += _parse_table(stages["parse"])
     if "chunk" in stages:
         out += _chunk_table(stages["chunk"])
+        out += _chunk_guard(r.get("chunk_guard"))
     if "embed" in stages:
         out += _embed_table(stages["embed"])
     if "orchestrate" in stages:
         out += _orchestrate_table(stages["orchestrate"])
+    if r.get("carried_over"):
+        out += [
+            "Figures of an earlier run at this size, not measured again: "
+            + "; ".join(
+                f"{stage} ({run['date']}, `{run['command']}`)"
+                for stage, run in r["carried_over"].items()
+            ),
+            "",
+        ]
     if r.get("left_out"):
         out += ["Left out at this size: " + "; ".join(r["left_out"]), ""]
     return "\n".join(out)
@@ -251,6 +281,18 @@ def _chunk_table(s: dict[str, Any]) -> list[str]:
         )
     lines.append("")
     return lines
+
+
+def _chunk_guard(guard: dict[str, Any] | None) -> list[str]:
+    """The chunk stage's verdict against the last run at this size (``suite.chunk_regressions``)."""
+    if not guard:
+        return []
+    measured = guard.get("ours_over_saved_code")
+    verdict = "; ".join(guard["regressions"]) or "no regression"
+    line = f"Speed guard: {verdict}, judged by {guard['judged_by']}"
+    if measured:
+        line += " (ours / that code, CPU: " + " then ".join(f"{r:g}x" for r in measured) + ")"
+    return [line + ".", *guard["notes"], ""]
 
 
 def _embed_table(s: dict[str, Any]) -> list[str]:

@@ -289,3 +289,60 @@ def test_chunking_benchmark_times_the_bar_code_beside_ours(
     record.write_text(json.dumps(recorded))
     chunking_bench.main([*code_args, "--recorded", str(record)])
     assert f"its commit {'0' * 40} is not in this checkout" in capsys.readouterr().out
+
+
+def test_the_suites_chunk_guard_times_the_saved_runs_code_beside_ours(
+    tmp_path: Path, corpus_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m benchmarks`` saves the commit it measured; its next run at that size times
+    that commit's code beside ours on the same corpus (the peers' ratios only notes), and falls
+    back to the peers' rule, saying why, where the commit cannot be run."""
+    from benchmarks import report, suite
+
+    found = subprocess.run(
+        ["git", "-C", str(chunking_bench.REPO_ROOT), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode != 0:
+        pytest.skip(f"not a git checkout: {found.stderr.strip()}")
+    head = found.stdout.strip()
+    root = tmp_path / "raw"
+    root.mkdir()
+    shutil.copy(corpus_dir / "markdown" / "rust-book" / "ch01-01-installation.md", root / "d.md")
+    from benchmarks.corpus import corpus_files
+
+    assert corpus_files(root, "markdown") == [root / "d.md"]
+    results_dir = tmp_path / "results"
+    results_dir.mkdir()
+    monkeypatch.setattr(report, "RESULTS_DIR", results_dir)
+
+    def saved(code: dict[str, str] | None, ratio: float) -> None:
+        figures = {CHONKIE_NAME: {"ours_over_this": ratio}, LANGCHAIN_NAME: {"ours_over_this": 1}}
+        run = {"documents": 1, "code": code, "stages": {"chunk": {"figures": figures}}}
+        (results_dir / "documents-1.json").write_text(json.dumps(run))
+
+    # Every ratio 10x under the saved run's, but ours no slower than the saved run's code:
+    # the ratios are notes, and only the code's comparison could say "regression".
+    now = {
+        "figures": {CHONKIE_NAME: {"ours_over_this": 0.02}, LANGCHAIN_NAME: {"ours_over_this": 0.1}}
+    }
+    saved({"commit": head}, 0.2)
+    guard = suite.chunk_regressions(1, now, root, passes=1, processes=1)
+    assert guard["judged_by"].startswith(f"the saved run's code ({head})")
+    assert all(r > 0 for r in guard["ours_over_saved_code"])
+    if not guard["regressions"]:  # a one-pass, one-process run: noise may say either
+        assert [n.split(" / ")[1].split(" is ")[0] for n in guard["notes"]] == [
+            CHONKIE_NAME,
+            LANGCHAIN_NAME,
+        ]
+    # A commit this checkout lacks, or a run saved before runs named their code: the peers
+    # decide, and the verdict says why.
+    saved({"commit": "0" * 40}, 0.2)
+    guard = suite.chunk_regressions(1, now, root, passes=1, processes=1)
+    assert f"its commit {'0' * 40} is not in this checkout" in guard["judged_by"]
+    assert [line.startswith("REGRESSION") for line in guard["regressions"]] == [True, True]
+    saved(None, 0.2)
+    guard = suite.chunk_regressions(1, now, root, passes=1, processes=1)
+    assert "names no commit" in guard["judged_by"] and len(guard["regressions"]) == 2
+    assert "Speed guard: REGRESSION" in "\n".join(report._chunk_guard(guard))
