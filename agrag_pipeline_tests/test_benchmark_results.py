@@ -36,3 +36,19 @@ def test_a_suite_run_of_some_stages_keeps_the_figures_of_the_others(tmp_path: Pa
     saved = json.loads((tmp_path / "documents-7.json").read_text())
     assert saved["stages"] == {"parse": {"n": 4}, "chunk": {"n": 4}}
     assert "carried_over" not in saved
+
+
+def test_a_suite_rewrite_keeps_what_was_written_by_hand_into_its_sections() -> None:
+    existing = (
+        "# Benchmarks\n\n## 7 documents\n\nold figures\n\n### Chunking: ours against the peers\n\n"
+        "old table\n\n### Embedding batches, measured by hand\n\nkept text\n\n"
+        "## Another benchmark\n\nits text\n"
+    )
+    rendered = (
+        "# Benchmarks\n\n## 7 documents\n\nnew figures\n\n### Chunking: ours against\n\nnew\n"
+    )
+    merged = report.merge(existing, rendered)
+    assert "old figures" not in merged and "old table" not in merged
+    assert merged.index("new figures") < merged.index("### Embedding batches, measured by hand")
+    assert merged.index("kept text") < merged.index("## Another benchmark")
+    assert merged.count("## 7 documents") == 1 and "its text" in merged

@@ -137,13 +137,43 @@ _SUITE_SECTION = re.compile(r"^## (Scaling|[\d,]+ documents)\s*$")
 
 def merge(existing: str, rendered: str) -> str:
     """``rendered`` (the suite's sections) followed by the sections of ``existing`` that other
-    benchmarks wrote, in their order, so a suite run never deletes them."""
+    benchmarks wrote, in their order, so a suite run never deletes them; a "### " subsection
+    written by hand into a suite section (one ``render`` does not write) stays at its end."""
+    parts = re.split(r"(?m)^(?=## )", existing)
     kept = [
         part
-        for part in re.split(r"(?m)^(?=## )", existing)
+        for part in parts
         if part.startswith("## ") and not _SUITE_SECTION.match(part.splitlines()[0])
     ]
+    rendered_parts = re.split(r"(?m)^(?=## )", rendered)
+    for old in parts:
+        if not (old.startswith("## ") and _SUITE_SECTION.match(old.splitlines()[0])):
+            continue
+        at = next(
+            (
+                i
+                for i, new in enumerate(rendered_parts)
+                if new.splitlines()[0] == old.splitlines()[0]
+            ),
+            None,
+        )
+        if at is None:
+            continue
+        new = rendered_parts[at]
+        written = {line for line in new.splitlines() if line.startswith("### ")}
+        extra = [
+            sub
+            for sub in re.split(r"(?m)^(?=### )", old)[1:]
+            if sub.splitlines()[0] not in written and not _WRITTEN_SUBSECTION.match(sub)
+        ]
+        if extra:
+            rendered_parts[at] = new.rstrip("\n") + "\n\n" + "".join(extra).rstrip("\n") + "\n\n"
+    rendered = "".join(rendered_parts)
     return rendered.rstrip("\n") + "\n\n" + "".join(kept) if kept else rendered
+
+
+#: The "### " subsections ``render`` writes (a rerun may have left out a stage that wrote one).
+_WRITTEN_SUBSECTION = re.compile(r"^### (Parsing \(|Chunking: |Embedding: |Orchestration: )")
 
 
 def _scaling(all_results: list[dict[str, Any]]) -> str:
@@ -224,7 +254,8 @@ def _section(r: dict[str, Any]) -> str:
         out += _orchestrate_table(stages["orchestrate"])
     if r.get("carried_over"):
         out += [
-            "Figures of an earlier run at this size, not measured again: "
+            "Figures of an earlier run at this size (its corpus, code and machine), not measured "
+            "again: "
             + "; ".join(
                 f"{stage} ({run['date']}, `{run['command']}`)"
                 for stage, run in r["carried_over"].items()
