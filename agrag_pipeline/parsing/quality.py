@@ -51,6 +51,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+import numpy as np
+
 #: Keys of what the score records in ``Document.metadata``.
 SCORE_KEY = "reading_quality"
 REASONS_KEY = "reading_quality_reasons"
@@ -237,12 +239,26 @@ def _profile(language: str) -> frozenset[str]:
     return frozenset(words[:_PROFILE_WORDS])
 
 
-#: 16: English text shortlists ten or so of the Latin script's languages over a corpus (the Rust
-#: book: 10); with fewer kept, each document read some list again (0.1 s each).
-@functools.lru_cache(maxsize=16)
+#: 4: the word sets serve English's words in other languages' text, the letter trigrams and the
+#: characters of Chinese, Japanese and Korean (each kept on its own); identifying a language
+#: asks ``_small_hashes``. 413 documents of every kind read 17 lists (16 with 16 kept).
+@functools.lru_cache(maxsize=4)
 def _small(language: str) -> frozenset[str]:
     """The language's "small" list: 30-60 thousand words, about 4 MB, read in 0.1 s."""
     return frozenset(w for bucket in _buckets(language, "small") for w in bucket)
+
+
+@functools.cache
+def _small_hashes(language: str) -> np.ndarray:
+    """The hashes of the language's "small" list, sorted: what identifying a language asks of
+    the list (is this word in it?) in 8 bytes a word, so every list a run meets stays loaded (15
+    MB for all 42). As word sets (4-8 MB each, 16 kept) a folder of mixed documents shortlisted
+    more languages than were kept, and read lists again and again: 42% of the score's CPU on
+    the benchmark suite's corpus. A token counts as in the list when its hash is one of the
+    list's: Python's 64-bit string hash, so a word outside it is taken for one in it with odds
+    of about 1 in 10^14 per look-up."""
+    hashes = (hash(w) for bucket in _buckets(language, "small") for w in bucket)
+    return np.unique(np.fromiter(hashes, dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -605,10 +621,13 @@ def _candidates(script: str | None) -> list[str]:
     return [c for c in SCRIPT_LANGUAGES.get(script or "", ()) if _available(c)]
 
 
-def _known_count(counts: Counter[str], distinct: set[str], words: frozenset[str]) -> int:
-    """How many of the counted tokens (``distinct``: their set) are in ``words``. Two sets
-    intersect by walking the smaller one."""
-    return sum(map(counts.__getitem__, words.intersection(distinct)))
+def _known_count(hashes: np.ndarray, weights: np.ndarray, language: str) -> int:
+    """How many of the counted tokens are in the language's small list: ``hashes`` are the
+    distinct tokens' hashes, ``weights`` how often each occurs (``_small_hashes``)."""
+    known = _small_hashes(language)
+    at = np.searchsorted(known, hashes)
+    at[at == len(known)] = 0
+    return int(weights[known[at] == hashes].sum())
 
 
 @functools.lru_cache(maxsize=16)
@@ -663,9 +682,10 @@ def identify_language(text: str, script: str | None = None) -> tuple[str | None,
     shortlist = _shortlist(tokens, script, counts)
     if "en" in candidates and "en" not in shortlist:
         shortlist.append("en")
-    distinct = set(counts)
+    hashes = np.fromiter(map(hash, counts), dtype=np.int64, count=len(counts))
+    weights = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
     shares = sorted(
-        ((_known_count(counts, distinct, _small(c)) / len(tokens), c) for c in shortlist),
+        ((_known_count(hashes, weights, c) / len(tokens), c) for c in shortlist),
         reverse=True,
     )
     best_share, best = shares[0]
