@@ -625,9 +625,7 @@ def _known_count(hashes: np.ndarray, weights: np.ndarray, language: str) -> int:
     """How many of the counted tokens are in the language's small list: ``hashes`` are the
     distinct tokens' hashes, ``weights`` how often each occurs (``_small_hashes``)."""
     known = _small_hashes(language)
-    at = np.searchsorted(known, hashes)
-    at[at == len(known)] = 0
-    return int(weights[known[at] == hashes].sum())
+    return int((known.take(known.searchsorted(hashes), mode="clip") == hashes) @ weights)
 
 
 @functools.lru_cache(maxsize=16)
