@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import itertools
 import math
 import re
 import unicodedata
@@ -241,43 +242,85 @@ def _profile(language: str) -> frozenset[str]:
 
 #: 4: the word sets serve English's words in other languages' text, the letter trigrams and the
 #: characters of Chinese, Japanese and Korean (each kept on its own); identifying a language
-#: asks ``_small_hashes``. 413 documents of every kind read 17 lists (16 with 16 kept).
+#: asks ``_small_list``. 413 documents of every kind read 17 lists (16 with 16 kept).
 @functools.lru_cache(maxsize=4)
 def _small(language: str) -> frozenset[str]:
     """The language's "small" list: 30-60 thousand words, about 4 MB, read in 0.1 s."""
     return frozenset(w for bucket in _buckets(language, "small") for w in bucket)
 
 
+class _WordList:
+    """A word list held as its words' sorted hashes, 8 bytes a word, where a set of the words
+    takes 100-130 (a small list 4-8 MB, a largest one 37-76 MB): so the lists of every
+    language a folder holds stay loaded. A word counts as in the list when its hash is one of
+    the list's: Python's 64-bit string hash, so a word outside it is taken for one in it with
+    odds of about 1 in 10^14 per look-up. The verdicts on words asked about are kept (words
+    recur from document to document; a binary search per word cost more than a set's look-up)."""
+
+    __slots__ = ("_hashes", "_seen")
+
+    def __init__(self, words: Iterable[str]) -> None:
+        hashes = np.fromiter(map(hash, words), dtype=np.int64)
+        hashes.sort()  # in place: ``np.unique`` took 10x as long, and a hash twice does no harm
+        self._hashes = hashes
+        self._seen: dict[str, bool] = {}
+
+    def holding(self, words: Iterable[str]) -> set[str]:
+        """Those of ``words`` in the list."""
+        seen = self._seen
+        held: set[str] = set()
+        new: list[str] = []
+        for word in words:
+            verdict = seen.get(word)
+            if verdict is None:
+                new.append(word)
+            elif verdict:
+                held.add(word)
+        if new and len(self._hashes):
+            wanted = np.fromiter(map(hash, new), dtype=np.int64, count=len(new))
+            at = self._hashes.searchsorted(wanted)
+            found = (self._hashes.take(at, mode="clip") == wanted).tolist()
+            held.update(itertools.compress(new, found))
+            if len(seen) + len(new) > _CACHED_LIST_WORDS:
+                seen.clear()
+            for word, verdict in zip(new, found, strict=True):
+                if len(word) <= _CACHED_WORD_CHARS:
+                    seen[word] = verdict
+        return held
+
+
+#: Verdicts kept per word list (``_WordList``): about 1 MB a list at most.
+_CACHED_LIST_WORDS = 8192
+
+
 @functools.cache
-def _small_hashes(language: str) -> np.ndarray:
-    """The hashes of the language's "small" list, sorted: what identifying a language asks of
-    the list (is this word in it?) in 8 bytes a word, so every list a run meets stays loaded (15
-    MB for all 42). As word sets (4-8 MB each, 16 kept) a folder of mixed documents shortlisted
-    more languages than were kept, and read lists again and again: 42% of the score's CPU on
-    the benchmark suite's corpus. A token counts as in the list when its hash is one of the
-    list's: Python's 64-bit string hash, so a word outside it is taken for one in it with odds
-    of about 1 in 10^14 per look-up."""
-    hashes = (hash(w) for bucket in _buckets(language, "small") for w in bucket)
-    return np.unique(np.fromiter(hashes, dtype=np.int64))
+def _small_list(language: str) -> _WordList:
+    """The language's "small" list as identifying a language asks it (is this word in it?):
+    every list a run meets stays loaded (14 MB for all 42). As word sets, 16 kept, a folder of
+    mixed documents shortlisted more languages than were kept and read lists again and again:
+    42% of the score's CPU on the benchmark suite's corpus."""
+    return _WordList(w for bucket in _buckets(language, "small") for w in bucket)
 
 
 @dataclass(frozen=True)
 class _Lexicon:
-    words: frozenset[str]  # the largest list: what counts as a word
+    words: _WordList  # the largest list: what counts as a word
     common: frozenset[str]  # what a misread word is one letter away from
     alphabet: str  # the letters its words are made of
 
 
-#: The largest lists (300-600 thousand words: 50-60 MB and about a second each): only the text's
-#: languages' stay loaded.
-@functools.lru_cache(maxsize=3)
+#: The largest lists (300-600 thousand words, 0.1-0.3 s to read each), their words kept as
+#: hashes (``_WordList``: 5-9 MB a list with its common words): 16 languages stay loaded.
+#: As word sets (50-60 MB each) 3 were kept, and a folder of documents in five languages in
+#: turn read a list again for every document (0.1-0.24 s each, a hundred times the score).
+@functools.lru_cache(maxsize=16)
 def _lexicon(language: str) -> _Lexicon:
     words: list[str] = []
     for bucket in _buckets(language, "best"):
         words += bucket
     common = frozenset(words[:_COMMON_WORDS])
     alphabet = "".join(sorted({c for w in common for c in w if c.isalpha()}))
-    return _Lexicon(frozenset(words), common, alphabet)
+    return _Lexicon(_WordList(words), common, alphabet)
 
 
 @functools.lru_cache(maxsize=8)
@@ -621,11 +664,9 @@ def _candidates(script: str | None) -> list[str]:
     return [c for c in SCRIPT_LANGUAGES.get(script or "", ()) if _available(c)]
 
 
-def _known_count(hashes: np.ndarray, weights: np.ndarray, language: str) -> int:
-    """How many of the counted tokens are in the language's small list: ``hashes`` are the
-    distinct tokens' hashes, ``weights`` how often each occurs (``_small_hashes``)."""
-    known = _small_hashes(language)
-    return int((known.take(known.searchsorted(hashes), mode="clip") == hashes) @ weights)
+def _known_count(counts: Counter[str], language: str) -> int:
+    """How many of the counted tokens are in the language's small list."""
+    return sum(map(counts.__getitem__, _small_list(language).holding(counts)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -680,10 +721,8 @@ def identify_language(text: str, script: str | None = None) -> tuple[str | None,
     shortlist = _shortlist(tokens, script, counts)
     if "en" in candidates and "en" not in shortlist:
         shortlist.append("en")
-    hashes = np.fromiter(map(hash, counts), dtype=np.int64, count=len(counts))
-    weights = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
     shares = sorted(
-        ((_known_count(hashes, weights, c) / len(tokens), c) for c in shortlist),
+        ((_known_count(counts, c) / len(tokens), c) for c in shortlist),
         reverse=True,
     )
     best_share, best = shares[0]
@@ -842,27 +881,32 @@ def _word_penalties(
     lexicon = _lexicon(language)
     # English words in another language's text (terms, names of things) are words too.
     english = _small("en") if language != "en" and _available("en") else frozenset()
-
-    def known(word: str) -> bool:
-        return word in lexicon.words or word in english
-
     tokens = _word_tokens(sample, language, script)
     total = max(len(tokens), 1)
-    unknown_words = set(tokens) - lexicon.words - english
-    unknown = [t for t in tokens if t in unknown_words]
+    distinct_tokens = set(tokens)
     distinct_raw = set(raw)
     vocabulary = {
         t for t in distinct_raw if len(t) >= MIN_MISREAD_LETTERS and t.islower() and t.isalpha()
     }
+    # An ASCII word with a vowel is never garbled (``_garbled``): most words, left out by one
+    # regex over the distinct words a line each (no word holds a line break); outside prose
+    # an ASCII word is never (a vowel-less identifier is no defect).
+    maybe_garbled = (_MAYBE_GARBLED if prose else _NOT_ASCII_LINE).findall("\n".join(distinct_raw))
+    # Every word asked about, looked up in the list at once.
+    listed = lexicon.words.holding(
+        distinct_tokens | vocabulary | {t.lower() for t in maybe_garbled}
+    )
+
+    def known(word: str) -> bool:
+        return word in listed or word in english
+
+    unknown_words = distinct_tokens - listed - english
+    unknown = [t for t in tokens if t in unknown_words]
     misread = (
         [w for w in sorted(vocabulary) if not known(w) and _one_letter_off(w, language)]
         if prose
         else []
     )
-    # An ASCII word with a vowel is never garbled (``_garbled``): most words, left out by one
-    # regex over the distinct words a line each (no word holds a line break); outside prose
-    # an ASCII word is never (a vowel-less identifier is no defect).
-    maybe_garbled = (_MAYBE_GARBLED if prose else _NOT_ASCII_LINE).findall("\n".join(distinct_raw))
     garbled_words = {t for t in maybe_garbled if _garbled(t, known(t.lower()))}
     garbled = [t for t in raw if t in garbled_words] if garbled_words else []
     unknown_share = len(unknown) / total
