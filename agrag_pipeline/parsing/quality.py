@@ -259,8 +259,10 @@ class _WordList:
 
     __slots__ = ("_hashes", "_seen")
 
-    def __init__(self, words: Iterable[str]) -> None:
-        hashes = np.fromiter(map(hash, words), dtype=np.int64)
+    def __init__(self, buckets: Iterable[list[str]]) -> None:
+        """The list from its words, bucket by bucket (each bucket's words can go once hashed)."""
+        parts = [np.fromiter(map(hash, b), dtype=np.int64, count=len(b)) for b in buckets]
+        hashes = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
         hashes.sort()  # in place: ``np.unique`` took 10x as long, and a hash twice does no harm
         self._hashes = hashes
         self._seen: dict[str, bool] = {}
@@ -299,7 +301,7 @@ def _small_list(language: str) -> _WordList:
     every list a run meets stays loaded (14 MB for all 42). As word sets, 16 kept, a folder of
     mixed documents shortlisted more languages than were kept and read lists again and again:
     42% of the score's CPU on the benchmark suite's corpus."""
-    return _WordList(w for bucket in _buckets(language, "small") for w in bucket)
+    return _WordList(_buckets(language, "small"))
 
 
 @dataclass(frozen=True)
@@ -309,18 +311,29 @@ class _Lexicon:
     alphabet: str  # the letters its words are made of
 
 
+#: How many languages' largest lists and letter trigrams stay loaded: the European Union's 24
+#: official languages, in turn, read none again (an lru cache read one per document when its
+#: languages came in turn, more than it kept).
+_KEPT_LANGUAGES = 24
+
+
 #: The largest lists (300-600 thousand words, 0.1-0.3 s to read each), their words kept as
-#: hashes (``_WordList``: 5-9 MB a list with its common words): 16 languages stay loaded.
-#: As word sets (50-60 MB each) 3 were kept, and a folder of documents in five languages in
-#: turn read a list again for every document (0.1-0.24 s each, a hundred times the score).
-@functools.lru_cache(maxsize=16)
+#: hashes (``_WordList``: 6-9 MB a list with its common words). As word sets (37-76 MB each) 3
+#: were kept, and a folder of documents in five languages in turn read a list again for every
+#: document (0.1-0.24 s each, a hundred times the rest of the score).
+@functools.lru_cache(maxsize=_KEPT_LANGUAGES)
 def _lexicon(language: str) -> _Lexicon:
-    words: list[str] = []
-    for bucket in _buckets(language, "best"):
-        words += bucket
-    common = frozenset(words[:_COMMON_WORDS])
+    common: list[str] = []
+
+    def buckets() -> Iterator[list[str]]:  # read once: the common words kept as they pass
+        for bucket in _buckets(language, "best"):
+            if len(common) < _COMMON_WORDS:
+                common.extend(bucket[: _COMMON_WORDS - len(common)])
+            yield bucket
+
+    words = _WordList(buckets())
     alphabet = "".join(sorted({c for w in common for c in w if c.isalpha()}))
-    return _Lexicon(_WordList(words), common, alphabet)
+    return _Lexicon(words, frozenset(common), alphabet)
 
 
 @functools.lru_cache(maxsize=8)
@@ -334,9 +347,10 @@ def _letter_trigrams(word: str) -> list[str]:
     return [marked[i : i + 3] for i in range(len(marked) - 2)]
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=_KEPT_LANGUAGES)
 def _trigrams(language: str) -> frozenset[str]:
-    """Every three-letter sequence (word starts and ends marked) of the language's words."""
+    """Every three-letter sequence (word starts and ends marked) of the language's words: about
+    1 MB, 0.1-0.3 s to make."""
     return frozenset(t for word in _small(language) for t in _letter_trigrams(word))
 
 
@@ -1036,8 +1050,8 @@ def _sequence_penalties(
 
 #: Words recur from document to document: each one's trigrams are looked up once, kept by
 #: the trigram set (one per languages compared) and word (at most ``_CACHED_WORDS`` of up to
-#: ``_CACHED_WORD_CHARS`` each per set), for the sets ``_known_trigrams`` keeps: each key holds
-#: its trigram set (1-2 MB), so more would keep sets the lru cache has let go.
+#: ``_CACHED_WORD_CHARS`` each per set), for 8 of the sets ``_known_trigrams`` keeps: each key
+#: holds its trigram set, so more than that keeps would hold sets it has let go.
 _ODD_TRIGRAMS: dict[frozenset[str], dict[str, tuple[int, int]]] = {}
 _CACHED_LANGUAGE_SETS = 8
 
@@ -1048,8 +1062,9 @@ def _odd_trigrams(word: str, known: frozenset[str]) -> tuple[int, int]:
     return len(grams) - sum(map(known.__contains__, grams)), len(grams)
 
 
-@functools.lru_cache(maxsize=_CACHED_LANGUAGE_SETS)
+@functools.lru_cache(maxsize=_KEPT_LANGUAGES)
 def _known_trigrams(languages: tuple[str, ...]) -> frozenset[str]:
+    """The trigrams of any of ``languages`` (a text's language and English: about 0.5 MB)."""
     return frozenset().union(*(_trigrams(c) for c in languages))
 
 
