@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -46,6 +47,18 @@ class Project:
 
     def register(self, keys: list[str]) -> None:
         self.instance.add_dynamic_partitions("documents", keys)
+
+    def sensor_tick(self, sensor: dg.SensorDefinition, cursor: str | None = None) -> Any:
+        """One evaluation of ``sensor`` with this project's definitions and resources; its
+        repository resolved with this project's instance current (see ``materialize``)."""
+        with set_defs_state_storage(self.instance.defs_state_storage):
+            context = dg.build_sensor_context(
+                instance=self.instance,
+                cursor=cursor,
+                definitions=self.definitions(),
+                resources={"pipeline": self.resource},
+            )
+            return sensor(context)
 
     def materialize(
         self, keys: list[str], *, raise_on_error: bool = True

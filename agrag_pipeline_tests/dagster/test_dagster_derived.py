@@ -17,14 +17,7 @@ CHILD = "inbox/a.eml/.attachments/1-fake-attachment.txt"
 def _tick(
     instance: dg.DagsterInstance, project: Project, cursor: str | None = None
 ) -> dg.SensorResult:
-    result = raw_documents_sensor(
-        dg.build_sensor_context(
-            instance=instance,
-            cursor=cursor,
-            definitions=project.definitions(),
-            resources={"pipeline": project.resource},
-        )
-    )
+    result = project.sensor_tick(raw_documents_sensor, cursor)
     assert isinstance(result, dg.SensorResult)
     return result
 

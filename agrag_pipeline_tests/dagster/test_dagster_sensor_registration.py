@@ -26,12 +26,7 @@ def test_new_documents_are_registered_by_the_tick_itself_not_by_an_add_request(
 ) -> None:
     with dg.instance_for_test() as instance:
         project = make_project(tmp_path, instance, DOCS)
-        context = dg.build_sensor_context(
-            instance=instance,
-            definitions=project.definitions(),
-            resources={"pipeline": project.resource},
-        )
-        result = raw_documents_sensor(context)
+        result = project.sensor_tick(raw_documents_sensor)
         assert isinstance(result, dg.SensorResult)
 
         # Registered before the daemon sees the result; nothing left for it to add key by key.
@@ -47,14 +42,7 @@ def test_new_documents_are_registered_by_the_tick_itself_not_by_an_add_request(
         assert requested == set(DOCS)
 
         # A second tick over the same files registers nothing twice and asks for nothing.
-        again = raw_documents_sensor(
-            dg.build_sensor_context(
-                instance=instance,
-                cursor=result.cursor,
-                definitions=project.definitions(),
-                resources={"pipeline": project.resource},
-            )
-        )
+        again = project.sensor_tick(raw_documents_sensor, result.cursor)
         assert isinstance(again, dg.SensorResult)
         assert again.run_requests == []
         assert sorted(instance.get_dynamic_partitions("documents")) == sorted(DOCS)
