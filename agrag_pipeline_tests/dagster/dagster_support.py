@@ -48,14 +48,24 @@ class Project:
     def register(self, keys: list[str]) -> None:
         self.instance.add_dynamic_partitions("documents", keys)
 
-    def sensor_tick(self, sensor: dg.SensorDefinition, cursor: str | None = None) -> Any:
-        """One evaluation of ``sensor`` with this project's definitions and resources; its
-        repository resolved with this project's instance current (see ``materialize``)."""
-        with set_defs_state_storage(self.instance.defs_state_storage):
+    def current(self) -> Any:
+        """A context in which this project's instance is Dagster's current one, for resolving
+        definitions (see ``materialize``)."""
+        return set_defs_state_storage(self.instance.defs_state_storage)
+
+    def sensor_tick(
+        self,
+        sensor: dg.SensorDefinition,
+        cursor: str | None = None,
+        definitions: dg.Definitions | None = None,
+    ) -> Any:
+        """One evaluation of ``sensor`` with this project's definitions (or ``definitions``)
+        and resources, its repository resolved with this project's instance current."""
+        with self.current():
             context = dg.build_sensor_context(
                 instance=self.instance,
                 cursor=cursor,
-                definitions=self.definitions(),
+                definitions=definitions or self.definitions(),
                 resources={"pipeline": self.resource},
             )
             return sensor(context)
@@ -70,7 +80,7 @@ class Project:
         pointing at a dead instance ("Attempted to resolve undefined DagsterInstance weakref",
         seen once in a full run, never alone): this project's instance is made current here.
         """
-        with set_defs_state_storage(self.instance.defs_state_storage):
+        with self.current():
             job = self.definitions().resolve_job_def("ingest_documents")
             return job.execute_in_process(
                 instance=self.instance,

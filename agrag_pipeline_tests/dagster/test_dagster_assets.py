@@ -367,9 +367,10 @@ def test_a_backfill_launched_without_tags_is_found_by_the_fingerprints_of_its_ru
         )
         fingerprints = project.resource.runtime().fingerprint_tags()
         assert instance.get_backfills(filters=BulkActionsFilter(tags=fingerprints)) == []
-        job = defs.resolve_job_def("ingest_documents")
         tags = {"dagster/partition": key, "dagster/backfill": "uibackfill"}
-        assert job.execute_in_process(instance=instance, tags=tags).success
+        with project.current():
+            job = defs.resolve_job_def("ingest_documents")
+            assert job.execute_in_process(instance=instance, tags=tags).success
         [found] = instance.get_backfills(filters=BulkActionsFilter(tags=fingerprints))
         assert found.backfill_id == "uibackfill"
 
@@ -386,13 +387,14 @@ def test_indexing_a_document_that_failed_upstream_fails_instead_of_reading_as_re
         keys = sorted(files)
         project.register(keys)
         project.materialize(keys, raise_on_error=False)
-        job = project.definitions().resolve_job_def("ingest_documents")
-        alone = job.execute_in_process(
-            instance=instance,
-            asset_selection=[dg.AssetKey("search_index")],
-            tags={"dagster/partition": "bad.md"},
-            raise_on_error=False,
-        )
+        with project.current():
+            job = project.definitions().resolve_job_def("ingest_documents")
+            alone = job.execute_in_process(
+                instance=instance,
+                asset_selection=[dg.AssetKey("search_index")],
+                tags={"dagster/partition": "bad.md"},
+                raise_on_error=False,
+            )
         assert not alone.success
         assert materialization_metadata(alone, "search_index") == {}
         [failure] = [e for e in alone.all_events if e.event_type_value == "STEP_FAILURE"]
@@ -635,7 +637,8 @@ def test_a_backfills_runs_share_the_cores_for_embedding_and_a_lone_run_keeps_the
         with dg.instance_for_test(overrides=overrides) as instance:
             project = make_project(tmp_path, instance, {key: SAMPLE_RAW_ROOT / key})
             project.register([key])
-            job = project.definitions().resolve_job_def("ingest_documents")
+            with project.current():
+                job = project.definitions().resolve_job_def("ingest_documents")
             torch.set_num_threads(7)  # what a lone run must leave alone
             lone = job.execute_in_process(instance=instance, tags={"dagster/partition": key})
             assert lone.success and torch.get_num_threads() == 7

@@ -24,13 +24,7 @@ DOCS: dict[str, Path | bytes] = {
 
 
 def _tick(project, defs: dg.Definitions, cursor: str | None):  # type: ignore[no-untyped-def]
-    context = dg.build_sensor_context(
-        instance=project.instance,
-        cursor=cursor,
-        definitions=defs,
-        resources={"pipeline": project.resource},
-    )
-    result = raw_documents_sensor(context)
+    result = project.sensor_tick(raw_documents_sensor, cursor, defs)
     assert isinstance(result, dg.SensorResult)
     return result
 
