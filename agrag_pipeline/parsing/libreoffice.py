@@ -163,6 +163,8 @@ def convert(
 #: own, and only the process that made one removes it at exit).
 _PROFILE_TEMPLATES: dict[int, Path] = {}
 _TEMPLATE_LOCK = threading.Lock()
+#: A kept profile's folder: this, the process id that made it, "-", a random part.
+_TEMPLATE_PREFIX = "agrag-soffice-profile-"
 
 
 def _keep_profile_template(profile: Path) -> None:
@@ -172,7 +174,8 @@ def _keep_profile_template(profile: Path) -> None:
     with _TEMPLATE_LOCK:
         if pid in _PROFILE_TEMPLATES or not profile.is_dir():
             return
-        kept = Path(tempfile.mkdtemp(prefix="agrag-soffice-profile-"))
+        kept = Path(tempfile.mkdtemp(prefix=f"{_TEMPLATE_PREFIX}{pid}-"))
+        _remove_orphaned_templates(kept.parent)
         try:
             shutil.copytree(profile, kept / "profile", symlinks=True)
         except OSError:
@@ -185,6 +188,25 @@ def _keep_profile_template(profile: Path) -> None:
 def _remove_profile_template(pid: int, kept: Path) -> None:
     if os.getpid() == pid:
         shutil.rmtree(kept, ignore_errors=True)
+
+
+def _remove_orphaned_templates(folder: Path) -> None:
+    """Remove the kept profiles whose process is gone without removing its own (killed with
+    SIGKILL: no exit handler runs), so a worker killed again and again leaves nothing behind."""
+    for found in folder.glob(f"{_TEMPLATE_PREFIX}*"):
+        pid = found.name[len(_TEMPLATE_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(found, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _converter_output(log: str) -> str:

@@ -456,3 +456,31 @@ def test_conversions_after_the_first_start_from_a_copy_of_its_profile_removed_at
     assert done.returncode == 0, done.stderr[-2000:]
     kept = Path(done.stdout.strip().splitlines()[-1])
     assert kept.name == "profile" and not kept.parent.exists()
+
+
+def test_a_profile_kept_by_a_process_killed_with_sigkill_is_removed_by_the_next(
+    tmp_path: Path,
+) -> None:
+    """A worker killed with SIGKILL runs no exit handler: the profile it kept stays in the temp
+    folder, until the next process that keeps one finds its owner gone and removes it."""
+    script = tmp_path / "convert.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "from agrag_pipeline.parsing import libreoffice, parse_document\n"
+        "parse_document(open(sys.argv[1], 'rb').read(), 'a/one.doc')\n"
+        "print(libreoffice._PROFILE_TEMPLATES[os.getpid()], flush=True)\n"
+        "if sys.argv[2] == 'wait':\n"
+        "    time.sleep(600)\n"
+    )
+    command = [sys.executable, str(script), str(FIXTURES / "simple-table.doc")]
+    repo = Path(__file__).parents[2]
+    killed = subprocess.Popen([*command, "wait"], stdout=subprocess.PIPE, text=True, cwd=repo)
+    assert killed.stdout is not None
+    orphan = Path(killed.stdout.readline().strip()).parent
+    killed.kill()  # SIGKILL
+    killed.wait(timeout=60)
+    assert orphan.is_dir() and orphan.name.startswith(f"agrag-soffice-profile-{killed.pid}-")
+    done = subprocess.run([*command, "exit"], capture_output=True, text=True, cwd=repo, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not orphan.exists()
+    assert not Path(done.stdout.strip()).parent.exists()  # its own, removed at its exit
