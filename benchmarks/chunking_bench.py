@@ -298,15 +298,27 @@ def ours_over_code(files: list[Path], commit: str, passes: int, processes: int) 
     """Ours / the code at ``commit``, CPU rates over ``files``: each version in ``processes``
     worker processes (``WorkerGroup``), timed in turn within every pass, no peer beside them.
     The benchmark suite's guard asks this of the run its last figures came from."""
-    groups: dict[str, WorkerGroup] = {}
+    groups = code_groups(files, commit, processes)
     try:
-        for name, code in ((OURS_PROCESSES, None), (bar_code_name(commit), commit)):
-            groups[name] = WorkerGroup(name, code, files, processes)
         medians = _interleaved_medians(groups, passes)
     finally:
         for group in groups.values():
             group.close()
     return medians[bar_code_name(commit)][1] / medians[OURS_PROCESSES][1]
+
+
+def code_groups(files: list[Path], commit: str, processes: int) -> dict[str, WorkerGroup]:
+    """Ours (the working tree) and the code at ``commit``, each in ``processes`` worker
+    processes, by contender name; if the second cannot start, the first is closed."""
+    groups: dict[str, WorkerGroup] = {}
+    try:
+        for name, code in ((OURS_PROCESSES, None), (bar_code_name(commit), commit)):
+            groups[name] = WorkerGroup(name, code, files, processes)
+    except BaseException:
+        for group in groups.values():
+            group.close()
+        raise
+    return groups
 
 
 def _interleaved_medians(
@@ -602,15 +614,12 @@ def run(
             contenders[ref_name(name, ref)] = workers[-1]
             what[ref_name(name, ref)] = f"our code at git {ref}, own process"
         if bar_code is not None:
-            groups: tuple[tuple[str, str | None], ...] = (
-                (OURS_PROCESSES, None),
-                (bar_code_name(bar_code), bar_code),
-            )
-            for name, code in groups:
-                workers.append(WorkerGroup(name, code, files, bar_processes))
-                contenders[name] = workers[-1]
+            for name, group in code_groups(files, bar_code, bar_processes).items():
+                workers.append(group)
+                contenders[name] = group
                 what[name] = (
-                    f"our code at {code or 'this working tree'}, mean of {bar_processes} processes"
+                    f"our code at {group.ref or 'this working tree'}, mean of {bar_processes} "
+                    "processes"
                 )
     except BaseException:
         for worker in workers:

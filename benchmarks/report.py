@@ -139,27 +139,16 @@ def merge(existing: str, rendered: str) -> str:
     """``rendered`` (the suite's sections) followed by the sections of ``existing`` that other
     benchmarks wrote, in their order, so a suite run never deletes them; a "### " subsection
     written by hand into a suite section (one ``render`` does not write) stays at its end."""
-    parts = re.split(r"(?m)^(?=## )", existing)
-    kept = [
-        part
-        for part in parts
-        if part.startswith("## ") and not _SUITE_SECTION.match(part.splitlines()[0])
-    ]
+    parts = [part for part in re.split(r"(?m)^(?=## )", existing) if part.startswith("## ")]
+    suite = {
+        part.splitlines()[0]: part for part in parts if _SUITE_SECTION.match(part.splitlines()[0])
+    }
+    kept = [part for part in parts if part.splitlines()[0] not in suite]
     rendered_parts = re.split(r"(?m)^(?=## )", rendered)
-    for old in parts:
-        if not (old.startswith("## ") and _SUITE_SECTION.match(old.splitlines()[0])):
+    for at, new in enumerate(rendered_parts):
+        old = suite.get(new.splitlines()[0]) if new.startswith("## ") else None
+        if old is None:
             continue
-        at = next(
-            (
-                i
-                for i, new in enumerate(rendered_parts)
-                if new.splitlines()[0] == old.splitlines()[0]
-            ),
-            None,
-        )
-        if at is None:
-            continue
-        new = rendered_parts[at]
         written = {line for line in new.splitlines() if line.startswith("### ")}
         extra = [
             sub

@@ -31,11 +31,11 @@ from benchmarks.chunking_bench import (
     confirmed_ratio,
     guarded_ratios,
     head_commit_if_clean,
+    machine_notes,
     ours_over_code,
     peer_drift,
     regressions,
     say_loudly,
-    under_bar,
 )
 from benchmarks.corpus import corpus_files, write_corpus
 from benchmarks.stages import RESULT_PREFIX
@@ -100,15 +100,11 @@ def chunk_regressions(
         else:
             lines = code_regressions(ratio, commit)
             say_loudly(lines)
-            notes = [
-                f"note: ours / {name} is {now[name]:.2f}, under the saved {was[name]:.2f}, "
-                f"while ours runs at {ratio:.2f}x the saved run's code beside it: the peer "
-                "runs relatively faster on this machine"
-                for name in under_bar(now, was)
-            ]
+            # The saved code against each peer in this run: ours/peer over ours/that code.
+            code_over_peer = {name: ours_peer / ratio for name, ours_peer in now.items()}
             return {
                 "regressions": lines,
-                "notes": [] if lines else notes,
+                "notes": [] if lines else machine_notes(now, was, code_over_peer),
                 "judged_by": f"the saved run's code ({commit}), {processes} processes each",
                 "ours_over_saved_code": [round(r, 3) for r in measured],
             }

@@ -8,7 +8,7 @@ Each conversion is one ``soffice --headless --convert-to`` process with
 
 - its own temporary profile (``-env:UserInstallation``), so parallel conversions never share or
   lock a profile, and nothing is left in the user's home. It is a copy of the profile the
-  process's first successful conversion made (``_profile_template``): LibreOffice's set-up of a
+  process's first successful conversion made (``_keep_profile_template``): LibreOffice's set-up of a
   new profile cost every conversion 0.2-0.4 s of its ~1.4 s;
 - a memory budget (``ulimit -v``, applied by ``sh`` before it execs ``soffice``: no
   ``preexec_fn``, which is unsafe in a threaded worker);
