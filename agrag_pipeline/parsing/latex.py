@@ -28,11 +28,12 @@ from pylatexenc.latexwalker import (
     LatexEnvironmentNode,
     LatexGroupNode,
     LatexMacroNode,
+    LatexToken,
     LatexWalker,
     LatexWalkerError,
 )
 from pylatexenc.latexwalker import get_default_latex_context_db as walker_context_db
-from pylatexenc.macrospec import EnvironmentSpec, MacroSpec
+from pylatexenc.macrospec import EnvironmentSpec, LatexContextDb, MacroSpec
 
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import latex_tables
@@ -341,10 +342,118 @@ class _BudgetedWalker(LatexWalker):
     def __init__(self, source: str, context: Any, deadline: Deadline) -> None:
         super().__init__(source, latex_context=context, tolerant_parsing=True)
         self._deadline = deadline
+        #: Per context database: the characters a LaTeX special (``~``, ``--``, ``&``) opens
+        #: with. The databases are kept beside, so an id is never another's.
+        self._special_starts: dict[int, tuple[Any, frozenset[str] | None]] = {}
 
     def get_latex_nodes(self, *args: Any, **kwargs: Any) -> Any:
         self._deadline.tick("LaTeX parsing")
         return super().get_latex_nodes(*args, **kwargs)
+
+    def get_token(
+        self,
+        pos: int,
+        include_brace_chars: Any = None,
+        environments: bool = True,
+        keep_inline_math: Any = None,
+        parsing_state: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """pylatexenc's token at ``pos``; the common ones read here, as pylatexenc reads them.
+
+        pylatexenc reads text a character a token, and tests each for every special of every
+        category of its database (~40 ``startswith`` calls), builds a closure for its errors
+        and slices the rest of the source at each ``\\begin``: most of a LaTeX parse. Text
+        characters, braces and macros named by letters are read here; anything else (a blank
+        line, ``%``, ``$``, ``\\[``, a special, a brace asked for) by pylatexenc."""
+        token = None
+        if not kwargs:  # ``brackets_are_chars``: pylatexenc's own reading
+            token = self._common_token(pos, include_brace_chars, environments, parsing_state)
+        if token is None:
+            return super().get_token(
+                pos, include_brace_chars, environments, keep_inline_math, parsing_state, **kwargs
+            )
+        return token
+
+    def _common_token(
+        self, pos: int, include_brace_chars: Any, environments: bool, parsing_state: Any
+    ) -> Any:
+        """A ``char``, brace or lettered macro token at ``pos`` (after the spaces pylatexenc
+        gobbles before a token), or None for pylatexenc to read."""
+        s = self.s
+        at = pos
+        while at < len(s) and s[at].isspace():
+            at += 1
+        if at >= len(s):
+            return None
+        space = s[pos:at]
+        if "\n\n" in space:
+            return None  # a blank line: a paragraph token
+        char = s[at]
+        if char == "\\":
+            return self._macro_token(at, space, environments)
+        if include_brace_chars and any(char in pair for pair in include_brace_chars):
+            return None
+        if char == "{":
+            return LatexToken(tok="brace_open", arg=char, pos=at, len=1, pre_space=space)
+        if char == "}":
+            return LatexToken(tok="brace_close", arg=char, pos=at, len=1, pre_space=space)
+        if char in "%$":
+            return None
+        context = (parsing_state or self.default_parsing_state).latex_context
+        known = self._special_starts.get(id(context))
+        if known is None:
+            known = self._special_starts[id(context)] = (context, _special_starts(context))
+        starts = known[1]
+        if starts is None or char in starts:
+            return None
+        return LatexToken(tok="char", arg=char, pos=at, len=1, pre_space=space)
+
+    def _macro_token(self, pos: int, space: str, environments: bool) -> Any:
+        """The macro named by letters at ``pos`` (its backslash), with the spaces after it up
+        to a blank line; ``\\begin{name}`` and ``\\end{name}`` as environment tokens."""
+        s = self.s
+        end = pos + 1
+        while end < len(s) and s[end].isalpha():
+            end += 1
+        if end == pos + 1:
+            return None  # ``\&``, ``\[``, a backslash at the end: pylatexenc's
+        name = s[pos + 1 : end]
+        if environments and name in ("begin", "end"):
+            found = _ENVIRONMENT_NAME.match(s, end)
+            if found is None:
+                return None  # pylatexenc reports it
+            return LatexToken(
+                tok="begin_environment" if name == "begin" else "end_environment",
+                arg=found.group(1),
+                pos=pos,
+                len=found.end() - pos,
+                pre_space=space,
+            )
+        after = end
+        while after < len(s) and s[after].isspace():
+            after += 1
+        post = s[end:after]
+        blank = post.find("\n\n")  # a blank line after the macro ends a paragraph
+        if blank >= 0:
+            post, after = post[:blank], end + blank
+        return LatexToken(
+            tok="macro", arg=name, pos=pos, len=after - pos, pre_space=space, post_space=post
+        )
+
+
+#: An environment's name after ``\\begin`` or ``\\end``, as pylatexenc reads it.
+_ENVIRONMENT_NAME = re.compile(r"\s*\{([\w* ._-]+)\}")
+
+
+def _special_starts(context: Any) -> frozenset[str] | None:
+    """The first characters of ``context``'s specials; None where its look-up is not
+    pylatexenc's own (a subclass may find specials otherwise: no shortcut then)."""
+    if type(context).test_for_specials is not LatexContextDb.test_for_specials:
+        return None
+    return frozenset(
+        chars[0] for category in context.category_list for chars in context.d[category]["specials"]
+    )
 
 
 #: Definitions whose bodies are code, not text: ``\newenvironment`` and friends (name,

@@ -4,12 +4,17 @@ clear error."""
 
 from __future__ import annotations
 
+import random
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pylatexenc.latexwalker import LatexWalkerEndOfStream
 
-from agrag_pipeline.parsing import parse_document
+from agrag_pipeline.parsing import latex, parse_document
+from agrag_pipeline.parsing.budget import Deadline
 from agrag_pipeline.parsing.errors import CorruptDocumentError
 from agrag_pipeline_tests.parsing.parsed_support import parse_checked
 
@@ -214,3 +219,41 @@ Done.
     text = parse_checked(source, "steps.tex").text_layer
     assert "enumi" not in text and "#1" not in text
     assert "Unpack." in text and text.endswith("Done.")
+
+
+def _token(read: Callable[..., Any], pos: int, **how: Any) -> tuple[Any, ...]:
+    try:
+        t = read(pos, **how)
+    except LatexWalkerEndOfStream as end:
+        return ("end of stream", end.final_space)
+    arg = getattr(t.arg, "specials_chars", t.arg)  # a special: its characters
+    return (t.tok, arg, t.pos, t.len, t.pre_space, t.post_space)
+
+
+def test_the_walkers_own_token_reading_reads_every_position_as_pylatexenc_does() -> None:
+    # The walker reads common tokens itself (pylatexenc's per-character reading was most of a
+    # parse): at every position of real sources and of random LaTeX-like strings, under every
+    # way pylatexenc asks, its token must be pylatexenc's own.
+    context = latex._walker_context()
+    pieces = [*"ab \n\t\r\\{}[]$%~-'`&^_!?()*.é\u00a0\u2003", "begin", "end", "{x y}", "\n\n"]
+    rng = random.Random(25)
+    sources = [p.read_text() for p in sorted(FIXTURES.glob("*.tex"))]
+    sources += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(300)]
+    compared = 0
+    for source in sources:
+        walker = latex._BudgetedWalker(source, context, Deadline.unlimited())
+        theirs = super(latex._BudgetedWalker, walker).get_token
+        hows: list[dict[str, Any]] = [
+            {},
+            {"include_brace_chars": [("[", "]")]},
+            {"environments": False},
+            {"parsing_state": walker.make_parsing_state(in_math_mode=True)},
+        ]
+        for pos in range(len(source) + 1):
+            for how in hows:
+                assert _token(walker.get_token, pos, **how) == _token(theirs, pos, **how), (
+                    source[pos : pos + 20],
+                    how,
+                )
+                compared += 1
+    assert compared > 100_000
