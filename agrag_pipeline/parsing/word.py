@@ -139,6 +139,7 @@ class _Package:
         self.source_key = source_key
         self.zip: zipfile.ZipFile = open_zip(raw, source_key)
         self.names = set(self.zip.namelist())
+        self._rels: dict[str, dict[str, tuple[str, str, bool]]] = {}
 
     def xml(self, name: str | None) -> etree._Element | None:
         if name is None or name not in self.names:
@@ -147,7 +148,14 @@ class _Package:
         return parse_xml(data, self.source_key, name)
 
     def rels(self, part: str) -> dict[str, tuple[str, str, bool]]:
-        """``rId -> (type, target part or URL, external)`` of ``part``'s relationships."""
+        """``rId -> (type, target part or URL, external)`` of ``part``'s relationships (read
+        once: the main part's are asked for its styles, numbering, notes and comments)."""
+        out = self._rels.get(part)
+        if out is None:
+            out = self._rels[part] = self._read_rels(part)
+        return out
+
+    def _read_rels(self, part: str) -> dict[str, tuple[str, str, bool]]:
         folder, base = posixpath.split(part)
         root = self.xml(posixpath.join(folder, "_rels", f"{base}.rels"))
         out: dict[str, tuple[str, str, bool]] = {}
