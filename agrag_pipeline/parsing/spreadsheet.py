@@ -297,18 +297,43 @@ def _column(letters: str) -> int:
 _REF = re.compile(r"([A-Z]{1,3})(\d+)")
 
 
-def _cell_value(cell: etree._Element, styles: _Styles, ns: str) -> str | None:
+#: Distinct (type, value, style) cells whose shown text a sheet keeps: a sheet's values recur
+#: (names, codes, small numbers, dates), and formatting one is most of reading its cell.
+_SHOWN_KEPT = 32_768
+
+
+def _cell_value(
+    cell: etree._Element,
+    styles: _Styles,
+    ns: str,
+    shown: dict[tuple[str, str, str | None], str | None],
+) -> str | None:
     """A cell's shown text: its cached value as ``format_value`` writes it (None: no value).
 
-    ``ns`` is the ``{namespace}`` of the sheet's elements (Transitional or Strict)."""
+    ``ns`` is the ``{namespace}`` of the sheet's elements (Transitional or Strict); ``shown``
+    keeps the text of the cells of the same type, value and style read before."""
     kind = cell.get("t", "n")
     if kind == "inlineStr":
         inline = cell.find(ns + "is")
         return format_value(_string_text(inline)) if inline is not None else None
-    v = cell.find(ns + "v")
+    # The value is the cell's first child but where a formula precedes it: looked at first
+    # (``find`` costs four times as much, and a sheet has a cell for every value).
+    v = cell[0] if len(cell) else None
+    if v is not None and v.tag != ns + "v":
+        v = cell.find(ns + "v")
     if v is None or v.text is None:
         return None
-    text = v.text
+    key = (kind, v.text, cell.get("s"))
+    if key in shown:
+        return shown[key]
+    value = _shown_value(kind, v.text, key[2], styles)
+    if len(shown) < _SHOWN_KEPT:
+        shown[key] = value
+    return value
+
+
+def _shown_value(kind: str, text: str, style_index: str | None, styles: _Styles) -> str | None:
+    """The shown text of a cell of type ``kind`` holding ``text`` in style ``style_index``."""
     if kind == "s":
         try:
             return format_value(styles.shared[int(text)])
@@ -329,7 +354,7 @@ def _cell_value(cell: etree._Element, styles: _Styles, ns: str) -> str | None:
         number: float | int = float(text) if any(c in text for c in ".eE") else int(text)
     except ValueError:
         return format_value(text)
-    style = int(cell.get("s") or 0)
+    style = int(style_index or 0)
     code = styles.formats[style] if 0 <= style < len(styles.formats) else "General"
     if style in styles.dates:
         from openpyxl.utils.datetime import from_excel
@@ -358,11 +383,17 @@ def _read_sheet(
     merges: list[tuple[int, int, int, int]] = []
     row_index = last_row = column = 0
     row_element: etree._Element | None = None  # the <row> whose cells are being read
+    shown: dict[tuple[str, str, str | None], str | None] = {}
+    #: Each tag met: its local name and its ``{namespace}`` (Transitional or Strict).
+    names: dict[str, tuple[str, str]] = {}
     tags = ("{*}c", "{*}row", "{*}mergeCell")
     try:
         for _, element in _iterparse(archive, sheet.path, tags):
             tag = element.tag
-            ns, _, name = tag.rpartition("}")
+            if tag not in names:
+                found_ns, _, found_name = tag.rpartition("}")
+                names[tag] = (found_name, found_ns + "}" if found_ns else "")
+            name, ns = names[tag]
             if name == "c":
                 parent = element.getparent()
                 if parent is not row_element:  # the first cell of a row: where it is
@@ -373,11 +404,12 @@ def _read_sheet(
                 ref = element.get("r")
                 match = _REF.match(ref) if ref else None
                 if match:  # cells without a reference follow the one before
-                    column = _column(match.group(1))
-                    row_index = int(match.group(2))
+                    letters, digits = match.groups()
+                    column = _COLUMNS.get(letters) or _column(letters)
+                    row_index = int(digits)
                 else:
                     column += 1
-                value = _cell_value(element, styles, ns + "}" if ns else "")
+                value = _cell_value(element, styles, ns, shown)
                 if value is not None:
                     grid[(row_index, column)] = value
                     budget[0] += 1
