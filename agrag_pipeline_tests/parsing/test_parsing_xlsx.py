@@ -274,9 +274,7 @@ def test_one_stored_value_is_shown_as_each_cells_type_and_format_says() -> None:
         return re.sub(rb'(<c r="D\d+"[^>]*>)', rb"\1<f>A2</f>", data)
 
     parsed = _parse(_replace_member(raw, "xl/worksheets/sheet1.xml", with_formulas))
-    assert _cells(parsed, _tables(parsed)[0])[1:] == [
-        ["45292", "2024-01-01", "45292", "45292"]
-    ] * 3
+    assert _cells(parsed, _tables(parsed)[0])[1:] == [["45292", "2024-01-01", "45292", "45292"]] * 3
 
 
 _CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
