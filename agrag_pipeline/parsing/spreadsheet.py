@@ -188,8 +188,8 @@ def format_value(value: Any, number_format: str = "General") -> str | None:
         return None
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return str(value)
+    if isinstance(value, int):  # an integer in a percent format: 1 shows as 100%
+        return f"{value * 100}%" if "%" in number_format else str(value)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             return str(value)

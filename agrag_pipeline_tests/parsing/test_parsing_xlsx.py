@@ -258,23 +258,27 @@ def test_cells_and_rows_without_references_follow_their_neighbours() -> None:
 
 
 def test_one_stored_value_is_shown_as_each_cells_type_and_format_says() -> None:
-    # A sheet's shown texts are kept by (type, value, style): 45292 is a number, a date or the
-    # text "45292" by its cell, and a formula's cached value (its <v> after the <f>) reads like
-    # any other.
+    # A sheet's shown texts are kept by (type, value, style): 45292 is a number, a date, a
+    # percentage or the text "45292" by its cell, and a formula's cached value (its <v> after
+    # the <f>) reads like any other.
     workbook = openpyxl.Workbook()
     sheet = workbook.active
-    sheet.append(("As number", "As date", "As text", "Formula"))
+    sheet.append(("As number", "As date", "As percent", "As text", "Formula"))
     for _ in range(3):
-        sheet.append((45292, 45292, "45292", 45292))
+        sheet.append((45292, 45292, 45292, "45292", 45292))
     for row in range(2, 5):
         sheet.cell(row, 2).number_format = "yyyy-mm-dd"
+        sheet.cell(row, 3).number_format = "0%"
     raw = _workbook_bytes(workbook)
 
     def with_formulas(data: bytes) -> bytes:  # as Excel saves them: formula, then its value
-        return re.sub(rb'(<c r="D\d+"[^>]*>)', rb"\1<f>A2</f>", data)
+        return re.sub(rb'(<c r="E\d+"[^>]*>)', rb"\1<f>A2</f>", data)
 
     parsed = _parse(_replace_member(raw, "xl/worksheets/sheet1.xml", with_formulas))
-    assert _cells(parsed, _tables(parsed)[0])[1:] == [["45292", "2024-01-01", "45292", "45292"]] * 3
+    assert (
+        _cells(parsed, _tables(parsed)[0])[1:]
+        == [["45292", "2024-01-01", "4529200%", "45292", "45292"]] * 3
+    )
 
 
 _CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
