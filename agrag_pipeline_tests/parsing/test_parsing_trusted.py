@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import uuid
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -53,3 +56,25 @@ def test_contract_flags_a_section_that_is_not_a_valid_row() -> None:
     )
     parsed.sections[0] = broken
     assert any("not a valid Section" in p for p in contract_violations(parsed))
+
+
+def test_rows_share_one_frozen_fields_set_and_a_copy_gets_its_own() -> None:
+    # One fields set for all of a kind's rows (a set each was a quarter of a section's memory).
+    # pydantic adds to it when a field is assigned, which would change every row's: it is
+    # frozen, so an assignment fails and leaves the row as it was; model_copy gives the changed
+    # row a set of its own, and a pickled row comes back with one.
+    parsed = parse_document(b"# A\n\ntext\n\n## B\n\nmore\n", "doc.md")
+    first, second = parsed.sections[:2]
+    assert first.model_fields_set is second.model_fields_set
+    assert "metadata" not in first.model_fields_set  # as a validated construction gives it
+    changed = first.model_copy(update={"metadata": {"k": "v"}})
+    assert changed.metadata == {"k": "v"} and "metadata" in changed.model_fields_set
+    assert "metadata" not in second.model_fields_set
+    changed.heading = "A again"  # a plain set now: assignment works as pydantic's does
+    assert changed.heading == "A again"
+    with pytest.raises(TypeError):
+        second.metadata = {"k": "v"}
+    assert second.metadata == {} and "metadata" not in parsed.sections[-1].model_fields_set
+    revived = pickle.loads(pickle.dumps(first))
+    assert revived == first and type(revived.model_fields_set) is set
+    assert copy.deepcopy(first) == first
