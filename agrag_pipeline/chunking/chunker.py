@@ -18,8 +18,11 @@ Packing rules (in reading order):
 
 Size guarantee, for every chunk: tokens(contextual_text) + special tokens <= ``max_tokens`` <=
 the model's ``max_sequence_tokens``. The heading path label's tokens are reserved from each
-chunk's budget. Heading paths are data and are never cut: a label that leaves fewer than
-``min_text_tokens`` for text (plus overlap) raises ``ChunkingError``.
+chunk's budget. A heading path is cut only where its label would leave fewer than
+``min_text_tokens`` for text (plus overlap): then the document's over-long headings (a whole
+paragraph in a heading style) are cut to their first words and "…" in the chunks' paths, the
+section rows keeping them whole (``_shorten_long_headings``); a path that does not fit even so
+raises ``ChunkingError``.
 
 Counting: every character is counted once (a section's blocks, in one batch); sizes of packed
 chunks are sums of counted pieces, exact for a tokenizer that never joins across whitespace
@@ -105,6 +108,9 @@ CHUNKER_NAME = "agrag-structure"
 #: 9: DeepSeek-OCR's grounding tags in Markdown (``<|ref|>text<|/ref|><|det|>[[...]]<|/det|>``)
 #: are not embedded (``markdown._GROUNDING``).
 CHUNKER_VERSION = "9"
+
+#: Token caps tried in turn for the headings of a path too long to leave room for text.
+_HEADING_CAPS = (64, 32, 16, 8, 4, 2, 1)
 
 #: The retries allowed to cut an over-limit chunk finer before giving up (never hit with an
 #: additive tokenizer such as WordPiece; a safety net for others).
@@ -265,6 +271,15 @@ class StructureChunker:
                 spans.append((s, e))
         section_blocks, block_tokens, counts = self._count_sections(text, sections, spans)
         self._count_labels([tuple(s.heading_path) for s in sections])
+        shortened = self._shorten_long_headings(sections)
+        if shortened:
+            sections = [
+                s.model_copy(update={"heading_path": [shortened.get(h, h) for h in s.heading_path]})
+                if any(h in shortened for h in s.heading_path)
+                else s
+                for s in sections
+            ]
+            title = shortened.get(title, title) if title is not None else None
         self._check_labels(parsed, sections)
         groups = self._group(sections, spans, counts, section_blocks, block_tokens)
         # Heading paths some chunk's label will carry: those of sections with text of their own
@@ -273,7 +288,9 @@ class StructureChunker:
         carried: set[tuple[str, ...]] = set()
         lines: dict[int, Span | None] = {}  # by id(section): each heading line found once
         for section, (s, e) in zip(sections, spans, strict=True):
-            line = lines[id(section)] = heading_line(text, section)
+            # A shortened heading is said whole by its line: the line stays embedded.
+            own_shortened = section.heading is not None and section.heading in shortened
+            line = lines[id(section)] = None if own_shortened else heading_line(text, section)
             if line is None or has_visible_text(text, max(line[1], s), e, invisible):
                 path = tuple(section.heading_path)
                 carried.update(path[:n] for n in range(1, len(path) + 1))
@@ -342,6 +359,45 @@ class StructureChunker:
     def _text_budget(self, path: tuple[str, ...]) -> int:
         """Content tokens a chunk under ``path`` may hold (label and specials reserved)."""
         return self.settings.max_tokens - self.counter.special_tokens - self._label_tokens(path)
+
+    def _shorten_long_headings(self, sections: list[Section]) -> dict[str, str]:
+        """Each over-long heading -> its first words and "…", where a heading path otherwise
+        leaves a chunk too few tokens for text (``_check_labels``); else nothing.
+
+        A heading of a paragraph's length (Word's heading style on a whole paragraph, a
+        numbered clause of a contract) made the whole document fail. Every heading of the
+        document over a cap is cut to it, the largest cap (64 tokens, then 32, 16, ...) at
+        which every path fits, so a heading reads alike in every path; the section rows keep
+        it whole, and its line stays embedded in the chunk that holds it."""
+        need = self.settings.min_text_tokens + self.settings.overlap_tokens
+        paths = {tuple(s.heading_path) for s in sections}
+        if all(self._text_budget(path) >= need for path in paths):
+            return {}
+        headings = {h for path in paths for h in path}
+        for cap in _HEADING_CAPS:
+            shortened = {h: c for h in headings if (c := self._cut_heading(h, cap)) != h}
+            fitted = [tuple(shortened.get(h, h) for h in path) for path in paths]
+            self._count_labels(fitted)
+            if all(self._text_budget(path) >= need for path in fitted):
+                return shortened
+        return {}  # not even a word of each fits: ``_check_labels`` says so
+
+    def _cut_heading(self, heading: str, cap: int) -> str:
+        """``heading`` if its label takes at most ``cap`` tokens, else its longest start (at a
+        space where one is, else at a character) that does with " …" after it."""
+        if self._label_tokens((heading,)) <= cap:
+            return heading
+        count = self.counter.count
+        low, high = 0, len(heading)  # the longest prefix that fits lies in [low, high)
+        while high - low > 1:
+            mid = (low + high) // 2
+            if count(f"{heading[:mid].rstrip()} …") <= cap:
+                low = mid
+            else:
+                high = mid
+        space = heading.rfind(" ", 0, low + 1)
+        end = space if space > 0 else low
+        return f"{heading[:end].rstrip()} …" if end > 0 else "…"
 
     def _check_labels(self, parsed: ParsedDocument, sections: list[Section]) -> None:
         need = self.settings.min_text_tokens + self.settings.overlap_tokens

@@ -36,8 +36,9 @@ class ChunkerSettings(BaseModel):
         default=16,
         ge=1,
         description=(
-            "tokens a chunk must keep for text after its heading path label; a label that "
-            "leaves fewer is an error (heading paths are data and are never cut)"
+            "tokens a chunk must keep for text after its heading path label; where a label "
+            "leaves fewer, the document's over-long headings are cut to their first words in "
+            "its chunks' paths (its sections keep them whole)"
         ),
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -375,10 +376,30 @@ def test_markdown_invisible_spans_know_code_from_markup() -> None:
     assert found == ['<!-- a real comment -->\n\n[ref]: https://example.com "Title"']
 
 
-def test_heading_path_too_long_for_the_budget_is_a_clear_error(counter: TokenCounter) -> None:
-    doc = "# " + " ".join(["word"] * 300) + "\n\nbody\n"
+def test_a_heading_too_long_for_any_label_is_cut_in_the_paths_and_said_whole_in_the_text(
+    counter: TokenCounter,
+) -> None:
+    # A whole paragraph in a heading style made the document fail to chunk at all. Its chunks'
+    # paths now carry its first words and "…"; the section keeps it whole, and its line stays
+    # in what the chunk under it embeds, every word of it.
+    heading = " ".join(f"clause{i}" for i in range(300))
+    parsed, chunks = chunks_of(f"# Terms\n\n## {heading}\n\nThe body of the clause.\n", counter)
+    assert [s.heading for s in parsed.sections][-1] == heading
+    cut = [c for c in chunks if c.heading_path[:1] == ["Terms"] and len(c.heading_path) == 2]
+    assert cut and all(c.heading_path[1].endswith(" …") for c in cut)
+    short = cut[0].heading_path[1][: -len(" …")]
+    assert heading.startswith(short + " ") and len(short) < len(heading)
+    embedded = embedded_of(chunks)
+    assert all(f"clause{i}" in embedded for i in range(300)) and "The body" in embedded
+    for c in chunks:
+        assert c.metadata["token_count"] <= 256
+        assert counter.count(c.contextual_text) + counter.special_tokens <= 256
+
+
+def test_a_heading_path_that_cannot_fit_even_cut_is_a_clear_error(counter: TokenCounter) -> None:
+    doc = "# a\n\n## b\n\n### c\n\nbody\n"
     with pytest.raises(ChunkingError, match=r"rules\.md: the heading path .* takes \d+ tokens"):
-        chunks_of(doc, counter)
+        chunks_of(doc, counter, max_tokens=64, target_tokens=64, min_tokens=0, min_text_tokens=60)
 
 
 def test_max_tokens_above_the_model_sequence_length_is_refused(counter: TokenCounter) -> None:
@@ -496,3 +517,19 @@ def test_an_ocr_models_grounding_tags_are_not_embedded(counter: TokenCounter) ->
     for tag in ("<|", "ref", "det", "217", "title"):
         assert tag not in embedded, tag
     assert parsed.text_layer == source  # the text layer is the source, tags and all
+
+
+def test_a_real_word_file_whose_heading_styles_hold_whole_paragraphs_is_chunked(
+    counter: TokenCounter,
+) -> None:
+    # Apache POI's drawing.docx, a Russian press review: whole paragraphs (up to 410
+    # characters) in Heading 1-3. It raised ChunkingError, so none of it was searchable.
+    raw = Path(__file__).parent.parent / "fixtures/word/poi_drawing_heading_paragraphs.docx"
+    parsed = parse_document(raw.read_bytes(), "drawing.docx")
+    longest = max((s.heading or "" for s in parsed.sections), key=len)
+    assert len(longest) > 400
+    chunker = StructureChunker(ChunkerSettings(), counter)
+    chunks = chunker.chunk(parsed, schema_fingerprint=None, extraction_fingerprint=None)
+    assert all(c.metadata["token_count"] <= 256 for c in chunks)
+    assert any(h.endswith(" …") for c in chunks for h in c.heading_path)
+    assert longest.split()[-1] in embedded_of(chunks)
