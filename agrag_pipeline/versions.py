@@ -203,5 +203,7 @@ SNAPSHOT_VERSION = "1"
 #: drawn after a mark placed back over its letter parts words (``pdf_layout._text``).
 #: 47: a spreadsheet's integer in a percent format is shown as a percentage, as its fractions
 #: were (1 in a "0%" cell reads "100%", where it read "1"; 10 of 374 workbooks of Apache POI's
-#: and docling's tests change, each in such cells only).
+#: and docling's tests change, each in such cells only). PowerPoint shows and templates
+#: (``.ppsx``, ``.potx``, macro-enabled or not) are read as the presentations they hold, where
+#: they failed.
 PARSE_VERSION = "47"

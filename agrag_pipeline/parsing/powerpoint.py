@@ -102,26 +102,47 @@ def _a(local: str) -> str:
 # --- the package: checked, and Strict mapped to Transitional ---------------------------------
 
 
+#: The main part of a presentation as python-pptx accepts it, and of a show (``.ppsx``) and a
+#: template (``.potx``), macro-enabled or not, which it refuses though their parts are a
+#: presentation's: their packages are read with the presentation's content type.
+_PRESENTATION_MAIN = (
+    b"application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"
+)
+_SHOW_OR_TEMPLATE_MAIN = (
+    b"application/vnd.openxmlformats-officedocument.presentationml.slideshow.main+xml",
+    b"application/vnd.openxmlformats-officedocument.presentationml.template.main+xml",
+    b"application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml",
+    b"application/vnd.ms-powerpoint.template.macroEnabled.main+xml",
+)
+_CONTENT_TYPES = "[Content_Types].xml"
+
+
 def checked_package(raw: bytes, source_key: str, deadline: Deadline) -> bytes:
-    """``raw`` after the bomb and DTD checks; a Strict package rewritten with Transitional names."""
+    """``raw`` after the bomb and DTD checks; a Strict package rewritten with Transitional names,
+    a show's or a template's with a presentation's main content type."""
     with open_zip(raw, source_key) as archive:
         xml_parts: list[zipfile.ZipInfo] = []
-        strict = False
+        strict = show_or_template = False
         for info in archive.infolist():
             if info.filename.lower().endswith((".xml", ".rels", ".vml")):
                 deadline.tick(f"part {info.filename}")
                 data = read_member(archive, info.filename, source_key, max_bytes=MAX_XML_PART_BYTES)
                 refuse_dtd(data, source_key, info.filename)
                 strict = strict or b"http://purl.oclc.org/ooxml/" in data
+                if info.filename == _CONTENT_TYPES:
+                    show_or_template = any(t in data for t in _SHOW_OR_TEMPLATE_MAIN)
                 xml_parts.append(info)
-        if not strict:
+        if not strict and not show_or_template:
             return raw
         out = io.BytesIO()
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as rewritten:
             for info in archive.infolist():
                 deadline.check(f"part {info.filename}")
                 data = read_member(archive, info.filename, source_key)
-                if info in xml_parts:
+                if info.filename == _CONTENT_TYPES:
+                    for main in _SHOW_OR_TEMPLATE_MAIN:
+                        data = data.replace(main, _PRESENTATION_MAIN)
+                if strict and info in xml_parts:
                     root = parse_xml(data, source_key, info.filename)
                     for rel in root.iter(f"{{{PKG_REL}}}Relationship"):
                         rel.set("Type", transitional_uri(rel.get("Type", "")))

@@ -508,3 +508,36 @@ def test_equations_side_by_side_on_a_slide_stay_apart() -> None:
         "</a:p>"
     )
     assert powerpoint.paragraph_text(p) == "Both hold: a=b c=d"
+
+
+_SLIDESHOW_TYPES = (
+    b"application/vnd.openxmlformats-officedocument.presentationml.slideshow.main+xml",
+    b"application/vnd.openxmlformats-officedocument.presentationml.template.main+xml",
+    b"application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml",
+    b"application/vnd.ms-powerpoint.template.macroEnabled.main+xml",
+)
+
+
+def test_a_slide_show_and_a_template_read_as_the_presentation_they_hold(corpus_dir: Path) -> None:
+    # PowerPoint's "PowerPoint Show" (.ppsx) and templates (.potx, and their macro-enabled
+    # kinds) are a presentation's package under another main content type, which python-pptx
+    # refuses: they failed as "not a readable PowerPoint package".
+    show = Path(__file__).parent.parent / "fixtures/pptx/poi_testPPT.ppsx"  # Apache POI's
+    parsed = parse_document(show.read_bytes(), "testPPT.ppsx")
+    assert [s.heading for s in parsed.sections][:3] == ["Attachment Test", "Slide 2", "Slide 3"]
+    assert "Black Panther" in parsed.text_layer
+    source = corpus_dir / "pptx" / "powerpoint_comments.pptx"
+    expected = parse_document(source.read_bytes(), "deck.pptx")
+    main = b"application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"
+    for kind, ext in zip(_SLIDESHOW_TYPES, (".ppsx", ".potx", ".ppsm", ".potm"), strict=True):
+        out = io.BytesIO()
+        with zipfile.ZipFile(source) as zin, zipfile.ZipFile(out, "w") as zout:
+            for info in zin.infolist():
+                data = zin.read(info.filename)
+                if info.filename == "[Content_Types].xml":
+                    assert main in data
+                    data = data.replace(main, kind)
+                zout.writestr(info, data)
+        parsed = parse_document(out.getvalue(), "deck" + ext)
+        assert parsed.text_layer == expected.text_layer, ext
+        assert [s.heading for s in parsed.sections] == [s.heading for s in expected.sections]
