@@ -111,6 +111,7 @@ def open_zip(
         ) from exc
     try:
         _decode_legacy_names(archive)
+        _slash_separated_names(archive)
         check_archive(
             archive,
             source_key,
@@ -224,6 +225,24 @@ def _decode_legacy_names(archive: zipfile.ZipFile) -> None:
             continue
         info.filename = name.split("\x00", 1)[0]
     archive.NameToInfo = {info.filename: info for info in archive.infolist()}
+
+
+def _slash_separated_names(archive: zipfile.ZipFile) -> None:
+    """Names written with backslashes between folders (``xl\\workbook.xml``, by some Windows
+    tools; the ZIP format asks for ``/``) read with slashes, as Info-ZIP's ``unzip`` and Excel
+    read them, where no other member already has that name. ``orig_filename`` is kept."""
+    names = {info.filename for info in archive.infolist()}
+    renamed = False
+    for info in archive.infolist():
+        if "\\" in info.filename:
+            slashed = info.filename.replace("\\", "/")
+            if slashed not in names:
+                names.discard(info.filename)
+                names.add(slashed)
+                info.filename = slashed
+                renamed = True
+    if renamed:
+        archive.NameToInfo = {info.filename: info for info in archive.infolist()}
 
 
 def _check_no_overlap(infos: list[zipfile.ZipInfo], source_key: str) -> None:

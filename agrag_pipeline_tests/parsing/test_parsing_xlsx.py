@@ -364,3 +364,20 @@ def test_spacer_rows_and_columns_keep_every_number_with_its_row_and_column_label
             assert not re.fullmatch(r"[-\d—]*", row[0]), row
     # A title merged across the sheet is a line of text, not a row repeating it.
     assert "| 3. Analyses by segment | 3. Analyses by segment" not in parsed.text_layer
+
+
+def test_a_workbook_whose_zip_names_use_backslashes_reads_as_with_slashes(
+    corpus_dir: Path,
+) -> None:
+    # Some Windows tools write ``xl\workbook.xml`` (Apache POI's 49609.xlsx): the ZIP format
+    # asks for "/", Excel and unzip read "\" as one. It failed: "the package has no workbook".
+    source = (corpus_dir / "xlsx" / "xlsx_02_sample_sales_data.xlsm").read_bytes()
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(source)) as zin, zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            zout.writestr(info.filename.replace("/", "\\"), zin.read(info.filename))
+    assert "xl\\workbook.xml" in zipfile.ZipFile(io.BytesIO(out.getvalue())).namelist()
+    parsed = _parse(out.getvalue())
+    expected = _parse(source)
+    assert parsed.text_layer == expected.text_layer
+    assert [s.heading for s in parsed.sections] == [s.heading for s in expected.sections]
