@@ -36,8 +36,8 @@ def test_corpus_chunks_keep_every_invariant(
         try:
             chunks = chunker.chunk(parsed, schema_fingerprint="s" * 64, extraction_fingerprint=None)
         except ChunkingError as exc:
-            # A heading path longer than a small max_tokens allows is refused, by design: it
-            # must really be that long.
+            # A heading path that a small max_tokens cannot hold even with its long headings
+            # cut is refused: it must really be that long.
             longest = max(
                 counter.count(heading_label(s.heading_path) or "") for s in parsed.sections
             )
