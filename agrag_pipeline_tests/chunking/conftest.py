@@ -70,9 +70,10 @@ def _assert_word_too_long(text: str, cut: int, room: int, counter: TokenCounter)
 def _says(label: Sequence[str], path: Sequence[str]) -> bool:
     """A chunk's heading path ``label`` names the section path ``path``: the same headings, an
     over-long one cut to its first words and " …" where the path left no room for text."""
-    return len(label) == len(path) and all(
-        a == b or (a.endswith("…") and b.startswith(a[:-1].rstrip())) for a, b in zip(label, path, strict=True)
-    )
+    if len(label) != len(path):
+        return False
+    pairs = zip(label, path, strict=True)
+    return all(a == b or (a.endswith("…") and b.startswith(a[:-1].rstrip())) for a, b in pairs)
 
 
 def _carries(label: Sequence[str], path: Sequence[str]) -> bool:
