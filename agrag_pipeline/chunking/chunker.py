@@ -369,16 +369,15 @@ class StructureChunker:
         document over a cap is cut to it, the largest cap (64 tokens, then 32, 16, ...) at
         which every path fits, so a heading reads alike in every path; the section rows keep
         it whole, and its line stays embedded in the chunk that holds it."""
-        need = self.settings.min_text_tokens + self.settings.overlap_tokens
         paths = {tuple(s.heading_path) for s in sections}
-        if all(self._text_budget(path) >= need for path in paths):
+        if all(map(self._leaves_room, paths)):
             return {}
         headings = {h for path in paths for h in path}
         for cap in _HEADING_CAPS:
             shortened = {h: c for h in headings if (c := self._cut_heading(h, cap)) != h}
             fitted = [tuple(shortened.get(h, h) for h in path) for path in paths]
             self._count_labels(fitted)
-            if all(self._text_budget(path) >= need for path in fitted):
+            if all(map(self._leaves_room, fitted)):
                 return shortened
         return {}  # not even a word of each fits: ``_check_labels`` says so
 
@@ -399,11 +398,18 @@ class StructureChunker:
         end = space if space > 0 else low
         return f"{heading[:end].rstrip()} …" if end > 0 else "…"
 
+    def _room_needed(self) -> int:
+        """Tokens a chunk keeps for text beside its label: ``min_text_tokens`` plus overlap."""
+        return self.settings.min_text_tokens + self.settings.overlap_tokens
+
+    def _leaves_room(self, path: tuple[str, ...]) -> bool:
+        return self._text_budget(path) >= self._room_needed()
+
     def _check_labels(self, parsed: ParsedDocument, sections: list[Section]) -> None:
-        need = self.settings.min_text_tokens + self.settings.overlap_tokens
+        need = self._room_needed()
         for section in sections:
             path = tuple(section.heading_path)
-            if self._text_budget(path) < need:
+            if not self._leaves_room(path):
                 raise ChunkingError(
                     parsed.document.source_key,
                     f"the heading path {heading_label(path)!r} takes {self._label_tokens(path)} "

@@ -110,8 +110,10 @@ def open_zip(
             source_key, f"not a readable ZIP package (truncated or damaged?): {exc}"
         ) from exc
     try:
-        _decode_legacy_names(archive)
-        _slash_separated_names(archive)
+        renamed = _decode_legacy_names(archive)
+        renamed = _slash_separated_names(archive) or renamed
+        if renamed:  # ``zipfile`` looks members up by name in this map
+            archive.NameToInfo = {info.filename: info for info in archive.infolist()}
         check_archive(
             archive,
             source_key,
@@ -200,14 +202,15 @@ def member_problem(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
-def _decode_legacy_names(archive: zipfile.ZipFile) -> None:
+def _decode_legacy_names(archive: zipfile.ZipFile) -> bool:
     """Re-decode the names ``zipfile`` read as code page 437 (no UTF-8 flag): as UTF-8 where
     they are valid UTF-8, else in the code page they read most plausibly in (module
-    docstring). ``orig_filename`` is kept: ``zipfile`` checks local headers against it."""
+    docstring). ``orig_filename`` is kept: ``zipfile`` checks local headers against it.
+    True when a name was re-decoded."""
     legacy = [i for i in archive.infolist() if not i.flag_bits & 0x800]
     raw_names = [i.orig_filename.encode("cp437") for i in legacy]
     if not any(max(name, default=0) > 0x7F for name in raw_names):
-        return
+        return False
     joined = b"\n".join(raw_names)
     try:
         joined.decode("utf-8")
@@ -217,20 +220,21 @@ def _decode_legacy_names(archive: zipfile.ZipFile) -> None:
         if codec in ("windows-1252", "cp1252", "latin_1", "iso8859_1", "ascii"):
             codec = "cp437"  # a Western reading: the code page the format names
     if codec == "cp437":
-        return
+        return False
     for info, raw_name in zip(legacy, raw_names, strict=True):
         try:
             name = raw_name.decode(codec)
         except UnicodeDecodeError:
             continue
         info.filename = name.split("\x00", 1)[0]
-    archive.NameToInfo = {info.filename: info for info in archive.infolist()}
+    return True
 
 
-def _slash_separated_names(archive: zipfile.ZipFile) -> None:
+def _slash_separated_names(archive: zipfile.ZipFile) -> bool:
     """Names written with backslashes between folders (``xl\\workbook.xml``, by some Windows
     tools; the ZIP format asks for ``/``) read with slashes, as Info-ZIP's ``unzip`` and Excel
-    read them, where no other member already has that name. ``orig_filename`` is kept."""
+    read them, where no other member already has that name. ``orig_filename`` is kept.
+    True when a name was changed."""
     names = {info.filename for info in archive.infolist()}
     renamed = False
     for info in archive.infolist():
@@ -241,8 +245,7 @@ def _slash_separated_names(archive: zipfile.ZipFile) -> None:
                 names.add(slashed)
                 info.filename = slashed
                 renamed = True
-    if renamed:
-        archive.NameToInfo = {info.filename: info for info in archive.infolist()}
+    return renamed
 
 
 def _check_no_overlap(infos: list[zipfile.ZipInfo], source_key: str) -> None:
