@@ -405,7 +405,7 @@ def _read_sheet(
                 match = _REF.match(ref) if ref else None
                 if match:  # cells without a reference follow the one before
                     letters, digits = match.groups()
-                    column = _COLUMNS.get(letters) or _column(letters)
+                    column = _column(letters)
                     row_index = int(digits)
                 else:
                     column += 1
