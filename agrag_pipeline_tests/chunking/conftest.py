@@ -73,7 +73,14 @@ def _says(label: Sequence[str], path: Sequence[str]) -> bool:
     if len(label) != len(path):
         return False
     pairs = zip(label, path, strict=True)
-    return all(a == b or (a.endswith("…") and b.startswith(a[:-1].rstrip())) for a, b in pairs)
+    return all(a == b or _cut_from(a, b) for a, b in pairs)
+
+
+def _cut_from(cut: str, heading: str) -> bool:
+    """``cut`` is ``heading`` cut as the chunker cuts: a shorter start of it and " …", or "…"."""
+    return cut == "…" or (
+        cut.endswith(" …") and len(cut) - 2 < len(heading) and heading.startswith(cut[:-2])
+    )
 
 
 def _carries(label: Sequence[str], path: Sequence[str]) -> bool:
