@@ -134,7 +134,7 @@ def _plaintext(text: str, document: Document) -> ParsedDocument:
 
 
 def _html(text: str, document: Document) -> ParsedDocument:
-    parsed = html.parse(text, document)
+    parsed = html.parse(text, document, web_page=True)
     if not parsed.text_layer.strip():
         raise EmptyDocumentError(document.source_key, "the HTML has no visible text")
     return parsed

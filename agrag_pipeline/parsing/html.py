@@ -17,7 +17,9 @@ Page furniture of generated documentation (texinfo, Sphinx, MkDocs, Javadoc, rus
 left out by structure, never by a site's class names, so that chunks hold the document and not
 its "Next: …, Previous: …, Up: …" lines, menus, breadcrumbs and footers:
 - the text is read from the page's main content (``<main>`` or ``role="main"``, the first one)
-  when it has one, else from ``<body>``;
+  when it has one and it shows text, else from ``<body>``; a saved web page read from
+  ``<body>`` is first rid of the unmarked furniture around its article, where that is sure
+  (``html_furniture``: news and blog pages' menus, teasers, share links and footers);
 - ``<nav>`` and ARIA landmarks navigation, banner, contentinfo, search and complementary are
   skipped, and so are ``<header>``/``<footer>`` outside the main content and outside any
   ``article``/``aside``/``section`` (where HTML makes them the page's banner and footer);
@@ -50,6 +52,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import mathml
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
+from agrag_pipeline.parsing.html_furniture import page_furniture
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.table_grid import SpanGrid, filled_columns, span
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
@@ -743,16 +746,32 @@ class Extracted:
     anchors: dict[str, int]
 
 
-def extract(text: str, deadline: Deadline, *, anchors: bool = False) -> Extracted:
-    """The text layer and heading/table marks of decoded HTML ``text`` (no sections yet)."""
+def extract(
+    text: str, deadline: Deadline, *, anchors: bool = False, web_page: bool = False
+) -> Extracted:
+    """The text layer and heading/table marks of decoded HTML ``text`` (no sections yet).
+
+    ``web_page``: ``text`` may be a page saved from the web, whose furniture
+    (``html_furniture``) is left out where it has no ``<main>``. Off for HTML that a document
+    format or a converter wrote (EPUB chapters, manual pages, ...), which has none."""
     tree = LexborHTMLParser(cap_nesting(text))
     deadline.check("the end of HTML tree construction")
     extractor = _Extractor(anchors=anchors)
-    top = tree.body if tree.body is not None else tree.root
-    if top is not None:
-        top = main_content(top) or top
-        extractor.run(top, deadline)
-    del top, tree  # free Lexbor's DOM (about 300 bytes a node) before building sections
+    body = tree.body if tree.body is not None else tree.root
+    if body is not None:
+        main = main_content(body)
+        if main is not None:
+            extractor.run(main, deadline)
+        if main is None or not extractor.layer.value().strip():
+            # No <main>, or one that shows nothing (ad slots' scripts, the article beside it).
+            if web_page:
+                for furniture in page_furniture(body):
+                    furniture.decompose()
+                deadline.check("the page's furniture")
+            extractor = _Extractor(anchors=anchors)
+            extractor.run(body, deadline)
+        del main
+    del body, tree  # free Lexbor's DOM (about 300 bytes a node) before building sections
     extractor.heading = None
     layer = extractor.layer.value()
     headings = [
@@ -762,9 +781,10 @@ def extract(text: str, deadline: Deadline, *, anchors: bool = False) -> Extracte
     return Extracted(layer, headings, extractor.tables, extractor.layer.anchors)
 
 
-def parse(text: str, document: Document) -> ParsedDocument:
-    """The extracted text layer and sections of decoded HTML ``text``."""
-    extracted = extract(text, current_deadline(document.source_key))
+def parse(text: str, document: Document, *, web_page: bool = False) -> ParsedDocument:
+    """The extracted text layer and sections of decoded HTML ``text`` (``web_page``: as
+    ``extract``)."""
+    extracted = extract(text, current_deadline(document.source_key), web_page=web_page)
     layer = extracted.text
     sections = build_sections(layer, document, extracted.headings, extracted.tables)
     return ParsedDocument(document=document, text_layer=layer, sections=sections)

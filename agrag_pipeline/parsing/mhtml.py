@@ -104,7 +104,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
         raise CorruptDocumentError(
             key, "not a web archive: no HTML page among its MIME parts (multipart/related)"
         )
-    parsed = html.parse(_html_text(root, key), document)
+    parsed = html.parse(_html_text(root, key), document, web_page=True)
     if not parsed.text_layer.strip():
         raise EmptyDocumentError(key, "the archived page has no visible text")
     address = (top.get("Snapshot-Content-Location") or root.get("Content-Location") or "").strip()

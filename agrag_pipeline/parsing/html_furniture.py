@@ -1,0 +1,161 @@
+"""Page furniture of saved web pages that mark none: the article's container, and what stands
+around it.
+
+Why: a saved news or blog page holds its article among menus, teasers of other articles, share
+buttons, ad slots, newsletter forms and footers. ``html.py`` leaves out what the page marks as
+furniture (``<nav>``, ARIA landmarks, the page's ``<header>``/``<footer>``, a ``<main>`` to read
+from), but most such pages mark little of it, so their chunks held 20-80% menu and teaser text
+(readability's and Zyte's test pages: BENCHMARKS.md, "Saved web pages: the article without the
+page around it"). This module finds the furniture by structure, for pages without a ``<main>``.
+
+How (the article's container as Arc90's Readability, still Firefox's reader view, finds it):
+
+1. Every paragraph (``p``, ``pre``, ``td``, ``blockquote``, and a ``div`` holding no block
+   element) of at least 25 characters scores 1, plus its commas, plus one per 100 characters
+   (at most 3). Its parent gets that score, its grandparent half of it, the next three levels a
+   third, a sixth and a ninth. A container starts from its tag's weight (``div`` +5,
+   ``article`` +8, ...) and ends scaled by the share of its text outside links. The best one is
+   the article's container.
+2. From it up to ``<body>``, each sibling of that path is furniture when most of its text is link
+   text and its own text (outside links) is under a quarter of the container's, or when its own
+   text is under 100 characters and it holds a link or no sentence ("Advertisement",
+   "Share", a count of comments). A sibling holding a ``h1``, a table or a ``pre`` stays.
+3. Only when the guess is confident is anything left out: the container holds at least 500
+   characters of its own text and half of the page's, and what would be left out is at least half
+   link text. Else nothing is: a document that is not such a web page (a report, a generated
+   manual page, a table) keeps every word.
+
+Counts are of characters other than whitespace, outside ``script``/``style``/``template``/
+``noscript``, taken by Lexbor in C (``text``, ``css``): no Python walk over the page's nodes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from selectolax.lexbor import LexborNode
+
+#: What Readability scores as a paragraph (a ``div`` holding no block element is one too).
+_PARAGRAPHS = "p, pre, td, blockquote"
+_BLOCK_INSIDE = (
+    "address, article, aside, blockquote, details, div, dl, fieldset, figure, footer, form, "
+    "h1, h2, h3, h4, h5, h6, header, hr, main, nav, ol, p, pre, section, table, ul"
+)
+_UNSEEN = "script, style, template, noscript"
+#: A container's starting score by its tag (Readability's, with ``article`` and ``section``).
+_TAG_WEIGHT = {
+    "div": 5,
+    "article": 8,
+    "section": 2,
+    "pre": 3,
+    "td": 3,
+    "blockquote": 3,
+    **dict.fromkeys(("address", "ol", "ul", "dl", "dd", "dt", "li", "form"), -3),
+    **dict.fromkeys(("h1", "h2", "h3", "h4", "h5", "h6", "th"), -5),
+}
+#: Text that stays beside the article whatever its links: a title, a table, a listing.
+_KEPT = "h1, table, pre"
+_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f](?:\s|$)")
+
+MIN_PARAGRAPH_CHARS = 25
+#: The container's own text (outside links) needed before anything is left out.
+MIN_ARTICLE_CHARS = 500
+#: A sibling with less own text than this, and a link or no sentence, is furniture.
+SHORT_CHARS = 100
+
+
+def _visible(node: LexborNode) -> int:
+    """Characters other than whitespace that the page shows in ``node``."""
+    count = _chars(node.text(deep=True))
+    for unseen in node.css(_UNSEEN):
+        count -= _chars(unseen.text(deep=True))
+    return count
+
+
+def _chars(text: str) -> int:
+    return len("".join(text.split()))
+
+
+def _link_chars(node: LexborNode) -> int:
+    return sum(_chars(link.text(deep=True)) for link in node.css("a"))
+
+
+def _paragraphs(top: LexborNode) -> list[LexborNode]:
+    found = top.css(_PARAGRAPHS)
+    found.extend(div for div in top.css("div") if div.css_first(_BLOCK_INSIDE) is None)
+    return found
+
+
+def article_container(top: LexborNode) -> LexborNode | None:
+    """The element under ``top`` that Readability's scoring says holds the article (step 1)."""
+    # Keyed by Lexbor's node address: a LexborNode compares equal by serialising its HTML.
+    scores: dict[int, float] = {}  # container -> its score (module doc, step 1)
+    nodes: dict[int, LexborNode] = {}
+    for paragraph in _paragraphs(top):
+        text = " ".join(paragraph.text(deep=True).split())
+        if len(text) < MIN_PARAGRAPH_CHARS:
+            continue
+        gain = 1 + text.count(",") + text.count("\uff0c") + text.count("\u3001")
+        gain += min(len(text) // 100, 3)
+        node, level = paragraph.parent, 0
+        while node is not None and level < 5 and node.tag not in ("body", "html"):
+            key = node.mem_id
+            if key not in scores:
+                scores[key] = _TAG_WEIGHT.get(node.tag or "", 0)
+                nodes[key] = node
+            scores[key] += gain / (1 if level == 0 else 2 if level == 1 else level * 3)
+            node, level = node.parent, level + 1
+    best: LexborNode | None = None
+    best_score = 0.0
+    # Highest scores first: the link share only lowers a score, so none past ``best`` can win.
+    for key in sorted(scores, key=scores.__getitem__, reverse=True):
+        score = scores[key]
+        if best is not None and score <= best_score:
+            break
+        candidate = nodes[key]
+        shown = _chars(candidate.text(deep=True))
+        final = score * (1 - _link_chars(candidate) / shown) if shown else 0.0
+        if best is None or final > best_score:
+            best, best_score = candidate, final
+    return best
+
+
+def page_furniture(top: LexborNode) -> list[LexborNode]:
+    """The elements around the article of a web page that ``html.py`` should not read (steps 2
+    and 3 of the module doc); none where the page does not look like one."""
+    page_links = _link_chars(top)
+    page_own = _visible(top) - page_links
+    if not page_links or page_own < MIN_ARTICLE_CHARS:
+        return []  # nothing to find: furniture is half links, the article's text is the page's
+    container = article_container(top)
+    if container is None:
+        return []
+    own = _visible(container) - _link_chars(container)
+    if own < MIN_ARTICLE_CHARS or own < 0.5 * page_own:
+        return []
+    kept: set[int] = set()  # node addresses (see ``article_container``)
+    for element in top.css(_KEPT):
+        node: LexborNode | None = element
+        while node is not None and node.mem_id not in kept:
+            kept.add(node.mem_id)
+            node = node.parent
+    furniture: list[LexborNode] = []
+    shown = links = 0
+    node = container
+    while node.mem_id != top.mem_id and (parent := node.parent) is not None:
+        for sibling in parent.iter(include_text=False):
+            if sibling.mem_id == node.mem_id or sibling.mem_id in kept:
+                continue
+            visible = _visible(sibling)
+            if not visible:
+                continue
+            link = _link_chars(sibling)
+            if (link >= 0.5 * visible and visible - link < 0.25 * own) or (
+                visible - link < SHORT_CHARS
+                and (link or not _SENTENCE_END.search(" ".join(sibling.text(deep=True).split())))
+            ):
+                furniture.append(sibling)
+                shown += visible
+                links += link
+        node = parent
+    return furniture if links >= 0.5 * shown else []
