@@ -17,9 +17,9 @@ Page furniture of generated documentation (texinfo, Sphinx, MkDocs, Javadoc, rus
 left out by structure, never by a site's class names, so that chunks hold the document and not
 its "Next: …, Previous: …, Up: …" lines, menus, breadcrumbs and footers:
 - the text is read from the page's main content (``<main>`` or ``role="main"``, the first one)
-  when it has one and it shows text, else from ``<body>``; a saved web page read from
-  ``<body>`` is first rid of the unmarked furniture around its article, where that is sure
-  (``html_furniture``: news and blog pages' menus, teasers, share links and footers);
+  when it has one and it shows text, else from ``<body>``; a saved web page is first rid of the
+  unmarked furniture around its article there, where that is sure (``html_furniture``: news
+  and blog pages' menus, teasers, share links and footers, an encyclopedia's categories);
 - ``<nav>`` and ARIA landmarks navigation, banner, contentinfo, search and complementary are
   skipped, and so are ``<header>``/``<footer>`` outside the main content and outside any
   ``article``/``aside``/``section`` (where HTML makes them the page's banner and footer);
@@ -746,14 +746,22 @@ class Extracted:
     anchors: dict[str, int]
 
 
+def _leave_out_furniture(top: LexborNode, web_page: bool, deadline: Deadline) -> None:
+    """Removes a web page's furniture under ``top`` from the DOM (``html_furniture``)."""
+    if web_page:
+        for furniture in page_furniture(top):
+            furniture.decompose()
+        deadline.check("the page's furniture")
+
+
 def extract(
     text: str, deadline: Deadline, *, anchors: bool = False, web_page: bool = False
 ) -> Extracted:
     """The text layer and heading/table marks of decoded HTML ``text`` (no sections yet).
 
-    ``web_page``: ``text`` may be a page saved from the web, whose furniture
-    (``html_furniture``) is left out where it has no ``<main>``. Off for HTML that a document
-    format or a converter wrote (EPUB chapters, manual pages, ...), which has none."""
+    ``web_page``: ``text`` may be a page saved from the web, whose furniture around its article
+    (``html_furniture``) is left out, in its ``<main>`` or its body. Off for HTML that a
+    document format or a converter wrote (EPUB chapters, manual pages, ...), which has none."""
     tree = LexborHTMLParser(cap_nesting(text))
     deadline.check("the end of HTML tree construction")
     extractor = _Extractor(anchors=anchors)
@@ -761,13 +769,11 @@ def extract(
     if body is not None:
         main = main_content(body)
         if main is not None:
+            _leave_out_furniture(main, web_page, deadline)
             extractor.run(main, deadline)
         if main is None or not extractor.layer.value().strip():
             # No <main>, or one that shows nothing (ad slots' scripts, the article beside it).
-            if web_page:
-                for furniture in page_furniture(body):
-                    furniture.decompose()
-                deadline.check("the page's furniture")
+            _leave_out_furniture(body, web_page, deadline)
             extractor = _Extractor(anchors=anchors)
             extractor.run(body, deadline)
         del main

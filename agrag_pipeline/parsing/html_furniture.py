@@ -6,7 +6,8 @@ buttons, ad slots, newsletter forms and footers. ``html.py`` leaves out what the
 furniture (``<nav>``, ARIA landmarks, the page's ``<header>``/``<footer>``, a ``<main>`` to read
 from), but most such pages mark little of it, so their chunks held 20-80% menu and teaser text
 (readability's and Zyte's test pages: BENCHMARKS.md, "Saved web pages: the article without the
-page around it"). This module finds the furniture by structure, for pages without a ``<main>``.
+page around it"). This module finds that furniture by structure, in the page's body or in its
+``<main>``, which often holds teasers, comments and an encyclopedia's categories too.
 
 How (the article's container as Arc90's Readability, still Firefox's reader view, finds it):
 

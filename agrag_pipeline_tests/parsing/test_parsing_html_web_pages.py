@@ -69,8 +69,16 @@ def _news_page(paragraphs: list[str]) -> str:
     )
 
 
-def test_a_news_page_is_read_without_its_menu_teasers_share_links_and_footer() -> None:
-    parsed = parse_document(_news_page(ARTICLE).encode(), "river.html")
+@pytest.mark.parametrize("in_main", [False, True], ids=["no main", "teasers in main"])
+def test_a_news_page_is_read_without_its_menu_teasers_share_links_and_footer(
+    in_main: bool,
+) -> None:
+    page = _news_page(ARTICLE)
+    if in_main:  # the story, its share links and the "Most read" rail inside <main>
+        page = page.replace('<div class="wrap">', "<main>").replace(
+            "</div></div><div", "</div></main><div"
+        )
+    parsed = parse_document(page.encode(), "river.html")
     assert parsed.text_layer == "\n\n".join(
         [
             "River levels fall after the driest summer in thirty years",
