@@ -66,11 +66,9 @@ SHORT_CHARS = 100
 
 
 def _visible(node: LexborNode) -> int:
-    """Characters other than whitespace that the page shows in ``node``."""
-    count = _chars(node.text(deep=True))
-    for unseen in node.css(_UNSEEN):
-        count -= _chars(unseen.text(deep=True))
-    return count
+    """Characters other than whitespace that the page shows in ``node`` (``page_furniture``
+    has removed what is never shown)."""
+    return _chars(node.text(deep=True))
 
 
 def _chars(text: str) -> int:
@@ -82,9 +80,7 @@ def _link_chars(node: LexborNode) -> int:
 
 
 def _paragraphs(top: LexborNode) -> list[LexborNode]:
-    found = top.css(_PARAGRAPHS)
-    found.extend(div for div in top.css("div") if div.css_first(_BLOCK_INSIDE) is None)
-    return found
+    return top.css(f"{_PARAGRAPHS}, div:not(:has({_BLOCK_INSIDE}))")
 
 
 def article_container(top: LexborNode) -> LexborNode | None:
@@ -123,7 +119,10 @@ def article_container(top: LexborNode) -> LexborNode | None:
 
 def page_furniture(top: LexborNode) -> list[LexborNode]:
     """The elements around the article of a web page that ``html.py`` should not read (steps 2
-    and 3 of the module doc); none where the page does not look like one."""
+    and 3 of the module doc); none where the page does not look like one. Removes the scripts,
+    styles, templates and ``noscript`` under ``top``, which ``html.py`` skips anyway."""
+    for unseen in top.css(_UNSEEN):
+        unseen.decompose()  # never read (``html._SKIP``), and never counted here
     page_links = _link_chars(top)
     page_own = _visible(top) - page_links
     if not page_links or page_own < MIN_ARTICLE_CHARS:
