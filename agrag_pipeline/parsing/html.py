@@ -60,6 +60,8 @@ from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 MEDIA_TYPE = "text/html"
 
 CELL_SEPARATOR = " | "
+#: ``Document.metadata`` key: how much of a web page's furniture was left out (``html_furniture``).
+FURNITURE_METADATA = "html.furniture_left_out"
 
 _SKIP = frozenset(
     {
@@ -744,14 +746,21 @@ class Extracted:
     tables: list[TableMark]
     #: Element id -> where the text after it starts (only when asked for: EPUB navigation).
     anchors: dict[str, int]
+    #: Characters (other than whitespace) of a web page's furniture left out (``web_page``).
+    furniture_chars: int = 0
 
 
-def _leave_out_furniture(top: LexborNode, web_page: bool, deadline: Deadline) -> None:
-    """Removes a web page's furniture under ``top`` from the DOM (``html_furniture``)."""
-    if web_page:
-        for furniture in page_furniture(top):
-            furniture.decompose()
-        deadline.check("the page's furniture")
+def _leave_out_furniture(top: LexborNode, web_page: bool, deadline: Deadline) -> int:
+    """Removes a web page's furniture under ``top`` from the DOM (``html_furniture``); returns
+    how many characters it showed."""
+    if not web_page:
+        return 0
+    shown = 0
+    for furniture in page_furniture(top):
+        shown += len("".join(furniture.text(deep=True).split()))
+        furniture.decompose()
+    deadline.check("the page's furniture")
+    return shown
 
 
 def extract(
@@ -766,14 +775,15 @@ def extract(
     deadline.check("the end of HTML tree construction")
     extractor = _Extractor(anchors=anchors)
     body = tree.body if tree.body is not None else tree.root
+    furniture = 0
     if body is not None:
         main = main_content(body)
         if main is not None:
-            _leave_out_furniture(main, web_page, deadline)
+            furniture = _leave_out_furniture(main, web_page, deadline)
             extractor.run(main, deadline)
         if main is None or not extractor.layer.value().strip():
             # No <main>, or one that shows nothing (ad slots' scripts, the article beside it).
-            _leave_out_furniture(body, web_page, deadline)
+            furniture = _leave_out_furniture(body, web_page, deadline)
             extractor = _Extractor(anchors=anchors)
             extractor.run(body, deadline)
         del main
@@ -784,13 +794,18 @@ def extract(
         HeadingMark(h.start, h.end, h.level, " ".join(layer[h.start : h.end].split()))
         for h in extractor.headings
     ]
-    return Extracted(layer, headings, extractor.tables, extractor.layer.anchors)
+    return Extracted(layer, headings, extractor.tables, extractor.layer.anchors, furniture)
 
 
 def parse(text: str, document: Document, *, web_page: bool = False) -> ParsedDocument:
     """The extracted text layer and sections of decoded HTML ``text`` (``web_page``: as
     ``extract``)."""
     extracted = extract(text, current_deadline(document.source_key), web_page=web_page)
+    if extracted.furniture_chars:  # said with the sections, so a user sees what was not read
+        document.metadata[FURNITURE_METADATA] = (
+            f"{extracted.furniture_chars:,} characters of menus, teasers, share links and"
+            " footers around the article left out"
+        )
     layer = extracted.text
     sections = build_sections(layer, document, extracted.headings, extracted.tables)
     return ParsedDocument(document=document, text_layer=layer, sections=sections)

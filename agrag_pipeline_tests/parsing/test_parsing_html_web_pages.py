@@ -89,10 +89,16 @@ def test_a_news_page_is_read_without_its_menu_teasers_share_links_and_footer(
     assert [s.heading for s in parsed.sections if s.heading] == [
         "River levels fall after the driest summer in thirty years"
     ]
+    said = parsed.document.metadata[html.FURNITURE_METADATA]  # stored with the sections
+    assert said.endswith(
+        "characters of menus, teasers, share links and footers around the article left out"
+    )
+    assert int(said.split()[0].replace(",", "")) > 200
 
 
 def test_a_page_whose_article_is_too_short_to_be_sure_of_keeps_everything_around_it() -> None:
     parsed = parse_document(_news_page(ARTICLE[:2]).encode(), "short.html")
+    assert html.FURNITURE_METADATA not in parsed.document.metadata
     for kept in ("Most read", "Ten years of the valley marathon", "About us", "Advertisement"):
         assert kept in parsed.text_layer
     for paragraph in ARTICLE[:2]:
