@@ -19,8 +19,9 @@ How (the article's container as Arc90's Readability, still Firefox's reader view
    the article's container.
 2. From it up to ``<body>``, each sibling of that path is furniture when most of its text is link
    text and its own text (outside links) is under a quarter of the container's, or when its own
-   text is under 100 characters and it holds a link or no sentence ("Advertisement",
-   "Share", a count of comments). A sibling holding a ``h1``, a table or a ``pre`` stays.
+   text is under 100 characters and it holds a link, or neither a sentence nor a heading or
+   picture ("Advertisement", "Share", a count of comments; a picture's caption stays). A
+   sibling holding a ``h1``, a table or a ``pre`` stays.
 3. Only when the guess is confident is anything left out: the container holds at least 500
    characters of its own text and half of the page's, and what would be left out is at least half
    link text. Else nothing is: a document that is not such a web page (a report, a generated
@@ -56,6 +57,8 @@ _TAG_WEIGHT = {
 }
 #: Text that stays beside the article whatever its links: a title, a table, a listing.
 _KEPT = "h1, table, pre"
+_HEADS_OR_PICTURES_TAGS = ("h2", "h3", "h4", "h5", "h6", "img", "picture", "figure", "video")
+_HEADS_OR_PICTURES = ", ".join(_HEADS_OR_PICTURES_TAGS)
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f](?:\s|$)")
 
 MIN_PARAGRAPH_CHARS = 25
@@ -77,6 +80,16 @@ def _chars(text: str) -> int:
 
 def _link_chars(node: LexborNode) -> int:
     return sum(_chars(link.text(deep=True)) for link in node.css("a"))
+
+
+def _says_something(node: LexborNode) -> bool:
+    """Whether short text without links is the article's: a sentence, a heading, or a
+    picture's caption (``html.py`` reads no pictures, so those are captions)."""
+    return (
+        _SENTENCE_END.search(" ".join(node.text(deep=True).split())) is not None
+        or node.css_first(_HEADS_OR_PICTURES) is not None
+        or node.tag in _HEADS_OR_PICTURES_TAGS
+    )
 
 
 def _paragraphs(top: LexborNode) -> list[LexborNode]:
@@ -151,8 +164,7 @@ def page_furniture(top: LexborNode) -> list[LexborNode]:
                 continue
             link = _link_chars(sibling)
             if (link >= 0.5 * visible and visible - link < 0.25 * own) or (
-                visible - link < SHORT_CHARS
-                and (link or not _SENTENCE_END.search(" ".join(sibling.text(deep=True).split())))
+                visible - link < SHORT_CHARS and (link or not _says_something(sibling))
             ):
                 furniture.append(sibling)
                 shown += visible

@@ -59,6 +59,8 @@ def _news_page(paragraphs: list[str]) -> str:
         "<h1>River levels fall after the driest summer in thirty years</h1>"
         '<p class="byline">By Ana Costa, 3 August 2026</p>'
         f"{story}</div>"
+        '<div class="picture"><img src="landing.jpg" alt="">'
+        '<div class="caption">The ferry landing at the northern end, in mud</div></div>'
         '<div class="share"><a href="/share?fb">Share</a> <a href="/share?x">Post</a> '
         '<a href="/share?mail">Email</a></div>'
         f'<div class="rail"><h3>Most read</h3><ul>{teasers}</ul>'
@@ -76,14 +78,16 @@ def test_a_news_page_is_read_without_its_menu_teasers_share_links_and_footer(
     page = _news_page(ARTICLE)
     if in_main:  # the story, its share links and the "Most read" rail inside <main>
         page = page.replace('<div class="wrap">', "<main>").replace(
-            "</div></div><div", "</div></main><div"
+            '</div><div class="bottom">', '</main><div class="bottom">'
         )
+        assert page.index("<main>") < page.index("Most read") < page.index("</main>")
     parsed = parse_document(page.encode(), "river.html")
     assert parsed.text_layer == "\n\n".join(
         [
             "River levels fall after the driest summer in thirty years",
             "By Ana Costa, 3 August 2026",
             *ARTICLE,
+            "The ferry landing at the northern end, in mud",  # a picture's caption beside it
         ]
     )
     assert [s.heading for s in parsed.sections if s.heading] == [
