@@ -18,10 +18,11 @@ How (the article's container as Arc90's Readability, still Firefox's reader view
    ``article`` +8, ...) and ends scaled by the share of its text outside links. The best one is
    the article's container.
 2. From it up to ``<body>``, each sibling of that path is furniture when most of its text is link
-   text and its own text (outside links) is under a quarter of the container's, or when its own
-   text is under 100 characters and it holds a link, or neither a sentence nor a heading or
-   picture ("Advertisement", "Share", a count of comments; a picture's caption stays). A
-   sibling holding a ``h1``, a table or a ``pre`` stays.
+   text and it holds less text of its own (outside links) than the container (a sidebar's
+   teasers and their dates), or when its own text is under 100 characters and it holds a link,
+   or neither a sentence nor a heading or picture ("Advertisement", "Share", a count of
+   comments; a picture's caption stays). A sibling holding a ``h1``, a table or a ``pre``
+   stays.
 3. Only when the guess is confident is anything left out: the container holds at least 500
    characters of its own text and half of the page's, and what would be left out is at least half
    link text. Else nothing is: a document that is not such a web page (a report, a generated
@@ -163,7 +164,7 @@ def page_furniture(top: LexborNode) -> list[LexborNode]:
             if not visible:
                 continue
             link = _link_chars(sibling)
-            if (link >= 0.5 * visible and visible - link < 0.25 * own) or (
+            if (link >= 0.5 * visible and visible - link < own) or (
                 visible - link < SHORT_CHARS and (link or not _says_something(sibling))
             ):
                 furniture.append(sibling)
