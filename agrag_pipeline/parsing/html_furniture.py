@@ -24,9 +24,9 @@ How (the article's container as Arc90's Readability, still Firefox's reader view
    comments; a picture's caption stays). A sibling holding a ``h1``, a table or a ``pre``
    stays.
 3. Only when the guess is confident is anything left out: the container holds at least 500
-   characters of its own text and half of the page's, and what would be left out is at least half
-   link text. Else nothing is: a document that is not such a web page (a report, a generated
-   manual page, a table) keeps every word.
+   characters of its own text and a quarter of the page's, and what would be left out is at
+   least half link text. Else nothing is: a document that is not such a web page (a report, a
+   generated manual page, a table) keeps every word.
 
 Counts are of characters other than whitespace, outside ``script``/``style``/``template``/
 ``noscript``, taken by Lexbor in C (``text``, ``css``): no Python walk over the page's nodes.
@@ -145,7 +145,7 @@ def page_furniture(top: LexborNode) -> list[LexborNode]:
     if container is None:
         return []
     own = _visible(container) - _link_chars(container)
-    if own < MIN_ARTICLE_CHARS or own < 0.5 * page_own:
+    if own < MIN_ARTICLE_CHARS or own < 0.25 * page_own:
         return []
     kept: set[int] = set()  # node addresses (see ``article_container``)
     for element in top.css(_KEPT):
