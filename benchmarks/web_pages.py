@@ -9,6 +9,11 @@ Run::
 - ``ZYTE``: a checkout of scrapinghub/article-extraction-benchmark (181 news and blog pages,
   ``html/*.html.gz``, and the article text a person marked in each, ``ground-truth.json``; MIT).
   Its references hold the article's body only: no title, byline or captions.
+- ``TRAFILATURA``: adbar/trafilatura's ``tests`` folder (``evaldata.json``, ``eval/``, ``cache/``;
+  Apache-2.0): ~990 pages, each with a few snippets of the main text that a reader must keep and
+  a few of the page's furniture that it must leave out. Scored as the share of "keep" snippets
+  found and of "leave out" snippets not found (whitespace-normalised). trafilatura was tuned on
+  this set.
 
 Per page, word bags (``fidelity.words``) of each reader's text against the reference:
 coverage (the reference's words found) and precision (ours that are the reference's). A page
@@ -33,17 +38,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import lxml.html
+from lxml import etree
 
 from benchmarks.fidelity import words
 
 Pages = list[tuple[str, str, str]]  # (name, page HTML, reference text)
+_UTF8 = lxml.html.HTMLParser(encoding="utf-8")
 
 
 def _text_of(page: str) -> str:
     """All the text of an HTML page or fragment (scripts and styles left out)."""
     if not page.strip():
         return ""
-    tree = lxml.html.fromstring(page)
+    try:
+        tree = lxml.html.fromstring(page.encode(), parser=_UTF8)
+    except etree.ParserError:
+        return ""
     for unseen in tree.xpath("//script|//style|//noscript|//template"):
         unseen.drop_tree()
     return " ".join(tree.itertext())
@@ -67,6 +77,45 @@ def zyte_pages(root: Path) -> Pages:
             source = gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace")
             pages.append((key[:12], source, item.get("articleBody") or ""))
     return pages
+
+
+Snippets = list[tuple[str, str, list[str], list[str]]]  # (name, page, keep, leave out)
+
+
+def trafilatura_eval_pages(root: Path) -> Snippets:
+    truth = json.loads((root / "evaldata.json").read_text())
+    pages = []
+    for item in truth.values():
+        for folder in ("eval", "cache"):
+            path = root / folder / item["file"]
+            if path.is_file():
+                source = path.read_bytes().decode("utf-8", errors="replace")
+                pages.append((item["file"], source, item["with"], item["without"]))
+                break
+    return pages
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.split())
+
+
+def report_snippets(pages: Snippets, readers: dict[str, tuple[list[str], float]]) -> None:
+    keep_total = sum(len(keep) for _, _, keep, _ in pages)
+    out_total = sum(len(out) for _, _, _, out in pages)
+    print(f"\ntrafilatura's evaluation set: {len(pages)} pages, {keep_total} snippets to keep,")
+    print(f"{out_total} to leave out")
+    print("| reader | kept (recall) | left out | both | CPU s |")
+    print("|---|---:|---:|---:|---:|")
+    for reader, (texts, seconds) in readers.items():
+        kept = left_out = 0
+        for (_, _, keep, out), text in zip(pages, texts, strict=True):
+            flat = _normalised(text)
+            kept += sum(_normalised(snippet) in flat for snippet in keep)
+            left_out += sum(_normalised(snippet) not in flat for snippet in out)
+        print(
+            f"| {reader} | {kept / keep_total:.3f} | {left_out / out_total:.3f} "
+            f"| {(kept + left_out) / (keep_total + out_total):.3f} | {seconds:.2f} |"
+        )
 
 
 def ours(page: str, name: str) -> str:
@@ -153,6 +202,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--readability", type=Path, help="mozilla/readability test/test-pages")
     parser.add_argument("--zyte", type=Path, help="scrapinghub/article-extraction-benchmark")
+    parser.add_argument("--trafilatura-eval", type=Path, help="adbar/trafilatura's tests")
     parser.add_argument("--ref", help="our code at this git ref too (the commit before, say)")
     args = parser.parse_args()
     sets: list[tuple[str, Pages]] = []
@@ -175,6 +225,16 @@ def main() -> None:
         for peer, reader in peers.items():
             readers[peer] = run_reader(reader, pages)
         report(name, pages, readers)
+    if args.trafilatura_eval:
+        snippets = trafilatura_eval_pages(args.trafilatura_eval)
+        as_pages: Pages = [(name, page, "") for name, page, _, _ in snippets]
+        readers = {"ours": run_reader(ours, as_pages)}
+        if args.ref:
+            readers[f"ours at {args.ref}"] = _at_ref(args.ref, as_pages)
+        readers["the whole page (lxml)"] = run_reader(whole_page, as_pages)
+        for peer, reader in peers.items():
+            readers[peer] = run_reader(reader, as_pages)
+        report_snippets(snippets, readers)
 
 
 if __name__ == "__main__":
