@@ -218,23 +218,25 @@ def main() -> None:
         print("trafilatura is not installed (the bench extra): left out")
         peers = {}
     for name, pages in sets:
-        readers = {"ours": run_reader(ours, pages)}
-        if args.ref:
-            readers[f"ours at {args.ref}"] = _at_ref(args.ref, pages)
-        readers["the whole page (lxml)"] = run_reader(whole_page, pages)
-        for peer, reader in peers.items():
-            readers[peer] = run_reader(reader, pages)
-        report(name, pages, readers)
+        report(name, pages, _read_by_all(pages, args.ref, peers))
     if args.trafilatura_eval:
         snippets = trafilatura_eval_pages(args.trafilatura_eval)
         as_pages: Pages = [(name, page, "") for name, page, _, _ in snippets]
-        readers = {"ours": run_reader(ours, as_pages)}
-        if args.ref:
-            readers[f"ours at {args.ref}"] = _at_ref(args.ref, as_pages)
-        readers["the whole page (lxml)"] = run_reader(whole_page, as_pages)
-        for peer, reader in peers.items():
-            readers[peer] = run_reader(reader, as_pages)
-        report_snippets(snippets, readers)
+        report_snippets(snippets, _read_by_all(as_pages, args.ref, peers))
+
+
+def _read_by_all(
+    pages: Pages, ref: str | None, peers: dict[str, Callable[[str, str], str]]
+) -> dict[str, tuple[list[str], float]]:
+    """Every reader's text of ``pages`` and its CPU seconds: ours, ours at ``ref``, the whole
+    page, the peers."""
+    readers = {"ours": run_reader(ours, pages)}
+    if ref:
+        readers[f"ours at {ref}"] = _at_ref(ref, pages)
+    readers["the whole page (lxml)"] = run_reader(whole_page, pages)
+    for peer, reader in peers.items():
+        readers[peer] = run_reader(reader, pages)
+    return readers
 
 
 if __name__ == "__main__":
