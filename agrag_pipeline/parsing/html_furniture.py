@@ -14,7 +14,7 @@ How (the article's container as Arc90's Readability, still Firefox's reader view
 1. Every paragraph (``p``, ``pre``, ``td``, ``blockquote``, and a ``div`` holding no block
    element) of at least 25 characters scores 1, plus its commas, plus one per 100 characters
    (at most 3). Its parent gets that score, its grandparent half of it, the next three levels a
-   third, a sixth and a ninth. A container starts from its tag's weight (``div`` +5,
+   sixth, a ninth and a twelfth. A container starts from its tag's weight (``div`` +5,
    ``article`` +8, ...) and ends scaled by the share of its text outside links. The best one is
    the article's container.
 2. From it up to ``<body>``, each sibling of that path is furniture when most of its text is link
@@ -65,7 +65,8 @@ _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f](?:\s|$)")
 MIN_PARAGRAPH_CHARS = 25
 #: The container's own text (outside links) needed before anything is left out.
 MIN_ARTICLE_CHARS = 500
-#: A sibling with less own text than this, and a link or no sentence, is furniture.
+#: A sibling with less own text than this, and a link or nothing of the article's
+#: (``_says_something``), is furniture.
 SHORT_CHARS = 100
 
 
@@ -94,6 +95,7 @@ def _says_something(node: LexborNode) -> bool:
 
 
 def _paragraphs(top: LexborNode) -> list[LexborNode]:
+    """What Readability scores as paragraphs, found by one Lexbor query."""
     return top.css(f"{_PARAGRAPHS}, div:not(:has({_BLOCK_INSIDE}))")
 
 
