@@ -26,7 +26,12 @@ from agrag_pipeline.pipeline import run_document
 from agrag_pipeline.runtime import Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH, load_settings
 from agrag_pipeline_tests.deploy.postgres import running_postgres
-from agrag_pipeline_tests.deploy.test_deploy_s3_warehouse import DOCS, _contents, _raw_root
+from agrag_pipeline_tests.deploy.test_deploy_s3_warehouse import (
+    DOCS,
+    _contents,
+    _raw_root,
+    assert_same_outputs,
+)
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 REPO = DEPLOY.parent
@@ -156,7 +161,8 @@ def test_the_ingest_job_runs_on_two_celery_workers_and_writes_what_a_local_run_w
     ours = {k: v for k, v in _contents(local.warehouse.fs, str(celery_root)).items()}
     theirs = _contents(local.warehouse.fs, str(local_root))
     tables = ("raw/", "text/", "documents/", "sections/", "chunks/", "embeddings/")
-    assert {k: v for k, v in ours.items() if k.startswith(tables)} == {
-        k: v for k, v in theirs.items() if k.startswith(tables)
-    }
+    assert_same_outputs(
+        {k: v for k, v in ours.items() if k.startswith(tables)},
+        {k: v for k, v in theirs.items() if k.startswith(tables)},
+    )
     assert any(k.startswith("embeddings/") for k in ours)

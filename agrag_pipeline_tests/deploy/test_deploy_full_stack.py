@@ -54,7 +54,11 @@ from agrag_pipeline_tests.deploy.stack import (
     start_service,
     wait_for_log,
 )
-from agrag_pipeline_tests.deploy.test_deploy_s3_warehouse import _contents, _settings
+from agrag_pipeline_tests.deploy.test_deploy_s3_warehouse import (
+    _contents,
+    _settings,
+    assert_same_outputs,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -378,7 +382,7 @@ def test_the_sensor_runs_documents_from_a_bucket_on_celery_workers_and_survives_
     local = Runtime(load_settings(DEFAULT_SETTINGS_PATH), raw, str(local_root), tmp_path / "c2")
     for key in keys:
         run_document(local, key)
-    assert after_first == _tables(_contents(local.warehouse.fs, str(local_root)))
+    assert_same_outputs(after_first, _tables(_contents(local.warehouse.fs, str(local_root))))
     assert {k.split("/")[0] for k in after_first} == {t.rstrip("/") for t in TABLES}
 
 
