@@ -211,5 +211,7 @@ SNAPSHOT_VERSION = "1"
 #: in its body or its ``<main>``); a ``<main>`` that shows nothing (an ad slot's scripts) gives
 #: way to the body, where the page read as empty. Documents that are not such pages read as
 #: before (226 HTML documents compared: the fixtures, the corpus, docling's tests but its
-#: Wikipedia page, whose categories go, LibreOffice's exports, Markdown rendered).
+#: Wikipedia page, whose categories go, LibreOffice's exports, Markdown rendered). A list item
+#: that shows nothing before its sublist (or at all: an icon-only share link) gets no marker,
+#: where it wrote a line of a bare "-".
 PARSE_VERSION = "48"

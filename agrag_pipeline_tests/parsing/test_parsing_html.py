@@ -166,3 +166,16 @@ def test_a_spacer_column_blank_in_every_row_is_no_column() -> None:
         "Total assets | $ | 241,787,868 | $ | 233,231,190"
     )
     assert contract_violations(parsed) == []
+
+
+def test_a_list_item_that_shows_nothing_before_its_sublist_gets_no_marker() -> None:
+    """An item holding only a sublist, an icon-only share link or a spacer wrote a line of a
+    bare "-" (docling writes none); an ordered list keeps the numbers the page shows."""
+    page = (
+        "<ul><li>Europe<ul><li>Switzerland</li><li><ul><li>Bern</li><li>Aargau</li></ul></li>"
+        '</ul></li><li><a href="/share"><svg><path d="M0"/></svg></a></li><li>&nbsp;</li></ul>'
+        '<ol><li>One</li><li><img src="two.png"></li><li>Three</li></ol>'
+    )
+    assert parse_document(page.encode(), "lists.html").text_layer == (
+        "- Europe\n\n- Switzerland\n\n- Bern\n- Aargau\n\n1. One\n3. Three"
+    )
