@@ -512,6 +512,8 @@ class _Extractor:
         self.layer = _Layer()
         self.anchors = anchors  # record element ids (``_Layer.anchor``)
         self.marker_end = -1  # where the last list-item marker ends
+        #: Open list items with a marker: the item, the layer before its marker, after it.
+        self.markers: list[tuple[LexborNode, tuple[int, int, int, str, bool], int]] = []
         self.headings: list[HeadingMark] = []
         self.tables: list[TableMark] = []
         self.lists: list[list[int]] = []  # per open list: [is ordered, next number]
@@ -641,9 +643,11 @@ class _Extractor:
                 marker = f"{self.lists[-1][1]}. "
                 self.lists[-1][1] += 1
             if _says_something_before_a_list(node):
+                before = layer.mark()
                 layer.write(marker.strip())
                 layer.pending_space = True
                 self.marker_end = layer.pos
+                self.markers.append((node, before, layer.pos))
         elif tag == "pre":
             self.pre_depth += 1
         stack.append((node, False, False))
@@ -668,6 +672,10 @@ class _Extractor:
             self.sectioning -= 1
         if self.frames and node is self.frames[-1].node:
             self._close_frame(self.frames.pop())
+        if self.markers and node is self.markers[-1][0]:
+            _, before, after_marker = self.markers.pop()
+            if layer.pos == after_marker:  # what it showed was dropped (a navigation block)
+                layer.rewind(before)
         if tag in ("ul", "ol") and self.lists:
             self.lists.pop()
         elif tag == "pre":

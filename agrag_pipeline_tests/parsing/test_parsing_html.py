@@ -179,3 +179,11 @@ def test_a_list_item_that_shows_nothing_before_its_sublist_gets_no_marker() -> N
     assert parse_document(page.encode(), "lists.html").text_layer == (
         "- Europe\n\n- Switzerland\n\n- Bern\n- Aargau\n\n1. One\n3. Three"
     )
+    # An item whose only block is navigation, left out when it closes, takes its marker along.
+    navigation_item = (
+        "<h1>Ducks</h1><p>They paddle.</p><ul><li><div><a href='b.html' rel='next'>Next</a> "
+        "<a href='a.html' rel='prev'>Previous</a></div></li><li>Mallard</li></ul>"
+    )
+    assert parse_document(navigation_item.encode(), "nav.html").text_layer == (
+        "Ducks\n\nThey paddle.\n\n- Mallard"
+    )
