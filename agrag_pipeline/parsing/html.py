@@ -144,10 +144,12 @@ _LINK_BLOCKS = frozenset(
 #: ``<header>``/``<footer>`` inside these belong to them, not to the page (HTML-AAM).
 _SECTIONING = frozenset({"article", "aside", "main", "nav", "section"})
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
-_HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
 _HTML_WHITESPACE = " \t\n\r\f"
+_HTML_SPACE = re.compile(f"[{_HTML_WHITESPACE}]+")
 #: Spaces HTML does not collapse (``&nbsp;``, ``&#8239;``) but that show nothing on their own.
 _NO_BREAK_SPACES = " \u00a0\u202f\u2007"
+#: Text made only of these shows nothing.
+_BLANK = _HTML_WHITESPACE + _NO_BREAK_SPACES
 _ENDS_IN_COMMAND = re.compile(r"\\[A-Za-z]+\Z")
 _XML_NAME = re.compile(r"\A[A-Za-z_][\w.-]*\Z")
 
@@ -490,7 +492,7 @@ def _says_something_before_a_list(item: LexborNode) -> bool:
     for child in item.iter(include_text=True):
         tag = child.tag
         if tag == "-text":
-            if (child.text_content or "").strip(_HTML_WHITESPACE + _NO_BREAK_SPACES):
+            if (child.text_content or "").strip(_BLANK):
                 return True
         elif tag in ("ul", "ol"):
             return False
@@ -511,8 +513,7 @@ class _Extractor:
     def __init__(self, *, anchors: bool = False) -> None:
         self.layer = _Layer()
         self.anchors = anchors  # record element ids (``_Layer.anchor``)
-        self.marker_end = -1  # where the last list-item marker ends
-        #: Open list items with a marker: the item, the layer before its marker, after it.
+        #: Open list items with a marker: the item, the layer before its marker, where it ends.
         self.markers: list[tuple[LexborNode, tuple[int, int, int, str, bool], int]] = []
         self.headings: list[HeadingMark] = []
         self.tables: list[TableMark] = []
@@ -612,7 +613,7 @@ class _Extractor:
         if tag == "math":
             self._math(node)
             return
-        if layer.pos == self.marker_end and tag in ("p", "div"):
+        if tag in ("p", "div") and self.markers and layer.pos == self.markers[-1][2]:
             pass  # the first paragraph of a list item stays on its marker's line ("- text")
         elif tag in _PARAGRAPH_LIKE:
             layer.block(2)
@@ -646,7 +647,6 @@ class _Extractor:
                 before = layer.mark()
                 layer.write(marker.strip())
                 layer.pending_space = True
-                self.marker_end = layer.pos
                 self.markers.append((node, before, layer.pos))
         elif tag == "pre":
             self.pre_depth += 1
@@ -781,10 +781,9 @@ def _leave_out_furniture(top: LexborNode, web_page: bool, deadline: Deadline) ->
     how many characters it showed."""
     if not web_page:
         return 0
-    shown = 0
-    for furniture in page_furniture(top):
-        shown += len("".join(furniture.text(deep=True).split()))
-        furniture.decompose()
+    furniture, shown = page_furniture(top)
+    for element in furniture:
+        element.decompose()
     deadline.check("the page's furniture")
     return shown
 

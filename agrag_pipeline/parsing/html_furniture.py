@@ -133,22 +133,23 @@ def article_container(top: LexborNode) -> LexborNode | None:
     return best
 
 
-def page_furniture(top: LexborNode) -> list[LexborNode]:
+def page_furniture(top: LexborNode) -> tuple[list[LexborNode], int]:
     """The elements around the article of a web page that ``html.py`` should not read (steps 2
-    and 3 of the module doc); none where the page does not look like one. Removes the scripts,
-    styles, templates and ``noscript`` under ``top``, which ``html.py`` skips anyway."""
+    and 3 of the module doc), and the characters they show; none where the page does not look
+    like one. Removes the scripts, styles, templates and ``noscript`` under ``top``, which
+    ``html.py`` skips anyway."""
     for unseen in top.css(_UNSEEN):
         unseen.decompose()  # never read (``html._SKIP``), and never counted here
     page_links = _link_chars(top)
     page_own = _visible(top) - page_links
     if not page_links or page_own < MIN_ARTICLE_CHARS:
-        return []  # nothing to find: furniture is half links, the article's text is the page's
+        return [], 0  # nothing to find: furniture is half links, the article's text the page's
     container = article_container(top)
     if container is None:
-        return []
+        return [], 0
     own = _visible(container) - _link_chars(container)
     if own < MIN_ARTICLE_CHARS or own < 0.25 * page_own:
-        return []
+        return [], 0
     kept: set[int] = set()  # node addresses (see ``article_container``)
     for element in top.css(_KEPT):
         node: LexborNode | None = element
@@ -173,4 +174,4 @@ def page_furniture(top: LexborNode) -> list[LexborNode]:
                 shown += visible
                 links += link
         node = parent
-    return furniture if links >= 0.5 * shown else []
+    return (furniture, shown) if links >= 0.5 * shown else ([], 0)
