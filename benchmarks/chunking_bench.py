@@ -205,6 +205,17 @@ def commit_available(commit: str) -> bool:
     )
 
 
+def package_at(ref: str, into: Path) -> None:
+    """Our package (``agrag_pipeline/``) as it stood at git ``ref``, written under ``into``."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "archive", "--format=tar", ref, "agrag_pipeline"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+
+
 class RefWorker:
     """Another version of our code (a git ref), parsing and chunking in its own process;
     ``ref=None``: the working tree's code, as ours runs, in a process of its own."""
@@ -214,13 +225,7 @@ class RefWorker:
         self._tree = Path(tempfile.mkdtemp(prefix="agrag-bench-ref-"))
         code = REPO_ROOT
         if ref is not None:
-            archive = subprocess.run(
-                ["git", "-C", str(REPO_ROOT), "archive", "--format=tar", ref, "agrag_pipeline"],
-                capture_output=True,
-                check=True,
-            ).stdout
-            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-                tar.extractall(self._tree, filter="data")
+            package_at(ref, self._tree)
             code = self._tree
         env = {**os.environ, "PYTHONPATH": str(code), "HF_HUB_OFFLINE": "1"}
         self._process = subprocess.Popen(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -40,6 +41,7 @@ from pathlib import Path
 import lxml.html
 from lxml import etree
 
+from benchmarks.chunking_bench import package_at
 from benchmarks.fidelity import words
 
 Pages = list[tuple[str, str, str]]  # (name, page HTML, reference text)
@@ -152,8 +154,7 @@ def run_reader(reader: Callable[[str, str], str], pages: Pages) -> tuple[list[st
 def _at_ref(ref: str, pages: Pages) -> tuple[list[str], float]:
     """Our text of every page with the code of ``ref``, in a process of its own."""
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "archive", ref], check=True, capture_output=True)
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        package_at(ref, Path(tmp))
         pages_file = Path(tmp) / "pages.json"
         pages_file.write_text(json.dumps([[name, page] for name, page, _ in pages]))
         script = (  # the ref's own parser (it may predate this benchmark)
@@ -175,7 +176,7 @@ def _at_ref(ref: str, pages: Pages) -> tuple[list[str], float]:
             check=True,
             capture_output=True,
             text=True,
-            env={"PYTHONPATH": tmp, "PATH": "/usr/bin:/bin"},
+            env={**os.environ, "PYTHONPATH": tmp},
         )
     texts, seconds = json.loads(done.stdout.splitlines()[-1])
     return texts, seconds
