@@ -192,15 +192,20 @@ def parse(
                 page.close()
             pages.append(read)
         outline = _outline(pdf)
+        browser_printed = _printed_by_a_browser(pdf)
     finally:
         pdf.close()
     deadline.check("CJK text in fonts the file does not embed")
     unset_warning = _count_unset(raw, pages)
-    furniture = _mark_furniture(pages)
+    furniture = _mark_furniture(pages, browser_printed)
     toc_pages = _mark_toc(pages)
     _mark_footnotes(pages)
     _move_floats_out_of_sentences(pages)
-    builder = _LayerBuilder(_compounds(pages), lambda: _Dictionary.of(pages, _vocabulary(pages)))
+    builder = _LayerBuilder(
+        _compounds(pages),
+        lambda: _Dictionary.of(pages, _vocabulary(pages)),
+        hyphens_are_text=browser_printed,
+    )
     for k, read in enumerate(pages):
         builder.add_page(read, pages[k + 1] if k + 1 < len(pages) else None)
     text = builder.text()
@@ -463,38 +468,58 @@ def _number_shape(text: str) -> str:
     return re.sub(r"\b[ivxlcdm]+\b", "#", _furniture_key(text))
 
 
-def _mark_furniture(pages: list[PageRead]) -> int:
+def _mark_furniture(pages: list[PageRead], browser_printed: bool = False) -> int:
     """Mark running headers/footers and page numbers; return how many lines were marked.
 
     Furniture runs: a line repeats on other pages, a page number's shape too (``12``, ``xiv``
     are ``#``). A page number without another is one at the foot, or one spelled as such
-    (``Page 3``, ``- 3 -``): a one-page figure's top label (``75.9`` above a bar) is text."""
+    (``Page 3``, ``- 3 -``): a one-page figure's top label (``75.9`` above a bar) is text.
+    Without repetition (a one-page document) a margin line is still known by what it says: it
+    ends in the page's number over the page count (``file:///…/notes.html 1/1``), or, on a page
+    a browser printed, it opens with the date and time of printing."""
     zone: list[list[Line]] = []
+    close: list[list[Line]] = []  # smaller type close to the body: furniture if it runs
     feet: set[int] = set()  # the lines in a page's bottom margin, by id
     for read in pages:
         lines = [i for i in read.items if isinstance(i, Line) and not i.rotated]
         margin = 0.15 * read.height
         candidates = []
+        near: list[Line] = []
         # By place on the page, not reading order: a right-aligned head beside short code
         # lines reads as a column of its own, after them (Sphinx's LaTeX).
         by_top = sorted(lines, key=lambda line: line.box[1])
         for line in by_top[:2]:  # at the top, set apart from the lines below its own
             below = next((o for o in by_top if o.box[1] >= line.box[3]), None)
-            apart = below is None or below.box[1] - line.box[3] >= 0.8 * line.size
-            if line.box[3] <= margin and apart:
+            if line.box[3] > margin:
+                continue
+            if below is None or below.box[1] - line.box[3] >= 0.8 * line.size:
                 candidates.append(line)
+            elif _smaller_apart(line, below, below.box[1] - line.box[3]):
+                near.append(line)
         by_bottom = sorted(lines, key=lambda line: -line.box[3])
         for line in by_bottom[:2]:  # at the bottom, set apart from the lines above its own
             above = next((o for o in by_bottom if o.box[3] <= line.box[1]), None)
-            apart = above is None or line.box[1] - above.box[3] >= 0.8 * line.size
-            if line.box[1] >= read.height - margin and apart:
+            if line.box[1] < read.height - margin:
+                continue
+            if above is None or line.box[1] - above.box[3] >= 0.8 * line.size:
                 candidates.append(line)
                 feet.add(id(line))
-        zone.append(list({id(c): c for c in candidates}.values()))
+            elif _smaller_apart(line, above, line.box[1] - above.box[3]):
+                near.append(line)
+        taken = {id(c): c for c in candidates}
+        zone.append(list(taken.values()))
+        close.append([n for n in {id(n): n for n in near}.values() if id(n) not in taken])
     counts: Counter[str] = Counter()
     numbers: Counter[str] = Counter()  # pages with a page-number-shaped line, by its shape
-    for candidates in zone:
-        counts.update({_furniture_key(c.text) for c in candidates})
+    #: A margin line's band, read whole: a running head that some pages split in two (the
+    #: date apart from the title where the body's columns cut the band) still runs as one.
+    band_keys: dict[int, str] = {}
+    for candidates, near in zip(zone, close, strict=True):
+        band_keys.update(_band_keys([*candidates, *near]))
+        counts.update(
+            {_furniture_key(c.text) for c in [*candidates, *near]}
+            | {band_keys[id(c)] for c in [*candidates, *near] if id(c) in band_keys}
+        )
         numbers.update(
             {_number_shape(c.text) for c in candidates if _PAGE_NUMBER.match(c.text.strip())}
         )
@@ -505,6 +530,14 @@ def _mark_furniture(pages: list[PageRead]) -> int:
             if isinstance(item, Line):
                 sizes[round(item.size * 2) / 2] += len(item.text)
     body = sizes.most_common(1)[0][0] if sizes else 0.0
+
+    def runs(line: Line) -> bool:
+        band = band_keys.get(id(line))
+        return len(pages) >= 2 and (
+            counts[_furniture_key(line.text.strip())] >= needed
+            or (band is not None and counts[band] >= needed)
+        )
+
     marked = 0
     for candidates in zone:
         for line in candidates:
@@ -519,7 +552,7 @@ def _mark_furniture(pages: list[PageRead]) -> int:
                 or (id(line) in feet and not _DECIMAL.fullmatch(text))
             )
             if (
-                (len(pages) >= 2 and counts[key] >= needed)
+                runs(line)
                 or page_number
                 # A running head with its page number ("Study on X — Annex 209"), no larger
                 # than the body text (a title would be). It runs: it repeats on another page;
@@ -540,6 +573,25 @@ def _mark_furniture(pages: list[PageRead]) -> int:
             ):
                 line.role = "furniture"
                 marked += 1
+    for near in close:
+        for line in near:
+            if runs(line):
+                line.role = "furniture"
+                marked += 1
+    for position, (read, candidates, near) in enumerate(zip(pages, zone, close, strict=True)):
+        of_count = re.compile(rf"(?<![\d/]){position + 1}\s*/\s*{len(pages)}$")
+        for line in [*candidates, *near]:
+            text = line.text.strip()
+            if line.role != "furniture" and (
+                of_count.search(text)
+                or (
+                    browser_printed
+                    and line.box[1] < read.height / 2
+                    and _PRINTED_AT.match(text) is not None
+                )
+            ):
+                line.role = "furniture"
+                marked += 1
     marked += _mark_lone_running_heads(pages, zone, body)
     marked += _mark_band_mates(zone)
     for read in pages:
@@ -548,6 +600,35 @@ def _mark_furniture(pages: list[PageRead]) -> int:
                 item.role = "furniture"
                 marked += 1
     return marked
+
+
+#: The date and time a browser prints at the top of each page (Chrome: ``12/7/26, 12:30 PM``,
+#: or the locale's ``07.12.26, 12:30``).
+_PRINTED_AT = re.compile(
+    r"\d{1,4}[./-]\d{1,2}[./-]\d{1,4},?\s+\d{1,2}[:.]\d{2}(?:\s*[AP]M)?\b", re.I
+)
+
+
+def _band_keys(lines: list[Line]) -> dict[int, str]:
+    """The furniture key of each band of two or more of a page's margin lines that share a
+    height, its lines read left to right; by the lines' ids."""
+    keys: dict[int, str] = {}
+    for line in lines:
+        band = sorted(
+            (o for o in lines if o.box[1] < line.box[3] and line.box[1] < o.box[3]),
+            key=lambda o: o.box[0],
+        )
+        if len(band) >= 2:
+            keys[id(line)] = _furniture_key(" ".join(o.text.strip() for o in band))
+    return keys
+
+
+def _smaller_apart(line: Line, neighbour: Line, gap: float) -> bool:
+    """A margin line set in smaller type than the body line beside it, with some space
+    between: a browser's print header or footer (the date and title, the address and "2/63")
+    sits half a line from the page's text. Not apart enough to be taken alone (a footnote's
+    last line looks the same), it is furniture only where it runs on most pages."""
+    return line.size <= 0.85 * neighbour.size and gap >= 0.2 * line.size
 
 
 def _text_besides(read: PageRead, line: Line) -> int:
@@ -730,6 +811,23 @@ def _ranges(numbers: list[int]) -> str:
 _COMPOUND = re.compile(r"(?<![\w-])(\w+)-(\w+)(?![\w-])")
 
 
+#: What a line may end in where a browser broke it after a hyphen (PDFium marks a line-end
+#: hyphen soft).
+_LINE_END_HYPHENS = frozenset("-\u00ad\u2010")
+
+
+def _printed_by_a_browser(pdf: pypdfium2.PdfDocument) -> bool:
+    """Whether the PDF is a web page printed by Chrome (or Edge, Opera, Brave, Electron: the
+    Skia engine's PDF backend). A browser breaks lines only at spaces and after hyphens and
+    does not hyphenate (CSS ``hyphens: manual``, the default), so a hyphen at a line end is
+    the text's own: "right-hand", not hyphenation to undo."""
+    try:
+        producer = pdf.get_metadata_value("Producer")
+    except Exception:
+        return False  # unreadable metadata: a document like any other
+    return producer.startswith("Skia/PDF")
+
+
 def _compounds(pages: list[PageRead]) -> frozenset[str]:
     """Hyphenated compounds the document writes inside a line (``self-contained``) and never
     as one word: a line-end hyphen that splits one of them is the compound's and is kept."""
@@ -778,8 +876,13 @@ class _LayerBuilder:
         self,
         compounds: frozenset[str] = frozenset(),
         dictionary: Callable[[], _Dictionary | None] | None = None,
+        hyphens_are_text: bool = False,
     ) -> None:
         self.compounds = compounds
+        #: Every hyphen at a line end is the text's own (``_printed_by_a_browser``): kept, and
+        #: the line joined to the next without a space (``right-`` + ``hand``, ``--`` +
+        #: ``storage.tsdb.path``).
+        self.hyphens_are_text = hyphens_are_text
         #: The document language's word list, looked up at the first hyphen that needs it.
         self._dictionary = dictionary
         self._looked_up: list[_Dictionary | None] = []
@@ -867,6 +970,7 @@ class _LayerBuilder:
         previous: Line | Table | None = None
         joined = False  # the previous line ended in a hyphen that was joined to this one
         wrap_gap = ""  # what the previous line's wrap mark stands for, if it ended in one
+        indents = _code_indents(items)
         for k, item in enumerate(items):
             if isinstance(item, Table):
                 if previous is not None:
@@ -880,6 +984,8 @@ class _LayerBuilder:
             rewrapped = isinstance(previous, Line) and text.startswith(_WRAPPED)
             if rewrapped:
                 text = text[len(_WRAPPED) :]
+            elif not joined and id(item) in indents:
+                text = " " * indents[id(item)] + text
             paragraph = (previous is None and not (k == 0 and continued)) or (
                 previous is not None and _paragraph_break(previous, item, leading)
             )
@@ -952,6 +1058,15 @@ class _LayerBuilder:
         is joined where ``may_join``, a compound keeping its hyphen; a soft hyphen not joined
         is written as "-"."""
         if (
+            self.hyphens_are_text
+            and may_join
+            and isinstance(following, Line)
+            and len(text) >= 2
+            and text[-1] in _LINE_END_HYPHENS
+            and not text[-2].isspace()
+        ):
+            return text[:-1] + "-", True
+        if (
             may_join
             and isinstance(following, Line)
             and pdf_layout.is_hyphen_end(text)
@@ -1004,6 +1119,8 @@ class _LayerBuilder:
         (``self-contained``); otherwise it is hyphenation and dropped (``compu-tation``)."""
         if not isinstance(following, Line):
             return False
+        if self.hyphens_are_text:
+            return True
         head = re.findall(r"\w+$", text[:-1])
         tail = re.findall(r"^\w+", following.text)
         if not (head and tail):
@@ -1366,10 +1483,16 @@ def _runs_on(previous: Line, line: Line) -> bool:
 def _emphasis_runs_on(previous: Line, line: Line) -> bool:
     """Whether a bold (italic) line wrapped into ``line``, which opens in that face and leaves
     it: a run-in head over two lines ("Unreported social security and" / "Medicare tax on
-    wages. If you are"). It ends no sentence, and ``line``'s first word would not have fit
-    after it; a heading stands short of that."""
-    bold = previous.bold and line.opens_bold and not line.bold
-    italic = previous.italic and line.opens_italic and not line.italic
+    wages. If you are"); or a bold phrase that begins inside ``previous`` wrapped onto a line
+    set bold throughout ("which long-standing, well-known" / "conventions the team follows").
+    It ends no sentence, and ``line``'s first word would not have fit after it; a heading
+    stands short of that."""
+    bold = (previous.bold and line.opens_bold and not line.bold) or (
+        previous.closes_bold and not previous.bold and line.bold
+    )
+    italic = (previous.italic and line.opens_italic and not line.italic) or (
+        previous.closes_italic and not previous.italic and line.italic
+    )
     return (
         (bold or italic)
         and not _SENTENCE_END.search(previous.text.rstrip())
@@ -1458,7 +1581,7 @@ def _outline(pdf: pypdfium2.PdfDocument) -> list[tuple[int, str, int | None]]:
     """(level from 1, title, 1-based page or None) of each outline entry, in outline order."""
     entries: list[tuple[int, str, int | None]] = []
     try:
-        for item in pdf.get_toc(max_depth=8):
+        for item in pdf.get_toc(max_depth=64):
             title = (item.get_title() or "").strip()
             if not title:
                 continue
@@ -1613,9 +1736,57 @@ def _full_heading_line(line: str) -> bool:
     return len(line) - line.count(" ") >= _FULL_HEADING_LINE
 
 
+def _code_indents(items: list[Line | Table]) -> dict[int, int]:
+    """How many spaces each line of a code listing is indented by, by the line's id: its left
+    edge past the listing's leftmost line, in the typewriter face's character widths. A
+    listing is a run of lines in that face, one after another in a column, blank lines between
+    them included: YAML and Python mean their indentation, and a PDF draws it as a position."""
+    indents: dict[int, int] = {}
+    run: list[Line] = []
+    for item in [*items, None]:
+        if (
+            isinstance(item, Line)
+            and item.mono
+            and not item.rotated
+            and item.text.strip()
+            and (not run or (item.column == run[-1].column and item.page == run[-1].page))
+        ):
+            run.append(item)
+            continue
+        widths = sorted((ln.x1 - ln.x0) / len(ln.text) for ln in run if len(ln.text) >= 4)
+        if len(run) >= 2 and widths:
+            advance = widths[len(widths) // 2]
+            left = min(ln.x0 for ln in run)
+            for ln in run:
+                spaces = round((ln.x0 - left) / advance) if advance > 0 else 0
+                if 0 < spaces <= _MAX_CODE_INDENT:
+                    indents[id(ln)] = spaces
+        run = (
+            [item]
+            if isinstance(item, Line) and item.mono and not item.rotated and item.text.strip()
+            else []
+        )
+    return indents
+
+
+#: More than this many spaces is no indentation (a line set apart, a column of its own).
+_MAX_CODE_INDENT = 40
+
+
+def _ends_compound_hyphen(text: str) -> bool:
+    return len(text) >= 2 and text[-1] == "-" and text[-2].isalnum()
+
+
 def _joined_heading(lines: Iterable[str]) -> str:
-    """A heading's lines as one line (``pdf_layout.join_wrapped``)."""
-    return join_wrapped((line, _full_heading_line(line)) for line in lines)
+    """A heading's lines as one line (``pdf_layout.join_wrapped``); a line that ends in a
+    compound's kept hyphen goes on without a space (``self-`` + ``contained``)."""
+    parts: list[str] = []
+    for line in lines:
+        if parts and _ends_compound_hyphen(parts[-1]):
+            parts[-1] += line
+        else:
+            parts.append(line)
+    return join_wrapped((line, _full_heading_line(line)) for line in parts)
 
 
 def _division_label_above(
@@ -1876,6 +2047,28 @@ def _heading_levels(
     return level_of
 
 
+#: A heading set in the typewriter face measures this much of the heading's size: a web page's
+#: ``<code>`` is 0.9 em of what holds it (an ``h4`` of body size gives 0.9 of the body).
+_CODE_FACE_SIZE = 0.85
+#: A name of code: ``rate()``, ``count_values``, ``os.path.join``, ``std::vec``, ``<rule>``.
+_CODE_NAME = re.compile(r"[\w.:@$<>-]+(?:\(\))?")
+
+
+def _code_face_heading(lines: list[_Written], i: int, body: float) -> bool:
+    """Whether a line set in the typewriter face is a heading, not code: an API reference's
+    ``abs()`` or ``sum`` over its description (a web page's ``<h2><code>abs()</code></h2>``).
+    It is one name (a call's empty parentheses allowed), standing alone, larger than the body
+    or bold; a line of a listing has lines of its face and size beside it, and a bold line of
+    code is a statement (``BEGIN { count = 0 }``), no name."""
+    line = lines[i]
+    if not _CODE_NAME.fullmatch(line.text.strip()):
+        return False
+    for k in (i - 1, i + 1):
+        if 0 <= k < len(lines) and lines[k].mono and abs(lines[k].size - line.size) < 0.5:
+            return False
+    return line.size >= body * _LARGER or (line.bold and line.size >= body * _CODE_FACE_SIZE)
+
+
 def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
     body_lines = [line for line in lines if line.role == "text"]
     if not body_lines:
@@ -1890,8 +2083,10 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
     body_bold = bold_chars * 2 > total
     candidates: list[tuple[int, tuple[float, bool, bool]]] = []
     for i, line in enumerate(lines):
-        if line.role != "text" or line.mono or not _looks_like_heading(line.text.strip()):
-            continue  # code is never a heading
+        if line.role != "text" or not _looks_like_heading(line.text.strip()):
+            continue
+        if line.mono and not _code_face_heading(lines, i, body):
+            continue  # code is no heading
         wrapped = bool(candidates) and candidates[-1][0] == i - 1
         if not (line.paragraph_start or wrapped):
             continue
@@ -1902,7 +2097,7 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
             candidates.append((i, (round(size * 2) / 2, line.bold, line.italic)))
         elif (
             ((line.bold and not body_bold) or (line.italic and _title_case(line.text)))
-            and size >= body * 0.95
+            and size >= body * (_CODE_FACE_SIZE if line.mono else 0.95)
             and len(line.text) <= 90
             and len(line.text.split()) <= 12
             and not line.text.rstrip().endswith("?")
@@ -1953,8 +2148,11 @@ def _typographic_headings(lines: list[_Written]) -> list[HeadingMark]:
             and _wrapped_onto(prev_line, line, index - previous[0])
         ):  # a heading wrapped onto a second line: one heading
             last = marks[-1]
-            ran_on = _full_heading_line(prev_line.text.strip())
-            joined = join_wrapped(((last.text, ran_on), (line.text.strip(), False)))
+            if _ends_compound_hyphen(last.text):
+                joined = last.text + line.text.strip()
+            else:
+                ran_on = _full_heading_line(prev_line.text.strip())
+                joined = join_wrapped(((last.text, ran_on), (line.text.strip(), False)))
             marks[-1] = HeadingMark(last.start, line.end, last.level, joined)
         else:
             text = line.text.strip()

@@ -188,6 +188,9 @@ class Line:
     #: Its first word is bold, italic (a run-in head's end, or one of its own).
     opens_bold: bool = False
     opens_italic: bool = False
+    #: Its last word is bold, italic (a bold phrase that begins in it and wraps on).
+    closes_bold: bool = False
+    closes_italic: bool = False
 
 
 @dataclass(slots=True)
@@ -1530,10 +1533,11 @@ def _order(rows: list[list[_Seg]], depth: int = 0) -> list[list[list[_Seg]]]:
 # -- underscores drawn as rules ---------------------------------------------------------------
 
 
-def _drawn_underscores(
+def _drawn_marks(
     page: pypdfium2.PdfPage, chars: list[Char], height: float, left: float, bottom: float
 ) -> list[Char]:
-    """``chars`` with an ``_`` for each underscore drawn as a rule, not a glyph.
+    """``chars`` with an ``_`` for each underscore drawn as a rule, not a glyph, and a ``•``
+    for each list bullet drawn as a dot (``_drawn_bullets``).
 
     TeX (texinfo's ``@code`` in a font without an underscore: a definition line's
     ``ffi_get_version``) draws ``_`` as a short thin rule at the baseline, so the identifier
@@ -1545,20 +1549,22 @@ def _drawn_underscores(
     if count > 5000 or not chars:
         return chars
     rules: list[tuple[float, float, float, float]] = []  # x0, top, x1, bottom (top-left origin)
+    dots: list[tuple[float, float, float, float]] = []  # as rules: what may be a list's bullet
     l_, b_, r_, t_ = (ctypes.c_float() for _ in range(4))
     for k in range(count):
         obj = pdfium_c.FPDFPage_GetObject(raw, k)
         if pdfium_c.FPDFPageObj_GetType(obj) != pdfium_c.FPDF_PAGEOBJ_PATH:
             continue
         segments = pdfium_c.FPDFPath_CountSegments(obj)
-        if not 2 <= segments <= 5 or not pdfium_c.FPDFPageObj_GetBounds(
+        if not 2 <= segments <= _MAX_DOT_SEGMENTS or not pdfium_c.FPDFPageObj_GetBounds(
             obj, ctypes.byref(l_), ctypes.byref(b_), ctypes.byref(r_), ctypes.byref(t_)
         ):
             continue
         x0, x1 = l_.value - left, r_.value - left
         top, bot = height - (t_.value - bottom), height - (b_.value - bottom)
         if (
-            0 < bot - top <= 2.0
+            segments <= 5
+            and 0 < bot - top <= 2.0
             and 1.0 <= x1 - x0 <= 12.0
             and not any(
                 pdfium_c.FPDFPathSegment_GetType(pdfium_c.FPDFPath_GetPathSegment(obj, s))
@@ -1568,15 +1574,21 @@ def _drawn_underscores(
             and _seen_on_paper(obj)
         ):
             rules.append((x0, top, x1, bot))
-        if len(rules) > 2000:
+        elif (
+            1.5 <= x1 - x0 <= 8.0
+            and abs((bot - top) - (x1 - x0)) <= 0.25 * (x1 - x0)
+            and _inked(obj)
+        ):
+            dots.append((x0, top, x1, bot))
+        if len(rules) > 2000 or len(dots) > 2000:
             return chars
-    if not rules:
+    if not (rules or dots):
         return chars
     rows: dict[int, list[Char]] = {}  # upright characters by their baseline, 2 pt a bucket
     for c in chars:
         if c.index >= 0:
             rows.setdefault(int(c.baseline // 2), []).append(c)
-    added: list[Char] = []
+    added: list[Char] = _drawn_bullets(dots, rows) if dots else []
     for x0, top, x1, bot in sorted(rules):
         middle = (top + bot) / 2
         near = [
@@ -1615,6 +1627,57 @@ def _drawn_underscores(
     return chars + added if added else chars
 
 
+#: A list bullet drawn as a path: a disc or ring (Béziers, a browser's circle of up to ~50
+#: segments) or a square.
+_MAX_DOT_SEGMENTS = 64
+
+
+def _drawn_bullets(
+    dots: list[tuple[float, float, float, float]], rows: dict[int, list[Char]]
+) -> list[Char]:
+    """A ``•`` for each dot drawn where a list item's bullet goes.
+
+    Browsers (Chrome's and Firefox's "Save as PDF") draw an HTML list's bullets as small discs,
+    rings and squares, no glyph, so every item would read as a plain line. A dot is a bullet
+    when it is square-ish, 15-60% of the text size beside it, in the middle of the x-height of
+    a line's first word that starts within two and a half ems to its right, with no character
+    before it on that line (a dot between words is a separator, a dot on a letter an accent or
+    a chart's marker)."""
+    added: list[Char] = []
+    for x0, top, x1, bot in sorted(dots):
+        middle = (top + bot) / 2
+        near = [
+            c
+            for b in range(int(middle // 2) - 2, int(middle // 2) + 8)
+            for c in rows.get(b, [])
+            if c.top <= middle <= c.baseline
+        ]
+        after = [c for c in near if x1 <= c.x0 <= x1 + 2.5 * c.size and not c.text.isspace()]
+        if not after:
+            continue
+        first = min(after, key=lambda c: (c.x0, c.index))
+        size = first.size
+        if not 0.15 * size <= x1 - x0 <= 0.6 * size:
+            continue
+        if not first.baseline - 0.65 * size <= middle <= first.baseline - 0.1 * size:
+            continue
+        if any(
+            c.x1 > x0 - 3 * size and c.x0 < x1 and abs(c.baseline - first.baseline) <= 0.3 * size
+            for c in near
+        ):
+            continue  # a character before it on the line, or over it
+        bullet = Char(
+            "•", x0, first.top, x1, first.bottom, (x0, first.box[1], x1, first.box[3]),
+            size, False, False, first.index, False,
+        )  # fmt: skip
+        bullet.glyph = -2 - 100_000 - len(added)
+        bullet.baseline = first.baseline
+        bullet.space = True
+        rows.setdefault(int(first.baseline // 2), []).append(bullet)
+        added.append(bullet)
+    return added
+
+
 def _seen_on_paper(path: ctypes.c_void_p) -> bool:
     """Whether a path is painted in a colour that shows on white paper.
 
@@ -1633,6 +1696,24 @@ def _seen_on_paper(path: ctypes.c_void_p) -> bool:
     return bool(stroke.value) and (
         not pdfium_c.FPDFPageObj_GetStrokeColor(path, *refs) or _visible(rgba)
     )
+
+
+def _inked(path: ctypes.c_void_p) -> bool:
+    """Whether a path is painted in a text's colour: black or a dark grey, as a list's bullets
+    are; a chart legend's colour keys are not."""
+    fill_mode, stroke = ctypes.c_int(), ctypes.c_int()
+    if not pdfium_c.FPDFPath_GetDrawMode(path, ctypes.byref(fill_mode), ctypes.byref(stroke)):
+        return False
+    rgba = [ctypes.c_uint() for _ in range(4)]
+    refs = [ctypes.byref(c) for c in rgba]
+    if fill_mode.value != pdfium_c.FPDF_FILLMODE_NONE:
+        painted = pdfium_c.FPDFPageObj_GetFillColor(path, *refs)
+    elif stroke.value:
+        painted = pdfium_c.FPDFPageObj_GetStrokeColor(path, *refs)
+    else:
+        return False
+    r, g, b, a = (c.value for c in rgba)
+    return bool(painted) and a > 0 and max(r, g, b) <= 128 and max(r, g, b) - min(r, g, b) <= 40
 
 
 def _visible(rgba: list[ctypes.c_uint]) -> bool:
@@ -2405,6 +2486,7 @@ def _line(segs: list[_Seg], column: int, rotated: bool) -> Line:
     runs = [_text(_logical(_dedupe(s.chars)), tracking) for s in segs]
     rtl = any(c.rtl for c in chars) and sum(c.rtl for c in chars) * 2 > len(chars)
     opens_bold, opens_italic = (False, False) if rtl else _first_word_emphasis(runs, segs)
+    closes_bold, closes_italic = (False, False) if rtl else _last_word_emphasis(runs, segs)
     if rtl:
         runs.reverse()  # a right-to-left line: its segments from right to left
     text = " ".join(r for r in runs if r)
@@ -2425,15 +2507,33 @@ def _line(segs: list[_Seg], column: int, rotated: bool) -> Line:
         largest=max((c.size for c in chars if c.text.isalnum()), default=0.0),
         opens_bold=opens_bold,
         opens_italic=opens_italic,
+        closes_bold=closes_bold,
+        closes_italic=closes_italic,
     )
 
 
 def _first_word_emphasis(runs: list[str], segs: list[_Seg]) -> tuple[bool, bool]:
-    """Whether a left-to-right line's first word is set bold, italic, throughout."""
+    """Whether a left-to-right line's first word is set bold, italic, throughout: its letters
+    and digits, where it has any (``teams.`` closing a bold run keeps its full stop upright)."""
     for run, seg in zip(runs, segs, strict=True):
         if run.strip():
             word = len(run.split()[0])
-            letters = [c for c in seg.chars if not c.text.isspace()][:word]
+            chars = [c for c in seg.chars if not c.text.isspace()][:word]
+            letters = [c for c in chars if c.text.isalnum()] or chars
+            if not letters:
+                break
+            return all(c.bold for c in letters), all(c.italic for c in letters)
+    return False, False
+
+
+def _last_word_emphasis(runs: list[str], segs: list[_Seg]) -> tuple[bool, bool]:
+    """Whether a left-to-right line's last word is set bold, italic, throughout (its letters
+    and digits, where it has any)."""
+    for run, seg in zip(reversed(runs), reversed(segs), strict=True):
+        if run.strip():
+            word = len(run.split()[-1])
+            chars = [c for c in seg.chars if not c.text.isspace()][-word:]
+            letters = [c for c in chars if c.text.isalnum()] or chars
             if not letters:
                 break
             return all(c.bold for c in letters), all(c.italic for c in letters)
@@ -2689,7 +2789,7 @@ def read_page(
         textpage.close()
     rotation = page.get_rotation() % 360
     if rotation == 0:
-        chars = _drawn_underscores(page, chars, height, left, bottom)
+        chars = _drawn_marks(page, chars, height, left, bottom)
     out.image_area = _image_share(page, width * height)
     upright = [c for c in chars if c.index >= 0]
     turned = [c for c in chars if c.index < 0]

@@ -1,5 +1,6 @@
 """The sets written blind (``data/eval/pdf-manuals-heldout``: GNU texinfo manuals;
-``data/eval/pdf-manuals-sphinx``: Sphinx/LaTeX guides; issue 24) stay scoreable: every quote is
+``data/eval/pdf-manuals-sphinx``: Sphinx/LaTeX guides; ``data/eval/pdf-manuals-printed``: web
+manuals printed by Chromium; issue 24) stay scoreable: every quote is
 found exactly once in both the PDF's and its HTML twin's parsed text, so one label holds for
 both routes of ``benchmarks.retrieval_manuals`` and a parser change that breaks a label fails
 here, not silently in a benchmark run."""
@@ -21,6 +22,7 @@ EVAL = Path(__file__).resolve().parents[2] / "data" / "eval"
 SETS = {
     "pdf-manuals-heldout": (["diffutils.pdf", "wget.pdf"], 110),
     "pdf-manuals-sphinx": (["flask.pdf", "requests.pdf"], 110),
+    "pdf-manuals-printed": (["handbook.pdf", "prometheus.pdf"], 110),
 }
 WORD = re.compile(r"[^\W_]+")
 
