@@ -225,7 +225,9 @@ SNAPSHOT_VERSION = "1"
 #: run); a heading wrapped after a compound's hyphen is joined without a space; an outline is
 #: read to 64 levels, where entries below 8 were skipped; a code listing's lines keep their
 #: indentation, measured in the typewriter face's character widths (``pdf._code_indents``:
-#: YAML and Python mean it). Of 157 PDFs not printed by a browser (the corpus, docling's tests,
-#: the three manual sets, the fixtures, LibreOffice's exports of the corpus), 16 change, their
-#: headings not: 10 by indentation only, 6 by breaks inside a sentence or a listing gone.
+#: YAML and Python mean it), txfonts' bold typewriter and symbol fonts (a Sphinx listing's
+#: keywords and quotes) known as fixed-pitch. Of 157 PDFs not printed by a browser (the
+#: corpus, docling's tests, the three manual sets, the fixtures, LibreOffice's exports of the
+#: corpus), 16 change, their headings not: 10 by indentation only, 6 by breaks inside a
+#: sentence or a listing gone.
 PARSE_VERSION = "49"

@@ -86,9 +86,10 @@ _RTL_CLASSES = frozenset({"R", "AL"})
 _HYPHENS = frozenset("-\u00ad\ufffe\u2010")
 #: Bold by name: the usual words, Type 1 "Medi", and TeX's bold extended (cmbx, sfbx, lmbx…).
 _BOLD_NAME = re.compile(r"bold|black|heavy|demi|-medi|(?:^|\+)(?:cm|sf|lm|ec|tc)[a-z]*bx")
-#: Fixed pitch by name (TeX's typewriter fonts carry no FixedPitch flag).
+#: Fixed pitch by name (TeX's typewriter fonts carry no FixedPitch flag; txfonts' bold one and
+#: its symbols, ``t1xbtt`` and ``tcxtt``, set a Sphinx listing's keywords and quotes).
 _MONO_NAME = re.compile(
-    r"mono|courier|(?:^|\+)(?:cm|sf|lm|ec|tc|rm|t1x)?tt|typewriter|consol|menlo|inconsolata"
+    r"mono|courier|(?:^|\+)(?:cm|sf|lm|ec|tcx?|rm|t1x)?b?tt|lmtk|typewriter|consol|menlo|inconsolata"
     r"|sourcecode|fixed|lucidaconsole|andale"
 )
 #: LaTeX's picture fonts (rounded box corners, as texinfo draws around a ``@cartouche``, and

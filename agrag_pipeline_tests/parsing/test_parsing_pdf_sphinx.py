@@ -93,3 +93,14 @@ def test_a_chapters_label_lines_start_its_section_not_end_the_one_before() -> No
     for section in parsed.sections:
         own = parsed.text_layer[section.start : section.end].rstrip()
         assert not own.endswith(("CHAPTER", "THREE", "TEN")), section.heading
+
+
+def test_a_listing_whose_keywords_are_set_bold_keeps_its_indentation() -> None:
+    # Sphinx sets ``def`` and ``return`` in txfonts' bold typewriter (``t1xbtt``) and quotes in
+    # its symbol font (``tcxtt``): neither was known as fixed-pitch, so the listing ended at
+    # each keyword and its lines lost their indentation.
+    flask = _parsed("flask.pdf").text_layer
+    assert "@app.route('/')\ndef index():\n    return 'Index Page'" in flask
+    assert '    name = request.args.get("name", "Flask")\n    return f"Hello, {escape(name)}!"' in (
+        flask
+    )
