@@ -1548,8 +1548,10 @@ def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool
         return True
     # Another weight or slant parts paragraphs (a title over its byline, "by Anonymous"),
     # unless a bold or italic run wraps into the line: a run-in head over two lines.
+    # Not inside a listing: a code line's face is its syntax colouring (a comment in italic,
+    # a line that opens with ``return`` in bold).
     emphasis = previous.bold != line.bold or previous.italic != line.italic
-    if emphasis and not _emphasis_runs_on(previous, line):
+    if emphasis and not (previous.mono and line.mono) and not _emphasis_runs_on(previous, line):
         return True
     apart = abs(previous.size - line.size)
     if apart > 0.05 * size and not (

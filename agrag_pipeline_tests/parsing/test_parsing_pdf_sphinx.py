@@ -101,6 +101,11 @@ def test_a_listing_whose_keywords_are_set_bold_keeps_its_indentation() -> None:
     # each keyword and its lines lost their indentation.
     flask = _parsed("flask.pdf").text_layer
     assert "@app.route('/')\ndef index():\n    return 'Index Page'" in flask
+    # Nor does an italic comment part the listing into paragraphs.
+    assert (
+        "def show_post(post_id):\n    # show the post with the given id, the id is an integer\n"
+        "    return f'Post {post_id}'"
+    ) in flask
     assert '    name = request.args.get("name", "Flask")\n    return f"Hello, {escape(name)}!"' in (
         flask
     )
