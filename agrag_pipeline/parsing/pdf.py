@@ -116,6 +116,8 @@ _PLAIN_MATH = frozenset("+<>|~")
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
 #: What opens a list item of a PDF's text: bullets, dashes, check boxes.
 _BULLETS = pdf_layout.BULLETS | {"·"}
+#: Bullets that only a list uses (a dash also opens a line of dialogue).
+_DOT_BULLETS = _BULLETS - {"-", "–", "—", "*"}
 #: A sentence ending a line: where a paragraph may end.
 _SENTENCE_END = re.compile(r"[.:!?][\"'”’)\]]*$")
 #: Between paragraphs, beyond the usual line gap (in font sizes): clearly more space …
@@ -1569,6 +1571,8 @@ def _paragraph_break(previous: Line | Table, line: Line, leading: float) -> bool
         return False
     if gap > (max(leading, 0.0) + _PARSKIP) * size:
         return True
+    if line.text[:1] in _DOT_BULLETS and previous.text[:1] in _DOT_BULLETS:
+        return False  # a list item under another, indented: its sublist, not a new paragraph
     return _INDENT[0] * size <= line.x0 - previous.x0 <= _INDENT[1] * size
 
 

@@ -58,6 +58,8 @@ def test_list_bullets_drawn_as_dots_are_read_as_bullets() -> None:
     bulleted = [line for line in text.splitlines() if line.startswith("\u2022 ")]
     assert len(bulleted) == items == 36
     assert "\u2022 Even for a one-line change." in bulleted  # a third-level square
+    # A sublist, indented under its item, goes on in the list: no paragraph break.
+    assert "in the on-call log.\n\u2022 Link the pull request or the ticket.\n" in text
 
 
 def test_headings_set_in_a_code_face_are_headings() -> None:
