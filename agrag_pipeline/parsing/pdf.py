@@ -54,7 +54,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 import pypdfium2
 
@@ -813,11 +813,6 @@ def _ranges(numbers: list[int]) -> str:
 _COMPOUND = re.compile(r"(?<![\w-])(\w+)-(\w+)(?![\w-])")
 
 
-#: What a line may end in where a browser broke it after a hyphen (PDFium marks a line-end
-#: hyphen soft).
-_LINE_END_HYPHENS = frozenset("-\u00ad\u2010")
-
-
 def _printed_by_a_browser(pdf: pypdfium2.PdfDocument) -> bool:
     """Whether the PDF is a web page printed by Chrome (or Edge, Opera, Brave, Electron: the
     Skia engine's PDF backend). A browser breaks lines only at spaces and after hyphens and
@@ -1064,7 +1059,7 @@ class _LayerBuilder:
             and may_join
             and isinstance(following, Line)
             and len(text) >= 2
-            and text[-1] in _LINE_END_HYPHENS
+            and text[-1] in pdf_layout.HYPHENS
             and not text[-2].isspace()
         ):
             return text[:-1] + "-", True
@@ -1750,12 +1745,8 @@ def _code_indents(items: list[Line | Table]) -> dict[int, int]:
     indents: dict[int, int] = {}
     run: list[Line] = []
     for item in [*items, None]:
-        if (
-            isinstance(item, Line)
-            and item.mono
-            and not item.rotated
-            and item.text.strip()
-            and (not run or (item.column == run[-1].column and item.page == run[-1].page))
+        if _listing_line(item) and (
+            not run or (item.column == run[-1].column and item.page == run[-1].page)
         ):
             run.append(item)
             continue
@@ -1767,12 +1758,13 @@ def _code_indents(items: list[Line | Table]) -> dict[int, int]:
                 spaces = round((ln.x0 - left) / advance) if advance > 0 else 0
                 if 0 < spaces <= _MAX_CODE_INDENT:
                     indents[id(ln)] = spaces
-        run = (
-            [item]
-            if isinstance(item, Line) and item.mono and not item.rotated and item.text.strip()
-            else []
-        )
+        run = [item] if _listing_line(item) else []
     return indents
+
+
+def _listing_line(item: Line | Table | None) -> TypeGuard[Line]:
+    """A line of a code listing: set in the typewriter face throughout, upright, not blank."""
+    return isinstance(item, Line) and item.mono and not item.rotated and bool(item.text.strip())
 
 
 #: More than this many spaces is no indentation (a line set apart, a column of its own).

@@ -83,7 +83,9 @@ MIN_GUTTER = 6.0
 #: … and each column beside it averages at least this many font sizes of width.
 MIN_COLUMN_EMS = 7.0
 _RTL_CLASSES = frozenset({"R", "AL"})
-_HYPHENS = frozenset("-\u00ad\ufffe\u2010")
+#: What a line may end in where a word is broken: hyphens (PDFium's soft-hyphen mark comes as
+#: U+00AD, ``read_chars``).
+HYPHENS = frozenset("-\u00ad\ufffe\u2010")
 #: Bold by name: the usual words, Type 1 "Medi", and TeX's bold extended (cmbx, sfbx, lmbx…).
 _BOLD_NAME = re.compile(r"bold|black|heavy|demi|-medi|(?:^|\+)(?:cm|sf|lm|ec|tc)[a-z]*bx")
 #: Fixed pitch by name (TeX's typewriter fonts carry no FixedPitch flag; txfonts' bold one and
@@ -1679,47 +1681,55 @@ def _drawn_bullets(
     return added
 
 
+#: A colour as PDFium gives it: red, green, blue, alpha, each 0-255.
+_Rgba = tuple[int, int, int, int]
+
+
+def _paints(path: ctypes.c_void_p) -> list[_Rgba | None] | None:
+    """The colours a path is painted in: its fill's if it is filled, then its stroke's if it
+    is stroked (None for a colour PDFium cannot read); None where it cannot say how the path
+    is drawn."""
+    fill_mode, stroke = ctypes.c_int(), ctypes.c_int()
+    if not pdfium_c.FPDFPath_GetDrawMode(path, ctypes.byref(fill_mode), ctypes.byref(stroke)):
+        return None
+    paints: list[_Rgba | None] = []
+    for painted, get_colour in (
+        (fill_mode.value != pdfium_c.FPDF_FILLMODE_NONE, pdfium_c.FPDFPageObj_GetFillColor),
+        (bool(stroke.value), pdfium_c.FPDFPageObj_GetStrokeColor),
+    ):
+        if painted:
+            rgba = [ctypes.c_uint() for _ in range(4)]
+            read = get_colour(path, *(ctypes.byref(c) for c in rgba))
+            paints.append(
+                (rgba[0].value, rgba[1].value, rgba[2].value, rgba[3].value) if read else None
+            )
+    return paints
+
+
 def _seen_on_paper(path: ctypes.c_void_p) -> bool:
-    """Whether a path is painted in a colour that shows on white paper.
+    """Whether a path is painted in a colour that shows on white paper (or in one PDFium
+    cannot read).
 
     Pygments styles that mark whitespace (Sphinx's LaTeX of the Requests and Flask guides) draw
     a near-white line under each space of a code block: shaped like a drawn underscore, but
     unseen, and reading it as one turned ``import requests`` into ``import_requests``."""
-    fill_mode, stroke = ctypes.c_int(), ctypes.c_int()
-    if not pdfium_c.FPDFPath_GetDrawMode(path, ctypes.byref(fill_mode), ctypes.byref(stroke)):
-        return True
-    rgba = [ctypes.c_uint() for _ in range(4)]
-    refs = [ctypes.byref(c) for c in rgba]
-    if fill_mode.value != pdfium_c.FPDF_FILLMODE_NONE and (
-        not pdfium_c.FPDFPageObj_GetFillColor(path, *refs) or _visible(rgba)
-    ):
-        return True
-    return bool(stroke.value) and (
-        not pdfium_c.FPDFPageObj_GetStrokeColor(path, *refs) or _visible(rgba)
-    )
+    paints = _paints(path)
+    return paints is None or any(rgba is None or _visible(rgba) for rgba in paints)
 
 
 def _inked(path: ctypes.c_void_p) -> bool:
-    """Whether a path is painted in a text's colour: black or a dark grey, as a list's bullets
-    are; a chart legend's colour keys are not."""
-    fill_mode, stroke = ctypes.c_int(), ctypes.c_int()
-    if not pdfium_c.FPDFPath_GetDrawMode(path, ctypes.byref(fill_mode), ctypes.byref(stroke)):
+    """Whether a path is painted in a text's colour (its fill's, else its stroke's): black or a
+    dark grey, as a list's bullets are; a chart legend's colour keys are not."""
+    paints = _paints(path)
+    if not paints or paints[0] is None:
         return False
-    rgba = [ctypes.c_uint() for _ in range(4)]
-    refs = [ctypes.byref(c) for c in rgba]
-    if fill_mode.value != pdfium_c.FPDF_FILLMODE_NONE:
-        painted = pdfium_c.FPDFPageObj_GetFillColor(path, *refs)
-    elif stroke.value:
-        painted = pdfium_c.FPDFPageObj_GetStrokeColor(path, *refs)
-    else:
-        return False
-    r, g, b, a = (c.value for c in rgba)
-    return bool(painted) and a > 0 and max(r, g, b) <= 128 and max(r, g, b) - min(r, g, b) <= 40
+    r, g, b, a = paints[0]
+    return a > 0 and max(r, g, b) <= 128 and max(r, g, b) - min(r, g, b) <= 40
 
 
-def _visible(rgba: list[ctypes.c_uint]) -> bool:
+def _visible(rgba: _Rgba) -> bool:
     """Not transparent, and darker than near-white (any channel below 224 of 255)."""
-    r, g, b, a = (c.value for c in rgba)
+    r, g, b, a = rgba
     return a > 0 and min(r, g, b) < 224
 
 
@@ -2516,24 +2526,23 @@ def _line(segs: list[_Seg], column: int, rotated: bool) -> Line:
 def _first_word_emphasis(runs: list[str], segs: list[_Seg]) -> tuple[bool, bool]:
     """Whether a left-to-right line's first word is set bold, italic, throughout: its letters
     and digits, where it has any (``teams.`` closing a bold run keeps its full stop upright)."""
-    for run, seg in zip(runs, segs, strict=True):
-        if run.strip():
-            word = len(run.split()[0])
-            chars = [c for c in seg.chars if not c.text.isspace()][:word]
-            letters = [c for c in chars if c.text.isalnum()] or chars
-            if not letters:
-                break
-            return all(c.bold for c in letters), all(c.italic for c in letters)
-    return False, False
+    return _edge_word_emphasis(zip(runs, segs, strict=True), last=False)
 
 
 def _last_word_emphasis(runs: list[str], segs: list[_Seg]) -> tuple[bool, bool]:
     """Whether a left-to-right line's last word is set bold, italic, throughout (its letters
     and digits, where it has any)."""
-    for run, seg in zip(reversed(runs), reversed(segs), strict=True):
+    return _edge_word_emphasis(zip(reversed(runs), reversed(segs), strict=True), last=True)
+
+
+def _edge_word_emphasis(runs: Iterable[tuple[str, _Seg]], last: bool) -> tuple[bool, bool]:
+    """Bold, italic of the first (``last``: the last) word of the first run that has one."""
+    for run, seg in runs:
         if run.strip():
-            word = len(run.split()[-1])
-            chars = [c for c in seg.chars if not c.text.isspace()][-word:]
+            words = run.split()
+            word = len(words[-1] if last else words[0])
+            glyphs = [c for c in seg.chars if not c.text.isspace()]
+            chars = glyphs[-word:] if last else glyphs[:word]
             letters = [c for c in chars if c.text.isalnum()] or chars
             if not letters:
                 break
@@ -2857,4 +2866,4 @@ def strip_leaders(text: str) -> tuple[str, bool]:
 
 
 def is_hyphen_end(text: str) -> bool:
-    return len(text) >= 2 and text[-1] in _HYPHENS and text[-2].isalpha()
+    return len(text) >= 2 and text[-1] in HYPHENS and text[-2].isalpha()
