@@ -831,16 +831,27 @@ def _int_text(parent: etree._Element, local: str) -> int:
         return 0
 
 
-def _charts_of(archive: zipfile.ZipFile, sheet: _Sheet, key: str) -> list[etree._Element]:
+def _charts_of(
+    archive: zipfile.ZipFile, sheet: _Sheet, key: str, warnings: list[str]
+) -> list[etree._Element]:
+    """The chart parts drawn on ``sheet``. A chart part that is not well-formed is left out
+    with a warning, as Word's and PowerPoint's readers do: the sheets hold the figures, and
+    LibreOffice 7.4 writes such parts when it saves some Excel 97 charts as .xlsx (text past
+    the root element's end), which failed the whole workbook."""
     roots: list[etree._Element] = []
     for kind, drawing in _rels(archive, sheet.path, key):
         if kind != "drawing":
             continue
         for sub_kind, part in _rels(archive, drawing, key):
-            if sub_kind == "chart":
+            if sub_kind != "chart":
+                continue
+            try:
                 root = _read_part(archive, part, key)
-                if root is not None:
-                    roots.append(root)
+            except CorruptDocumentError as damaged:
+                warnings.append(f"chart {part} on sheet {sheet.name!r} left out: {damaged.problem}")
+                continue
+            if root is not None:
+                roots.append(root)
     return roots
 
 
@@ -912,9 +923,10 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
         persons = _persons(archive, workbook_part, key)
         layer = TextLayer()
         chart_number = 0
+        warnings: list[str] = []
         for sheet in sheets:
             deadline.check(f"sheet {sheet.name!r}")
-            charts = _charts_of(archive, sheet, key) if sheet.path else []
+            charts = _charts_of(archive, sheet, key, warnings) if sheet.path else []
             comments = _comments_of(archive, sheet, persons, key) if sheet.path else []
             shapes = _shape_texts(archive, sheet, key) if sheet.path else []
             if not sheet.grid and not charts and not comments and not shapes:
@@ -932,7 +944,9 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
             if comments:
                 layer.heading("Comments", 2)
                 layer.lines([_comment_line(*c) for c in comments])
-    return layer.parsed(document, "the workbook holds no cell with a value")
+    parsed = layer.parsed(document, "the workbook holds no cell with a value")
+    parsed.warnings.extend(warnings)
+    return parsed
 
 
 def _comment_line(ref: str, author: str, when: str, text: str) -> str:

@@ -79,6 +79,26 @@ def test_chart_is_its_title_kind_and_data_table(corpus_dir: Path) -> None:
     ]
 
 
+def test_a_damaged_chart_part_is_left_out_with_a_warning_and_the_sheets_are_read(
+    corpus_dir: Path,
+) -> None:
+    # What LibreOffice 7.4 wrote when it saved two Excel 97 workbooks with charts as .xlsx (the
+    # Open Preservation Foundation's MonteCarlo.xls and valid.xls): a chart part whose root
+    # element ends before the last of its text.
+    raw = (corpus_dir / "xlsx" / "xlsx_03_chartsheet.xlsx").read_bytes()
+    damaged = _replace_member(
+        raw, "xl/charts/chart1.xml", lambda data: data + b'tCount val="92"/><c:pt idx="0">'
+    )
+    parsed = parse_document(damaged, "ducks.xlsx")
+    # The chart sheet holds nothing else, so it is left out like an empty sheet.
+    assert [s.heading for s in parsed.sections if s.heading] == ["Duck Observations"]
+    assert _cells(parsed, _tables(parsed)[0])[1] == ["2019", "120", "80", "200"]
+    assert "Wild Duck Observations by Year" not in parsed.text_layer
+    assert len(parsed.warnings) == 1
+    assert "chart xl/charts/chart1.xml on sheet 'Duck Chart' left out" in parsed.warnings[0]
+    assert "not well-formed" in parsed.warnings[0]
+
+
 def test_inflated_sheet_costs_its_filled_cells_not_its_declared_range(corpus_dir: Path) -> None:
     # Sheet1 declares A1:C1048496 (a styled cell a million rows down).
     started = time.perf_counter()
