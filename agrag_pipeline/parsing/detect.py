@@ -141,6 +141,8 @@ SDD = "application/vnd.stardivision.impress"
 WPS = "application/vnd.ms-works"
 WPD = "application/vnd.wordperfect"
 LOTUS = "application/vnd.lotus-1-2-3"
+QUATTRO = "application/x-quattro-pro"
+WRITE = "application/x-mswrite"
 #: Formats only LibreOffice reads here, known by their extension alone (their own signatures are
 #: weak or absent; LibreOffice says when a file is not one). Apple's must be zip packages: a
 #: ``.key`` that is not is a cryptographic key, never read.
@@ -156,9 +158,20 @@ CONVERTED_BY_EXTENSION: dict[str, str] = {
     ".sdd": SDD,
     ".wps": WPS,
     ".wpd": WPD,
+    ".wp5": WPD,
+    ".wp6": WPD,
+    ".wri": WRITE,
     ".wk1": LOTUS,
+    ".wk3": LOTUS,
+    ".wk4": LOTUS,
     ".wks": LOTUS,
     ".123": LOTUS,
+    ".wq1": QUATTRO,
+    ".wq2": QUATTRO,
+    ".wb1": QUATTRO,
+    ".wb2": QUATTRO,
+    ".wb3": QUATTRO,
+    ".qpw": QUATTRO,
 }
 _IWORK = frozenset({PAGES, KEYNOTE, NUMBERS})
 #: Flat (single-XML-file) OpenDocument, as LibreOffice saves ``.fodt``/``.fods``/``.fodp``.
@@ -335,6 +348,8 @@ _IMAGE_MAGIC = (
 )
 _ZIP_MAGIC = b"PK\x03\x04"
 _OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+#: WordPerfect's prefix (5.0 and later): "\xffWPC", then the document's offset and product.
+_WORDPERFECT_MAGIC = b"\xffWPC"
 #: Local file header: signature, 22 bytes of fields, name length, extra length, then the name.
 _LOCAL_HEADER = re.compile(rb"PK\x03\x04.{22}(..)(..)", re.DOTALL)
 
@@ -403,6 +418,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             # An encrypted OOXML file is an OLE2 container: the parser says it cannot be read.
             return claimed, None
         return None, _ole_reason(head, ext)
+    if head.startswith(_WORDPERFECT_MAGIC) and claimed in (None, DOC):
+        return WPD, None  # WordPerfect 5.0 and later, often saved as .doc in its day
     compressed = tararchive.compression(head)
     if compressed is not None:  # a .tar.gz is an archive; a report.csv.gz holds one file
         tar = tararchive.is_tar(tararchive.unpacked_head(head, compressed))
@@ -907,6 +924,7 @@ __all__ = [
     "PPTM",
     "PPTX",
     "PUB",
+    "QUATTRO",
     "RTF",
     "SDC",
     "SDD",
@@ -930,6 +948,7 @@ __all__ = [
     "VTT",
     "WPD",
     "WPS",
+    "WRITE",
     "XBRL",
     "XLS",
     "XLSB",

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 
 import msoffcrypto
 import olefile
@@ -40,6 +41,7 @@ from agrag_pipeline.models import Document
 from agrag_pipeline.parsing import jats, libreoffice, pdf, powerpoint, spreadsheet, word
 from agrag_pipeline.parsing.archive import open_zip, read_member
 from agrag_pipeline.parsing.detect import (
+    CONVERTED_BY_EXTENSION,
     DOC,
     EXCEL_2003_XML,
     FODP,
@@ -55,6 +57,7 @@ from agrag_pipeline.parsing.detect import (
     PAGES,
     PPT,
     PUB,
+    QUATTRO,
     RTF,
     SDC,
     SDD,
@@ -67,8 +70,10 @@ from agrag_pipeline.parsing.detect import (
     WORD_2003_XML,
     WPD,
     WPS,
+    WRITE,
     XLS,
     XLSB,
+    extension,
 )
 from agrag_pipeline.parsing.errors import CorruptDocumentError, EmptyDocumentError
 from agrag_pipeline.parsing.parsed import ParsedDocument
@@ -76,7 +81,7 @@ from agrag_pipeline.parsing.parsed import ParsedDocument
 #: Apple iWork packages: zips, checked as such before LibreOffice (libetonyek) reads them.
 IWORK_TYPES = (PAGES, KEYNOTE, NUMBERS)
 #: Formats LibreOffice alone checks (StarOffice, Works, WordPerfect, Lotus 1-2-3).
-UNCHECKED_TYPES = (SXW, SXC, SXI, SDW, SDC, SDD, WPS, WPD, LOTUS)
+UNCHECKED_TYPES = (SXW, SXC, SXI, SDW, SDC, SDD, WPS, WPD, LOTUS, QUATTRO)
 OLE_TYPES = (DOC, XLS, PPT, VSD, PUB)
 ODF_TYPES = (ODT, ODS, ODP, ODG)
 #: OOXML packages our own readers do not read: converted like the binary formats.
@@ -90,6 +95,11 @@ _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _RTF_MAGIC = b"{\\rtf"
 #: The BOF record that opens an Excel 2.x-4.0 worksheet, which is a bare BIFF file, not OLE.
 _BIFF_BOF = (b"\x09\x00", b"\x09\x02", b"\x09\x04")
+#: Windows Write 3.x (with OLE objects: 0x32), whose layout Word for DOS shares.
+_WRITE_MAGIC = (b"\x31\xbe\x00\x00", b"\x32\xbe\x00\x00")
+#: Files saved as .doc before Word 97 that LibreOffice reads by their content: Word for
+#: Windows 2.0, and Write's layout (Write, Word for DOS). WordPerfect's go by ``detect``.
+_DOC_BEFORE_OLE = (b"\xdb\xa5\x2d\x00", *_WRITE_MAGIC)
 #: Media type -> (file suffix LibreOffice is given, OOXML target, words for errors).
 _FORMATS: dict[str, tuple[str, str, str]] = {
     DOC: (".doc", "docx", "a Word 97-2003 document"),
@@ -122,7 +132,9 @@ _FORMATS: dict[str, tuple[str, str, str]] = {
     SDD: (".sdd", "pptx", "a StarOffice presentation"),
     WPS: (".wps", "docx", "a Microsoft Works document"),
     WPD: (".wpd", "docx", "a WordPerfect document"),
+    WRITE: (".wri", "docx", "a Windows Write document"),
     LOTUS: (".wk1", "xlsx", "a Lotus 1-2-3 spreadsheet"),
+    QUATTRO: (".wb2", "xlsx", "a Quattro Pro spreadsheet"),
 }
 #: Every format this module reads: those the table above knows how to convert.
 MEDIA_TYPES = tuple(_FORMATS)
@@ -150,11 +162,20 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     media_type = document.media_type
     suffix, target, words = _FORMATS[media_type]
     key = document.source_key
+    if CONVERTED_BY_EXTENSION.get(extension(key)) == media_type:
+        suffix = extension(key)  # ".wk4", ".qpw": the name LibreOffice's own filters expect
     if media_type in OLE_TYPES:
         if raw.startswith(_RTF_MAGIC):
             suffix = ".rtf"  # Word saves RTF behind .doc often enough; LibreOffice reads it
+        elif media_type == DOC and raw.startswith(_DOC_BEFORE_OLE):
+            pass  # Word 2.0 for Windows, Write, Word for DOS: LibreOffice reads them
         elif not (media_type == XLS and raw[:2] in _BIFF_BOF):
             check_ole(raw, key, media_type)
+    elif media_type == WRITE:
+        if not raw.startswith(_WRITE_MAGIC):
+            raise CorruptDocumentError(
+                key, f"not {words} (it does not start with Write's signature)"
+            )
     elif media_type in ODF_TYPES:
         check_odf(raw, key, media_type)
     elif media_type in UNCHECKED_TYPES:
@@ -215,7 +236,7 @@ def check_ole(raw: bytes, source_key: str, media_type: str) -> None:
         raise CorruptDocumentError(
             source_key, f"not {words}: the OLE file has no {' or '.join(wanted)} stream"
         )
-    if _is_encrypted(raw):
+    if _is_encrypted(raw) or _biff5_is_encrypted(raw):
         raise CorruptDocumentError(
             source_key,
             f"{words} that is password-protected (encrypted): it cannot be read without its "
@@ -231,6 +252,34 @@ def _is_encrypted(raw: bytes) -> bool:
         return bool(msoffcrypto.OfficeFile(io.BytesIO(raw)).is_encrypted())
     except Exception:
         return False
+
+
+#: BIFF record types: FILEPASS (the workbook is encrypted from here on), EOF of a substream.
+_FILEPASS, _BIFF_EOF = 0x002F, 0x000A
+
+
+def _biff5_is_encrypted(raw: bytes) -> bool:
+    """Whether an Excel 5/95 workbook (a "Book" stream, which msoffcrypto does not read) is
+    password-protected: its globals carry a FILEPASS record, whose header stays in the clear.
+    LibreOffice, given one, reports only that it could not load the file."""
+    try:
+        with olefile.OleFileIO(io.BytesIO(raw)) as ole:
+            if not ole.exists("Book"):
+                return False
+            stream = ole.openstream("Book").read(64 * 1024)
+    except Exception:  # unreadable: check_ole's own reading said so already
+        return False
+    at = 0
+    for _record in range(256):  # FILEPASS follows the first BOF; the globals are short
+        if at + 4 > len(stream):
+            return False
+        kind, length = struct.unpack_from("<HH", stream, at)
+        if kind == _FILEPASS:
+            return True
+        if kind == _BIFF_EOF:
+            return False
+        at += 4 + length
+    return False
 
 
 def check_iwork(raw: bytes, source_key: str, media_type: str) -> None:

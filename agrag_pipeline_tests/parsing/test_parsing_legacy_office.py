@@ -96,6 +96,43 @@ def test_ole_file_whose_directory_lies_past_the_head_goes_by_its_extension() -> 
     )
 
 
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("testWordPerfect_50.doc", detect.WPD),  # "\xffWPC": WordPerfect, as .doc in its day
+        ("NEWSSLID.DOC", detect.DOC),  # Word for Windows 2.0: no OLE file, LibreOffice reads it
+        ("testWindowsWrite.wri", detect.WRITE),
+        ("PEYTREND.WK3", detect.LOTUS),
+        ("testQuattro.wb2", detect.QUATTRO),
+        ("testQUATTRO.qpw", detect.QUATTRO),  # an OLE file that is no Word, Excel or PowerPoint
+    ],
+)
+def test_word_processors_and_spreadsheets_before_office_97_are_known(
+    name: str, expected: str
+) -> None:
+    assert detect_media_type(name, _fixture(name)[:HEAD]) == expected
+
+
+def test_a_wordperfect_file_is_known_by_its_signature_under_any_name() -> None:
+    raw = _fixture("testWordPerfect_50.doc")
+    assert detect_media_type("contract", raw) == detect.WPD
+    assert detect_media_type("contract.wp5", raw) == detect.WPD
+
+
+def test_a_write_file_or_doc_without_a_known_signature_is_refused_before_libreoffice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_converter(*_args: object, **_kwargs: object) -> bytes:
+        raise AssertionError("LibreOffice was started for a file refused by its signature")
+
+    monkeypatch.setattr(libreoffice, "convert", no_converter)
+    junk = bytes(range(256)) * 8  # no Write signature: LibreOffice would read it as text
+    with pytest.raises(CorruptDocumentError, match="not a Windows Write document"):
+        parse_document(junk, "notes.wri")
+    with pytest.raises(CorruptDocumentError, match="no OLE compound file signature"):
+        parse_document(junk, "notes.doc")
+
+
 def test_legacy_doc_named_docx_is_read_as_the_doc_it_is() -> None:
     # parse_document detects on the whole file: the directory at its end names WordDocument.
     assert detect_media_type("report.docx", _fixture("simple-table.doc")) == detect.DOC
@@ -176,6 +213,15 @@ _REAL_FILES = {
     "testWORKS.wps": ["made with Microsoft Works Word Processor 7.0"],
     "testWordPerfect.wpd": ["APPENDIX ‘A’", "AND FURTHER"],
     "testLotus123.wk1": ["| OBSERV | DATE | X | Y | SOIL |"],
+    # Formats of the 1980s and 1990s from the Open Preservation Foundation's format corpus:
+    # WordPerfect 5.0 and Word for Windows 2.0 files saved as .doc, Windows Write, Lotus 1-2-3
+    # release 3 and Quattro Pro (6.0 for Windows, and X3's OLE file).
+    "testWordPerfect_50.doc": ["Sluwe Sjaantje sloeg de slome slager"],
+    "NEWSSLID.DOC": ["Introduction to NEWS", "for users of MS-DOS and UNIX systems"],
+    "testWindowsWrite.wri": ["Sluwe Sjaantje sloeg de slome slager"],
+    "PEYTREND.WK3": ["| NO | DATE | VMC5_10 | VMC15_20 | VMC30_35 |"],
+    "testQuattro.wb2": ["| X | Y | Z |", "| 2 | 9 | 18 |"],
+    "testQUATTRO.qpw": ["This is an example spreadsheet made with Quattro Pro X3."],
 }
 _GROUND_TRUTH = {
     "unit_test_headers.odt": "docx/groundtruth/unit_test_headers.md",
@@ -228,6 +274,7 @@ def test_every_legacy_and_opendocument_format_is_read_in_parallel_conversions(
         "Password_Protected-hello.ppt",
         "password_secret.odt",
         "testPagesPwdProtected.pages",
+        "spreadsheet-calcs_passwordprotected.xls",  # Excel 5/95: msoffcrypto does not read it
     ],
 )
 def test_password_protected_legacy_file_says_password_protected(name: str) -> None:
