@@ -47,11 +47,13 @@ from agrag_pipeline.derived_keys import (
 from agrag_pipeline.fingerprints import content_hash
 from agrag_pipeline.source_keys import (
     HEAD_BYTES,
+    SavedPageFolders,
     ScanProblem,
     ScanResult,
     SourceFile,
     default_detect,
     display_name,
+    saved_page_reason,
     source_key_problem,
     validate_source_key,
 )
@@ -416,9 +418,18 @@ def _members(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | No
 
     seen: set[str] = set()
     with open_zip(raw, key, members_may_fail=True) as archive:
+        saved_pages = SavedPageFolders(archive.namelist())
+        reported: set[str] = set()
         for info in archive.infolist():
             named = None if info.is_dir() else _named(key, info.filename, seen)
             if named is None:
+                continue
+            in_saved_page = saved_pages.folder_of(info.filename)
+            if in_saved_page is not None:  # as the scan skips it on disk: once, as a folder
+                folder, page = in_saved_page
+                if folder not in reported:
+                    reported.add(folder)
+                    yield f"{key}/{MEMBERS}/{folder}/", None, saved_page_reason(page)
                 continue
             child_key, why_not = named
             if why_not is not None:

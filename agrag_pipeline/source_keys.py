@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,6 +167,88 @@ def display_name(name: str) -> str:
     return "".join(
         ch if unicodedata.category(ch) != "Cc" else ch.encode("unicode_escape").decode("ascii")
         for ch in text
+    )
+
+
+#: The folder a browser or Office writes beside a web page saved "complete" (``report.htm`` and
+#: ``report_files/``), by the names Windows and Office give it in their main languages.
+SAVED_PAGE_FOLDER_SUFFIXES = (
+    "_files",
+    ".files",
+    "-dateien",
+    "_fichiers",
+    "_archivos",
+    "_arquivos",
+    "_ficheiros",
+    "_bestanden",
+    "_file",
+    "_filer",
+    "_pliki",
+    "_soubory",
+    "_tiedostot",
+)
+#: What such a page is saved as.
+SAVED_PAGE_EXTENSIONS = (".htm", ".html", ".xhtml", ".shtml", ".mht", ".mhtml")
+
+
+def saved_page_of(folder_name: str, sibling_names: Container[str]) -> str | None:
+    """The saved web page (a name among ``sibling_names``, which are lower case) whose
+    companion folder ``folder_name`` is, else None.
+
+    Why: that folder holds the page's pictures, style sheets and scripts; read as documents
+    they fill the index with a site's JavaScript, icons run through OCR and Office's
+    ``filelist.xml``, none of which a reader of the page sees as text.
+    """
+    lowered = folder_name.lower()
+    for suffix in SAVED_PAGE_FOLDER_SUFFIXES:
+        if lowered.endswith(suffix) and len(lowered) > len(suffix):
+            stem = lowered[: -len(suffix)]
+            for page_extension in SAVED_PAGE_EXTENSIONS:
+                if stem + page_extension in sibling_names:
+                    return folder_name[: len(stem)] + page_extension
+    return None
+
+
+class SavedPageFolders:
+    """The saved pages' companion folders among the paths of a flat listing (an object store's
+    keys, a zip's member names), where no folder is listed with its siblings."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self._lowered = {path.lower().rstrip("/") for path in paths}
+        self._page_of: dict[str, str | None] = {}
+
+    def folder_of(self, path: str) -> tuple[str, str] | None:
+        """(companion folder, its page) of the outermost such folder holding ``path``."""
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder not in self._page_of:
+                parent = "/".join(parts[: depth - 1])
+                siblings = _PrefixedNames(self._lowered, parent.lower() + "/" if parent else "")
+                found = saved_page_of(parts[depth - 1], siblings)
+                self._page_of[folder] = f"{parent}/{found}" if parent and found else found
+            page = self._page_of[folder]
+            if page is not None:
+                return folder, page
+        return None
+
+
+class _PrefixedNames:
+    """The names in one folder of a flat listing (lower case), as ``saved_page_of`` asks."""
+
+    def __init__(self, lowered_paths: set[str], prefix: str) -> None:
+        self._paths = lowered_paths
+        self._prefix = prefix
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._prefix + name in self._paths
+
+
+def saved_page_reason(page: str) -> str:
+    """Why a saved page's companion folder is skipped, naming the page."""
+    return (
+        f"the pictures, styles and scripts of the saved web page {display_name(page)!r} beside "
+        "it, which is read as the page"
     )
 
 

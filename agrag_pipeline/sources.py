@@ -60,6 +60,8 @@ from agrag_pipeline.source_keys import (
     SourceKeyError,
     default_detect,
     display_name,
+    saved_page_of,
+    saved_page_reason,
     source_key_problem,
     validate_source_key,
 )
@@ -143,6 +145,7 @@ def scan_raw_root(
                 _add(result.refused, prefix, f"the folder cannot be listed: {_why(exc)}")
                 continue
             subfolders: list[tuple[str, str, tuple[str, ...]]] = []
+            sibling_names = {name.lower() for name, _lstat in entries}
             for name, lstat in entries:
                 key = prefix + name
                 path = os.path.join(folder, name)
@@ -158,7 +161,11 @@ def scan_raw_root(
                     _add(result.refused, key, f"cannot be examined: {_why(exc)}", key)
                     continue
                 if stat.S_ISDIR(st.st_mode):
-                    subfolders.append((path, key + "/", (*chain, real)))
+                    page = saved_page_of(name, sibling_names)
+                    if page is not None:
+                        _add(result.skipped, key + "/", saved_page_reason(page))
+                    else:
+                        subfolders.append((path, key + "/", (*chain, real)))
                     continue
                 _classify_file(result, reader, key, path, root, st, documents, detect, known)
             pending.extend(reversed(subfolders))

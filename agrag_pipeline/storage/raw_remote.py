@@ -39,11 +39,13 @@ import fsspec
 from agrag_pipeline.source_keys import (
     HEAD_BYTES,
     FileTooLargeError,
+    SavedPageFolders,
     ScanProblem,
     ScanResult,
     SourceFile,
     default_detect,
     display_name,
+    saved_page_reason,
     source_key_problem,
     validate_source_key,
 )
@@ -102,12 +104,23 @@ def scan_object_root(
     if not listing and not fs.exists(base):
         raise FileNotFoundError(f"the raw root {root_uri} does not exist (no such bucket)")
     result = ScanResult()
+    saved_pages = SavedPageFolders(path[len(base) + 1 :] for path in listing)
+    reported: set[str] = set()
     for path, info in sorted(listing.items()):
         if info.get("type", "file") != "file" or not path.startswith(base + "/"):
             continue
         key = path[len(base) + 1 :]
         if any(part.startswith(".") for part in key.split("/")):
             continue  # hidden, as on a local disk
+        in_saved_page = saved_pages.folder_of(key)
+        if in_saved_page is not None:  # skipped as the local scan skips it: once, as a folder
+            folder, page = in_saved_page
+            if folder not in reported:
+                reported.add(folder)
+                result.skipped.append(
+                    ScanProblem(display_name(folder + "/"), saved_page_reason(page))
+                )
+            continue
         problem = source_key_problem(key)
         if problem:
             result.refused.append(ScanProblem(display_name(key), problem))

@@ -42,3 +42,23 @@ def test_an_object_key_names_exactly_one_object_under_the_root(
     assert not any(
         p.is_file() and MARKER in p.read_bytes() for p in (tmp_path / "warehouse").rglob("*")
     )
+
+
+def test_a_saved_web_pages_folder_in_a_bucket_is_skipped_once_as_on_disk(bucket_uri: str) -> None:
+    # A bucket lists no folders: the page and its folder are found among the keys.
+    raw_uri = f"{bucket_uri}/pages"
+    fs = s3fs.S3FileSystem(skip_instance_cache=True)
+    base = raw_uri.removeprefix("s3://")
+    fs.pipe_file(
+        f"{base}/site/Report.HTM", b"<html><body><h1>Report</h1><p>Text.</p></body></html>"
+    )
+    fs.pipe_file(f"{base}/site/Report_files/app.js", b"var tracker = 1;\n")
+    fs.pipe_file(f"{base}/site/Report_files/img/logo.svg", b"<svg><title>Logo</title></svg>")
+    fs.pipe_file(f"{base}/site/project_files/notes.md", b"# Notes\n\nKept.\n")
+
+    scan = scan_raw_root(Path(raw_uri))
+
+    assert scan.keys == ["site/Report.HTM", "site/project_files/notes.md"]
+    assert [(p.name, "saved web page 'site/Report.htm'" in p.reason) for p in scan.skipped] == [
+        ("site/Report_files/", True)
+    ]
