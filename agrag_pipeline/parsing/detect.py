@@ -101,6 +101,8 @@ EMLX = mail.EMLX_MEDIA_TYPE
 OUTLOOK_MSG = "application/vnd.ms-outlook"
 ZIP = "application/zip"
 EPUB = "application/epub+zip"
+#: Kindle and Palm books (``parsing.mobi``): Mobipocket, KF8 and PalmDOC Palm databases.
+MOBI = "application/x-mobipocket-ebook"
 RST = "text/x-rst"
 LATEX = "application/x-latex"
 ORG = "text/x-org"
@@ -250,6 +252,11 @@ EXTENSIONS: dict[str, str] = {
     ".msg": OUTLOOK_MSG,
     ".zip": ZIP,
     ".epub": EPUB,
+    ".mobi": MOBI,
+    ".azw": MOBI,
+    ".azw3": MOBI,
+    ".prc": MOBI,
+    ".ibooks": EPUB,
     ".rst": RST,
     ".rest": RST,
     ".tex": LATEX,
@@ -348,6 +355,16 @@ _IMAGE_MAGIC = (
 )
 _ZIP_MAGIC = b"PK\x03\x04"
 _OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+#: A Palm database's type and creator (bytes 60-67) when it is a book: Mobipocket or PalmDOC.
+_PALM_BOOKS = (b"BOOKMOBI", b"TEXtREAd")
+_PALM_HEADER = 78
+
+
+def is_palm_book(head: bytes) -> bool:
+    """Whether ``head`` opens a Palm database that is a Mobipocket (Kindle) or PalmDOC book."""
+    return len(head) >= _PALM_HEADER and head[60:68] in _PALM_BOOKS
+
+
 #: WordPerfect's prefix (5.0 and later): "\xffWPC", then the document's offset and product.
 _WORDPERFECT_MAGIC = b"\xffWPC"
 #: Local file header: signature, 22 bytes of fields, name length, extra length, then the name.
@@ -418,6 +435,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             # An encrypted OOXML file is an OLE2 container: the parser says it cannot be read.
             return claimed, None
         return None, _ole_reason(head, ext)
+    if is_palm_book(head):
+        return MOBI, None  # a Kindle or Palm book, whatever its name (.pdb, .prc, none)
     if head.startswith(_WORDPERFECT_MAGIC) and claimed in (None, DOC):
         return WPD, None  # WordPerfect 5.0 and later, often saved as .doc in its day
     compressed = tararchive.compression(head)
@@ -570,6 +589,8 @@ def _ext_words(ext: str) -> str:
 def _zip_type(head: bytes, ext: str, claimed: str | None) -> tuple[str | None, str | None]:
     if head[30:58] == b"mimetypeapplication/epub+zip":
         return EPUB, None  # an EPUB's first member, stored: its media type (OCF)
+    if head[30:62] == b"mimetypeapplication/x-ibooks+zip":
+        return EPUB, None  # an Apple Books (iBooks Author) book: an EPUB 3 under another name
     names, content_types = _zip_members(head)
     if "META-INF/container.xml" in names and claimed == EPUB:
         return EPUB, None
@@ -911,6 +932,7 @@ __all__ = [
     "MBOX",
     "MEDIAWIKI",
     "MHTML",
+    "MOBI",
     "NDJSON",
     "NOTEBOOK",
     "NUMBERS",
@@ -958,5 +980,6 @@ __all__ = [
     "YAML",
     "detect_media_type",
     "extension",
+    "is_palm_book",
     "undetected_reason",
 ]
