@@ -96,6 +96,9 @@ TIFF = "image/tiff"
 WEBP = "image/webp"
 BMP = "image/bmp"
 GIF = "image/gif"
+#: JPEG 2000, as archives and libraries keep their page scans: the JP2 and JPX files and the
+#: bare codestream (.j2k, .j2c); Pillow decodes all three through OpenJPEG.
+JP2 = "image/jp2"
 EML = "message/rfc822"
 EMLX = mail.EMLX_MEDIA_TYPE
 OUTLOOK_MSG = "application/vnd.ms-outlook"
@@ -247,6 +250,11 @@ EXTENSIONS: dict[str, str] = {
     ".webp": WEBP,
     ".bmp": BMP,
     ".gif": GIF,
+    ".jp2": JP2,
+    ".jpf": JP2,
+    ".jpx": JP2,
+    ".j2k": JP2,
+    ".j2c": JP2,
     ".eml": EML,
     ".emlx": EMLX,
     ".msg": OUTLOOK_MSG,
@@ -352,7 +360,12 @@ _IMAGE_MAGIC = (
     (b"GIF87a", GIF),
     (b"GIF89a", GIF),
     (b"BM", BMP),
+    (b"\xff\x4f\xff\x51", JP2),  # a JPEG 2000 codestream's SOC and SIZ markers
 )
+#: A JPEG 2000 file: its signature box, then a file type box whose brand says JP2 or JPX (a JPM
+#: compound document shares the signature; Pillow does not read it).
+_JP2_SIGNATURE = b"\x00\x00\x00\x0cjP  \r\n\x87\n"
+_JP2_BRANDS = (b"jp2 ", b"jpx ")
 _ZIP_MAGIC = b"PK\x03\x04"
 _OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 #: A Palm database's type and creator (bytes 60-67) when it is a book: Mobipocket or PalmDOC.
@@ -425,6 +438,8 @@ def _detect(source_key: str, head: bytes) -> tuple[str | None, str | None]:
             return image_type, None
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return WEBP, None
+    if head.startswith(_JP2_SIGNATURE) and head[16:20] == b"ftyp" and head[20:24] in _JP2_BRANDS:
+        return JP2, None
     if head.startswith(_OLE2_MAGIC) and (claimed == OUTLOOK_MSG or _is_outlook_msg(head)):
         return OUTLOOK_MSG, None
     if head.startswith(_OLE2_MAGIC):
@@ -924,6 +939,7 @@ __all__ = [
     "FODT",
     "HTML",
     "JATS",
+    "JP2",
     "JSON",
     "KEYNOTE",
     "LOTUS",

@@ -1,5 +1,5 @@
-"""Scanned pages that arrive as images (PNG, JPEG, TIFF with its pages, WebP, BMP, GIF): read by
-the same OCR and layout path as a scanned PDF.
+"""Scanned pages that arrive as images (PNG, JPEG, TIFF with its pages, WebP, BMP, GIF, JPEG
+2000): read by the same OCR and layout path as a scanned PDF.
 
 Why through the PDF path: a scan is a scan whatever its container. Each frame becomes one page
 of an image-only PDF at the image's own resolution (Pillow's PDF writer), which ``pdf.parse``
@@ -27,7 +27,7 @@ from PIL import Image, ImageSequence, UnidentifiedImageError
 
 from agrag_pipeline.parsing import pdf
 from agrag_pipeline.parsing.budget import current_deadline
-from agrag_pipeline.parsing.detect import BMP, GIF, JPEG, PNG, TIFF, WEBP
+from agrag_pipeline.parsing.detect import BMP, GIF, JP2, JPEG, PNG, TIFF, WEBP
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from agrag_pipeline.parsing.parsed import ParsedDocument
     from agrag_pipeline.settings import ParsingSettings
 
-MEDIA_TYPES = (PNG, JPEG, TIFF, WEBP, BMP, GIF)
+MEDIA_TYPES = (PNG, JPEG, TIFF, WEBP, BMP, GIF, JP2)
 
 #: Pixels one frame may have: Pillow's own decompression-bomb limit (about 89 million; an A4
 #: page at 600 dpi is about 35 million).

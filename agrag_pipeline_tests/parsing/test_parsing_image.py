@@ -93,6 +93,21 @@ def test_each_page_of_a_multi_page_tiff_is_a_page_even_one_turned_in_its_raster(
         assert _coverage(text, reference) >= 0.8, (number, text)
 
 
+def test_a_jpeg_2000_scan_is_read_by_ocr_as_a_png_of_it_is(
+    scan: Image.Image, reference: str
+) -> None:
+    # What archives keep their page scans in: a JP2 file, and the bare codestream (.j2k).
+    for name, options in (("page.jp2", {}), ("page.j2k", {"no_jp2": True})):
+        raw = _encoded(scan, "JPEG2000", **options)
+        assert detect_media_type("upload", raw[:8192]) == "image/jp2", name
+        parsed = parse_document(raw, f"archive/{name}")
+        assert parsed.document.media_type == "image/jp2"
+        assert _coverage(parsed.text_layer, reference) >= 0.85, name
+    # A JPEG 2000 compound document (JPM) shares the JP2 signature; Pillow cannot read it.
+    jpm = _encoded(scan.resize((200, 260)), "JPEG2000").replace(b"ftypjp2 ", b"ftypjpm ", 1)
+    assert detect_media_type("layers.jpm", jpm) is None
+
+
 def test_an_image_is_known_by_its_signature_whatever_its_extension(scan: Image.Image) -> None:
     small = scan.resize((200, 260))
     assert detect_media_type("upload.dat", _encoded(small, "JPEG")) == "image/jpeg"
