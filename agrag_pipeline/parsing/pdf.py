@@ -180,12 +180,16 @@ def parse(
                 key, f"{count} pages is over the limit of {max_pages} pages"
             )
         pages: list[PageRead] = []
+        unreadable: dict[int, str] = {}  # page number -> what PDFium said
         for index in range(count):
             deadline.check(f"page {index + 1}")
             try:
                 page = pdf[index]
             except pypdfium2.PdfiumError as exc:
-                raise CorruptDocumentError(key, f"page {index + 1} cannot be read: {exc}") from None
+                # A damaged page (a page tree whose count or kids are wrong, a page object
+                # lost to a bad edit) costs that page, not the pages PDFium can read.
+                unreadable[index + 1] = str(exc)
+                continue
             try:
                 read = pdf_layout.read_page(page, index + 1, glyph_names, metrics)
                 if _needs_ocr(read):
@@ -193,6 +197,16 @@ def parse(
             finally:
                 page.close()
             pages.append(read)
+        if unreadable and not pages:
+            number, problem = next(iter(unreadable.items()))
+            raise CorruptDocumentError(key, f"no page can be read (page {number}: {problem})")
+        if unreadable:
+            numbers = sorted(unreadable)
+            verb = "is" if len(numbers) == 1 else "are"
+            warnings.append(
+                f"{_pages(numbers)} could not be read and {verb} left out "
+                f"(PDFium: {unreadable[numbers[0]]})"
+            )
         outline = _outline(pdf)
         browser_printed = _printed_by_a_browser(pdf)
     finally:
@@ -253,7 +267,8 @@ def _count_unset(raw: bytes, pages: list[PageRead]) -> str:
     """Counts the CJK characters PDFium dropped for want of a font on each page read
     (``PageRead.unset``, scored by ``quality``) and returns the warning that names them and
     the fonts of the runs PDFium gave no text for (``pdf_fonts``); "" when nothing was lost."""
-    suspect = {k: _page_text(read) for k, read in enumerate(pages) if read.fontless_runs}
+    by_index = {read.number - 1: read for read in pages}  # the file's page index: pages
+    suspect = {k: _page_text(read) for k, read in by_index.items() if read.fontless_runs}
     if not suspect:
         return ""
     counted = pdf_fonts.characters_lost(raw, suspect)
@@ -263,16 +278,16 @@ def _count_unset(raw: bytes, pages: list[PageRead]) -> str:
         said = f"{counted}; "
     else:
         for k, lost in counted.items():
-            pages[k].unset = lost
-        lost_on = [k for k in suspect if pages[k].unset]
+            by_index[k].unset = lost
+        lost_on = [k for k in suspect if by_index[k].unset]
         if not lost_on:
             return ""
         unset = sum(p.unset for p in pages)
         what = f"{unset} CJK characters on {{pages}} are missing from the text: their fonts"
         said = ""
-    fonts = set().union(*(pages[k].fontless_fonts for k in lost_on))
+    fonts = set().union(*(by_index[k].fontless_fonts for k in lost_on))
     return (
-        what.format(pages=_pages([pages[k].number for k in lost_on]))
+        what.format(pages=_pages([by_index[k].number for k in lost_on]))
         + f" ({', '.join(sorted(fonts))}) are not embedded in the file and no installed font "
         f"covers them ({said}install one, e.g. Debian's fonts-noto-cjk, and parse again)"
     )

@@ -216,3 +216,22 @@ def test_a_heading_deeper_than_six_levels_nests_as_level_six_not_a_crash() -> No
         (6, "Deep heading"),
     ]
     assert sections[-1].heading_path == ["Chapter", "Deep heading"]
+
+
+# --- PDFs with damaged pages (the format corpus's hand-built PDFs, third sweep) -----------------
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        # The page tree counts 9 pages and holds 1; it lists 3 kids, the third no page.
+        ("page_tree_wrong_count.pdf", "pages 2–9 could not be read and are left out"),
+        ("page_tree_different_kids.pdf", "page 3 could not be read and is left out"),
+    ],
+)
+def test_a_pdf_page_that_cannot_be_read_costs_that_page_not_the_document(
+    name: str, said: str
+) -> None:
+    parsed = parse_checked(_raw(name), f"scans/{name}")
+    assert parsed.text_layer.startswith("Hello PDF-world!")
+    assert any(warning.startswith(said) for warning in parsed.warnings), parsed.warnings
