@@ -214,8 +214,10 @@ def media_type_for(source_key: str) -> str:
 #: Formats whose files hold no text by design often enough (slides of pictures, a blank form,
 #: an empty sheet) that no text is a note, not a failure (``parse_document``). Not the formats
 #: LibreOffice converts: there an empty result may be the converter's loss, not the file's.
+#: Lower case, as ``parse_document`` compares media types ("...macroEnabled.12" too).
 _TEXTLESS_IS_A_DOCUMENT = frozenset(
-    {
+    media_type.lower()
+    for media_type in (
         word.MEDIA_TYPE,
         word.MACRO_MEDIA_TYPE,
         powerpoint.MEDIA_TYPE,
@@ -223,7 +225,7 @@ _TEXTLESS_IS_A_DOCUMENT = frozenset(
         spreadsheet.XLSX_MEDIA_TYPE,
         spreadsheet.XLSM_MEDIA_TYPE,
         svg.MEDIA_TYPE,  # an icon, a shape: a drawing without words, like a photo
-    }
+    )
 )
 
 

@@ -457,6 +457,10 @@ def test_a_deck_without_text_is_a_document_with_no_chunks_and_a_note_unless_text
     strict = ParsingSettings(ocr=OcrSettings(require_text=True))
     with pytest.raises(EmptyDocumentError, match=r"^blank\.pptx: the presentation has no text"):
         parse_document(_save(prs), "blank.pptx", parsing=strict)
+    # The macro-enabled kind too: its media type ("...macroEnabled.12") is compared in lower
+    # case, and an empty .pptm (an .xlsm of buttons: XlsxWriter's button07.xlsm) failed.
+    macro = parse_document(_save(prs), "blank.pptm", media_type=powerpoint.MACRO_MEDIA_TYPE)
+    assert macro.text_layer == "" and macro.warnings == ["no text: the presentation has no text"]
 
 
 def test_zip_that_is_no_presentation_is_a_corrupt_document_error() -> None:
