@@ -214,12 +214,17 @@ class SavedPageFolders:
     keys, a zip's member names), where no folder is listed with its siblings."""
 
     def __init__(self, paths: Iterable[str]) -> None:
-        self._lowered = {path.lower().rstrip("/") for path in paths}
+        self._paths = paths  # read once, when a path may first lie in such a folder
+        self._lowered: set[str] | None = None
         self._page_of: dict[str, str | None] = {}
 
     def folder_of(self, path: str) -> tuple[str, str] | None:
         """(companion folder, its page) of the outermost such folder holding ``path``."""
         parts = path.split("/")
+        if not any(part.lower().endswith(SAVED_PAGE_FOLDER_SUFFIXES) for part in parts[:-1]):
+            return None
+        if self._lowered is None:
+            self._lowered = {known.lower().rstrip("/") for known in self._paths}
         for depth in range(1, len(parts)):
             folder = "/".join(parts[:depth])
             if folder not in self._page_of:

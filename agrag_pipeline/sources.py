@@ -53,6 +53,7 @@ from agrag_pipeline.raw_files import (
 from agrag_pipeline.source_keys import (
     HEAD_BYTES,
     MAX_SOURCE_KEY_LENGTH,
+    SAVED_PAGE_FOLDER_SUFFIXES,
     FileTooLargeError,
     ScanProblem,
     ScanResult,
@@ -145,7 +146,7 @@ def scan_raw_root(
                 _add(result.refused, prefix, f"the folder cannot be listed: {_why(exc)}")
                 continue
             subfolders: list[tuple[str, str, tuple[str, ...]]] = []
-            sibling_names = {name.lower() for name, _lstat in entries}
+            sibling_names: set[str] | None = None  # made for a folder that may need it
             for name, lstat in entries:
                 key = prefix + name
                 path = os.path.join(folder, name)
@@ -161,7 +162,11 @@ def scan_raw_root(
                     _add(result.refused, key, f"cannot be examined: {_why(exc)}", key)
                     continue
                 if stat.S_ISDIR(st.st_mode):
-                    page = saved_page_of(name, sibling_names)
+                    page = None
+                    if name.lower().endswith(SAVED_PAGE_FOLDER_SUFFIXES):
+                        if sibling_names is None:
+                            sibling_names = {sibling.lower() for sibling, _lstat in entries}
+                        page = saved_page_of(name, sibling_names)
                     if page is not None:
                         _add(result.skipped, key + "/", saved_page_reason(page))
                     else:
