@@ -828,8 +828,8 @@ def parse(text: str, document: Document, *, web_page: bool = False) -> ParsedDoc
     extracted = extract(text, current_deadline(document.source_key), web_page=web_page)
     if extracted.furniture_chars:  # said with the sections, so a user sees what was not read
         document.metadata[FURNITURE_METADATA] = (
-            f"{extracted.furniture_chars:,} characters of menus, teasers, share links and"
-            " footers around the article left out"
+            f"{extracted.furniture_chars:,} characters of menus, teasers, share links, readers'"
+            " comments and footers around the article left out"
         )
     layer = extracted.text
     sections = build_sections(layer, document, extracted.headings, extracted.tables)

@@ -27,6 +27,10 @@ How (the article's container as Arc90's Readability, still Firefox's reader view
    characters of its own text and a quarter of the page's, and what would be left out is at
    least half link text. Else nothing is: a document that is not such a web page (a report, a
    generated manual page, a table) keeps every word.
+4. Readers' comments (``comment_sections``: the blocks an ``id`` or class names so, as blog and
+   news templates write them) score nothing in step 1, so a long comment is never taken for
+   the article, count for nothing in step 3's quarter, and are left out wherever they stand
+   once the article is found for sure: on a blog they often outweigh the post.
 
 Counts are of characters other than whitespace, outside ``script``/``style``/``template``/
 ``noscript``, taken by Lexbor in C (``text``, ``css``): no Python walk over the page's nodes.
@@ -61,6 +65,15 @@ _KEPT = "h1, table, pre"
 _HEADS_OR_PICTURES_TAGS = ("h2", "h3", "h4", "h5", "h6", "img", "picture", "figure", "video")
 _HEADS_OR_PICTURES = ", ".join(_HEADS_OR_PICTURES_TAGS)
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f](?:\s|$)")
+#: Readers' comments (``comment_sections``): an ``id`` or class word for them, between word
+#: boundaries, hyphens or underscores (``comments-area``, ``comment_list``, ``disqus_thread``);
+#: not a BEM element's name (``gallery__item__comment``: an editor's caption there).
+_COMMENT_NAME = re.compile(
+    r"(?:^|(?<!_)[-_])(?:comments?|commentlist|comment-?list|disqus(?:_thread)?|replies)(?:$|[-_])",
+    re.IGNORECASE,
+)
+_COMMENT_QUERY = "[id*=omment], [class*=omment], [id*=isqus], [class*=isqus], [class*=eplies]"
+_COMMENT_TAGS = frozenset({"div", "section", "aside", "ol", "ul", "footer", "dl", "form"})
 
 MIN_PARAGRAPH_CHARS = 25
 #: The container's own text (outside links) needed before anything is left out.
@@ -99,14 +112,53 @@ def _paragraphs(top: LexborNode) -> list[LexborNode]:
     return top.css(f"{_PARAGRAPHS}, div:not(:has({_BLOCK_INSIDE}))")
 
 
-def article_container(top: LexborNode) -> LexborNode | None:
-    """The element under ``top`` that Readability's scoring says holds the article (step 1)."""
+def comment_sections(top: LexborNode) -> list[LexborNode]:
+    """The readers' comments under ``top``: the outermost blocks whose ``id`` or a class names
+    them so (``comments``, ``comment-list``, ``disqus_thread``, ``replies``...), as WordPress,
+    Disqus and most blog and news templates write them. A block holding a ``h1`` or most of
+    the page's text is a wrapper that only mentions comments (``has-comments``), not them; an
+    inline element (a code listing's ``hljs-comment``) is never one."""
+    shown = _visible(top)
+    found: dict[int, LexborNode] = {}
+    for node in top.css(_COMMENT_QUERY):
+        if node.tag not in _COMMENT_TAGS:
+            continue
+        names = f"{node.attributes.get('id') or ''} {node.attributes.get('class') or ''}"
+        if not any(_COMMENT_NAME.search(name) for name in names.split()):
+            continue
+        if node.css_first("h1") is not None or _visible(node) > 0.5 * shown:
+            continue
+        found[node.mem_id] = node
+    outermost = []
+    for key, node in found.items():
+        parent = node.parent
+        while parent is not None and parent.mem_id not in found and parent.mem_id != top.mem_id:
+            parent = parent.parent
+        if parent is None or parent.mem_id not in found or parent.mem_id == key:
+            outermost.append(node)
+    return outermost
+
+
+def _inside(node: LexborNode, keys: set[int], top: LexborNode) -> bool:
+    """Whether ``node`` lies in one of the elements whose addresses are ``keys``."""
+    while node is not None and node.mem_id != top.mem_id:
+        if node.mem_id in keys:
+            return True
+        node = node.parent  # type: ignore[assignment]
+    return False
+
+
+def article_container(top: LexborNode, leave_out: set[int] | None = None) -> LexborNode | None:
+    """The element under ``top`` that Readability's scoring says holds the article (step 1);
+    paragraphs inside the elements ``leave_out`` names (readers' comments) score nothing."""
     # Keyed by Lexbor's node address: a LexborNode compares equal by serialising its HTML.
     scores: dict[int, float] = {}  # container -> its score (module doc, step 1)
     nodes: dict[int, LexborNode] = {}
     for paragraph in _paragraphs(top):
         text = " ".join(paragraph.text(deep=True).split())
         if len(text) < MIN_PARAGRAPH_CHARS:
+            continue
+        if leave_out and _inside(paragraph, leave_out, top):
             continue
         gain = 1 + text.count(",") + text.count("\uff0c") + text.count("\u3001")
         gain += min(len(text) // 100, 3)
@@ -144,12 +196,17 @@ def page_furniture(top: LexborNode) -> tuple[list[LexborNode], int]:
     page_own = _visible(top) - page_links
     if not page_links or page_own < MIN_ARTICLE_CHARS:
         return [], 0  # nothing to find: furniture is half links, the article's text the page's
-    container = article_container(top)
-    if container is None:
+    comments = comment_sections(top)
+    comment_keys = {node.mem_id for node in comments}
+    container = article_container(top, comment_keys)
+    if container is None or _inside(container, comment_keys, top):
         return [], 0
+    comments = [node for node in comments if not _inside(container, {node.mem_id}, top)]
+    comments_own = sum(_visible(node) - _link_chars(node) for node in comments)
     own = _visible(container) - _link_chars(container)
-    if own < MIN_ARTICLE_CHARS or own < 0.25 * page_own:
+    if own < MIN_ARTICLE_CHARS or own < 0.25 * (page_own - comments_own):
         return [], 0
+    comment_keys = {node.mem_id for node in comments}
     kept: set[int] = set()  # node addresses (see ``article_container``)
     for element in top.css(_KEPT):
         node: LexborNode | None = element
@@ -163,6 +220,8 @@ def page_furniture(top: LexborNode) -> tuple[list[LexborNode], int]:
         for sibling in parent.iter(include_text=False):
             if sibling.mem_id == node.mem_id or sibling.mem_id in kept:
                 continue
+            if sibling.mem_id in comment_keys or _inside(sibling, comment_keys, top):
+                continue  # left out with the comments, below
             visible = _visible(sibling)
             if not visible:
                 continue
@@ -174,4 +233,13 @@ def page_furniture(top: LexborNode) -> tuple[list[LexborNode], int]:
                 shown += visible
                 links += link
         node = parent
-    return (furniture, shown) if links >= 0.5 * shown else ([], 0)
+    if links < 0.5 * shown:
+        furniture, shown = [], 0
+    # Readers' comments go wherever they stand, the container's own included, once the article
+    # is found for sure: they are what the page's readers wrote, not the article.
+    left_out = {element.mem_id for element in furniture}
+    for section in comments:
+        if not _inside(section, left_out, top):
+            furniture.append(section)
+            shown += _visible(section)
+    return furniture, shown

@@ -95,7 +95,8 @@ def test_a_news_page_is_read_without_its_menu_teasers_share_links_and_footer(
     ]
     said = parsed.document.metadata[html.FURNITURE_METADATA]  # stored with the sections
     assert said.endswith(
-        "characters of menus, teasers, share links and footers around the article left out"
+        "characters of menus, teasers, share links, readers' comments and footers around the"
+        " article left out"
     )
     assert int(said.split()[0].replace(",", "")) > 200
 
@@ -120,6 +121,77 @@ def test_a_main_that_shows_nothing_gives_way_to_the_body() -> None:
     )
     parsed = parse_document(page.encode(), "agency.html")
     assert parsed.text_layer == "Talks resume\n\nNegotiators met again on Monday."
+
+
+def _blog_post(comments_inside_the_post: bool = False) -> str:
+    """A post as WordPress's default theme writes it: the article, then its readers' comments
+    (each a sentence or more, some longer than a paragraph of the post) and the reply form."""
+    comments = "".join(
+        f'<li id="comment-{i}" class="comment"><article class="comment-body">'
+        f'<footer class="comment-meta"><b class="fn">{who}</b> on 4 August 2026 at 9:{i}0 am'
+        f' <span class="says">says:</span></footer><div class="comment-content"><p>{said}</p>'
+        '</div><div class="reply"><a href="#respond">Reply</a></div></article></li>'
+        for i, (who, said) in enumerate(
+            (
+                (
+                    "Pete",
+                    "Our well went dry in July as well, and the council told us, after three"
+                    " weeks of letters, that nothing could be done before the autumn, which is"
+                    " exactly what they said the last time, in 2016, and the time before that.",
+                ),
+                (
+                    "Joan",
+                    "Does anyone know whether the ferry timetable will go back to six crossings"
+                    " once the rain comes, or whether this is the new normal for the lake?",
+                ),
+                (
+                    "Ray",
+                    "Water at night, share pumps, study limits: we have heard it all before,"
+                    " and the board should have dug the wells deeper when it had the money.",
+                ),
+            )
+        )
+    )
+    section = (
+        '<div id="comments" class="comments-area"><h2 class="comments-title">3 thoughts on'
+        f' "River levels fall"</h2><ol class="comment-list">{comments}</ol>'
+        '<div id="respond" class="comment-respond"><h3>Leave a Reply</h3>'
+        '<form><label>Comment</label><textarea></textarea><input type="submit" value="Post">'
+        "</form></div></div>"
+    )
+    story = "".join(f"<p>{p}</p>" for p in ARTICLE)
+    post = (
+        '<article class="post type-post"><h1 class="entry-title">River levels fall</h1>'
+        f'<div class="entry-content">{story}</div>'
+        f"{section if comments_inside_the_post else ''}</article>"
+    )
+    return (
+        '<html><body class="single has-comments"><div id="page" class="site">'
+        '<div class="site-content has-comments">'
+        f"{post}{'' if comments_inside_the_post else section}</div></div></body></html>"
+    )
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["after the post", "inside the post"])
+def test_readers_comments_under_a_post_are_left_out_and_the_post_is_read(inside: bool) -> None:
+    parsed = parse_document(_blog_post(inside).encode(), "blog/river.html")
+    assert parsed.text_layer == "\n\n".join(["River levels fall", *ARTICLE])
+    assert "readers' comments" in parsed.document.metadata[html.FURNITURE_METADATA]
+
+
+def test_a_code_listings_comments_and_a_wrapper_named_for_comments_are_kept() -> None:
+    # highlight.js marks a listing's comments with ``hljs-comment`` spans; a theme names the
+    # page's wrapper ``has-comments``: neither is a readers' comment section.
+    listing = (
+        '<pre><code><span class="hljs-comment"># water at night</span>\n'
+        "pump.start(hour=22)</code></pre>"
+    )
+    page = _blog_post().replace(
+        '<div class="entry-content">', f'<div class="entry-content">{listing}'
+    )
+    text = parse_document(page.encode(), "blog/river.html").text_layer
+    assert "# water at night" in text and "pump.start(hour=22)" in text
+    assert all(paragraph in text for paragraph in ARTICLE)
 
 
 def _words(text: str) -> Counter[str]:
