@@ -42,8 +42,9 @@ from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLarge
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
 MEDIA_TYPE = MOBI
-#: Decompressed text past this is refused (the largest real books: tens of MB of markup).
-MAX_TEXT_BYTES = 256 * 1024 * 1024
+#: Decompressed text past this is refused (the largest real books hold a few MB of markup; a
+#: record can grow fivefold, so a 64 MB file could otherwise decompress to 320 MB).
+MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 _PDB_HEADER = 78
 _MOBI_BOOK = b"BOOKMOBI"

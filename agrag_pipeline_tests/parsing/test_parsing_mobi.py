@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from agrag_pipeline.parsing import detect, parse_document
+from agrag_pipeline.parsing import detect, mobi, parse_document
 from agrag_pipeline.parsing.detect import detect_media_type
-from agrag_pipeline.parsing.errors import DocumentError
+from agrag_pipeline.parsing.errors import DocumentError, DocumentTooLargeError
 from agrag_pipeline_tests.parsing.parsed_support import parse_checked
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "kindle"
@@ -107,3 +107,28 @@ def test_an_ibooks_book_reads_as_the_epub_it_is() -> None:
         parse_document(raw, "book.ibooks").text_layer
         == parse_document(source, "book.epub").text_layer
     )
+
+
+def test_a_book_whose_text_decompresses_past_the_budget_is_refused_as_it_grows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # PalmDOC's back references repeat what was just written: two bytes can write ten, so a
+    # record of 4 KB writes 20 KB. The budget is checked record by record, not at the end.
+    monkeypatch.setattr(mobi, "MAX_TEXT_BYTES", 100_000)
+    record = b"\x01a" + bytes([0x80, 0x0F]) * 2047  # "a", then "a" ten times over and over
+    header = bytearray(16 + 232)
+    struct.pack_into(">HHIHHH", header, 0, 2, 0, 90_000, 20, 4096, 0)  # PalmDOC, 20 records
+    header[16:20] = b"MOBI"
+    struct.pack_into(">I", header, 20, 232)
+    records = [bytes(header)] + [record] * 20
+    offset = 78 + 8 * len(records)
+    table = b""
+    for each in records:
+        table += struct.pack(">I", offset) + bytes(4)
+        offset += len(each)
+    database = bytearray(78)
+    database[60:68] = b"BOOKMOBI"
+    struct.pack_into(">H", database, 76, len(records))
+    raw = bytes(database) + table + b"".join(records)
+    with pytest.raises(DocumentTooLargeError, match=r"bomb\.mobi: .*past the limit of 100,000"):
+        parse_document(raw, "bomb.mobi")
