@@ -525,6 +525,7 @@ _OLE_MAIN_STREAMS = {
     "WORKBOOK": XLS,
     "BOOK": XLS,
     "POWERPOINT DOCUMENT": PPT,
+    "PP40": PPT,  # PowerPoint 4 (1994), Windows and Mac: LibreOffice reads it
     "VISIODOCUMENT": VSD,
 }
 _OLE_OFFICE = frozenset({DOC, XLS, PPT, VSD, PUB})

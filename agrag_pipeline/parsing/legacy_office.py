@@ -142,7 +142,7 @@ MEDIA_TYPES = tuple(_FORMATS)
 _MAIN_STREAMS: dict[str, tuple[str, ...]] = {
     DOC: ("WordDocument",),
     XLS: ("Workbook", "Book"),
-    PPT: ("PowerPoint Document",),
+    PPT: ("PowerPoint Document", "PP40"),  # PowerPoint 97-2003, and PowerPoint 4
     VSD: ("VisioDocument",),
     PUB: ("Quill/QuillSub/CONTENTS",),
 }

@@ -222,6 +222,8 @@ _REAL_FILES = {
     "PEYTREND.WK3": ["| NO | DATE | VMC5_10 | VMC15_20 | VMC30_35 |"],
     "testQuattro.wb2": ["| X | Y | Z |", "| 2 | 9 | 18 |"],
     "testQUATTRO.qpw": ["This is an example spreadsheet made with Quattro Pro X3."],
+    # PowerPoint 4 for Mac (1994): its OLE file holds a "PP40" stream, no "PowerPoint Document".
+    "powerpoint4_ecdl_paris.ppt": ["JISC digital library initiatives: contents"],
 }
 _GROUND_TRUTH = {
     "unit_test_headers.odt": "docx/groundtruth/unit_test_headers.md",
