@@ -38,7 +38,11 @@ from agrag_pipeline.parsing import html, plaintext
 from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.detect import MOBI, is_palm_book
 from agrag_pipeline.parsing.encoding import decode
-from agrag_pipeline.parsing.errors import CorruptDocumentError, DocumentTooLargeError
+from agrag_pipeline.parsing.errors import (
+    CorruptDocumentError,
+    DocumentTooLargeError,
+    EmptyDocumentError,
+)
 from agrag_pipeline.parsing.parsed import ParsedDocument
 
 MEDIA_TYPE = MOBI
@@ -116,7 +120,10 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
         body = body[: _first_flow_end(records, header, len(body))]
     encoding = "utf-8" if _field(header, _ENCODING_AT, ">I") == _UTF8 else "cp1252"
     document.metadata["ebook_format"] = "KF8" if version >= _KF8 else f"MOBI {version}"
-    return html.parse(body.decode(encoding, "replace"), document)
+    parsed = html.parse(body.decode(encoding, "replace"), document)
+    if not parsed.text_layer.strip():
+        raise EmptyDocumentError(key, "the book's text records hold no text")
+    return parsed
 
 
 def _plain_book(text: str, document: Document) -> ParsedDocument:

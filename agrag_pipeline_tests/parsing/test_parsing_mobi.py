@@ -71,6 +71,7 @@ def test_a_book_is_known_by_its_palm_header_under_any_name() -> None:
         (0, 17480, "HUFF/CDIC"),  # compression
         (0, 7, "unknown compression"),
         (8, 60_000, "names 60000 text records"),
+        (6, 0, "hold no text"),  # the text length's low half: 0 bytes of text
     ],
 )
 def test_a_book_that_cannot_be_read_says_why(field: int, value: int, problem: str) -> None:
