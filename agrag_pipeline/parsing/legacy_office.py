@@ -1,7 +1,9 @@
 """Legacy binary Office (.doc, .xls, .ppt), OpenDocument (.odt, .ods, .odp, .odg, and flat
 .fodt, .fods, .fodp), RTF, Word and Excel 2003's XML formats (a ``.xml``, or behind
 ``.doc``/``.xls``: ``detect``), Excel's binary ``.xlsb``, Visio and Publisher files, Apple
-iWork, OpenOffice.org 1 and StarOffice, Works, WordPerfect and Lotus 1-2-3.
+iWork, OpenOffice.org 1 and StarOffice, Works, WordPerfect, Windows Write, Lotus 1-2-3 and
+Quattro Pro; and the older files saved as ``.doc`` or ``.ppt`` that LibreOffice reads (Word for
+Windows 2.0 and Write's layout by their signatures, PowerPoint 4 by its ``PP40`` stream).
 
 Each is checked here, then converted by LibreOffice (``libreoffice.convert``) to the OOXML
 equivalent and read by our own DOCX/XLSX/PPTX parser, so the text layer and sections follow
@@ -13,8 +15,10 @@ Checked before the converter starts (fast, clear per-file errors, no process for
 
 - an OLE file (.doc/.xls/.ppt) must be a readable compound file holding its format's main
   stream; a password-protected one (``msoffcrypto``: RC4/CryptoAPI/XOR-encrypted binaries, and
-  encrypted OOXML, which is an OLE file too) is ``CorruptDocumentError`` saying
-  "password-protected";
+  encrypted OOXML, which is an OLE file too; an Excel 5/95 workbook by its FILEPASS record) is
+  ``CorruptDocumentError`` saying "password-protected";
+- a Windows Write file must start with Write's signature (LibreOffice reads any file it does
+  not know as plain text: a renamed binary would read as noise);
 - an OpenDocument file is a ZIP opened through ``archive.open_zip`` (zip bombs and truncation
   refused from its directory), whose ``mimetype`` must name the format; an encrypted one
   (``encryption-data`` in its manifest) is "password-protected";
@@ -80,7 +84,7 @@ from agrag_pipeline.parsing.parsed import ParsedDocument
 
 #: Apple iWork packages: zips, checked as such before LibreOffice (libetonyek) reads them.
 IWORK_TYPES = (PAGES, KEYNOTE, NUMBERS)
-#: Formats LibreOffice alone checks (StarOffice, Works, WordPerfect, Lotus 1-2-3).
+#: Formats LibreOffice alone checks (StarOffice, Works, WordPerfect, Lotus 1-2-3, Quattro Pro).
 UNCHECKED_TYPES = (SXW, SXC, SXI, SDW, SDC, SDD, WPS, WPD, LOTUS, QUATTRO)
 OLE_TYPES = (DOC, XLS, PPT, VSD, PUB)
 ODF_TYPES = (ODT, ODS, ODP, ODG)
