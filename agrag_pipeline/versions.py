@@ -235,7 +235,10 @@ SNAPSHOT_VERSION = "1"
 #: 50: a saved web page's readers' comments (the blocks an ``id`` or class names so: WordPress's
 #: ``comments-area``, Disqus's thread) are left out once its article is found for sure, and
 #: never taken for the article (``html_furniture.comment_sections``); readability's and Zyte's
-#: test pages: 12 and 28 pages read less furniture, none loses a word of its article. Also
+#: test pages: 12 and 28 pages read less furniture, none loses a word of its article. An
+#: e-mail's plain-text body: each message a reply or forward quotes (under Outlook's "From: /
+#: Sent: / To: / Subject:" block, or an "On ... wrote:" line over ``>`` lines) is a section of
+#: its own, headed by that line (``mail.quoted_history``), where it ran on in the reply's. Also
 #: read now, where they failed or were skipped (no output of a file read before changes):
 #: pre-97 word processors and spreadsheets through LibreOffice, Kindle and Palm books, JPEG
 #: 2000 scans, a workbook with a damaged chart part, a PDF with a page that does not load.

@@ -15,7 +15,10 @@ A message is one document. Its text layer is:
   ``Attachment n: name (type, size)`` line per attachment;
 - its body: each inline text part in order, ``text/plain`` as it is, ``text/html`` through the
   HTML parser (its headings one level under the subject); of a ``multipart/alternative`` only
-  the plain text is read, else the HTML.
+  the plain text is read, else the HTML. In a plain body, each earlier message a reply or
+  forward quotes is a level-2 section headed by the line that introduces it
+  (``quoted_history``); an HTML body's quotes (Gmail's ``gmail_quote``, ``<blockquote
+  type="cite">``) are not found yet.
 
 The headers also go into the document's metadata (``mail.from``, ``mail.to``, ``mail.cc``,
 ``mail.date``, ``mail.subject``, ``mail.attachments``). Each attachment is a document of its own
@@ -504,7 +507,8 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
         if kind == "html":
             body, body_headings, body_tables = _html_marks(text, source_key)
         else:
-            body, body_headings, body_tables = text.replace("\r\n", "\n"), [], []
+            body = text.replace("\r\n", "\n")
+            body_headings, body_tables = quoted_history(body), []
         offset = layer.write(body)
         layer.write("\n")
         headings += [
@@ -525,6 +529,51 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
             f"{source_key}: the message is damaged or truncated ({kinds}); read as far as it goes"
         )
     return parsed
+
+
+#: The header block Outlook (and most clients after it) writes above the message a reply or
+#: a forward quotes: "From:", then the date, recipients and subject, in the client's language.
+_QUOTED_FROM = re.compile(r"^(?:From|Von|De|Da|Van|Fra|Od) ?:[ \t]*\S.*$", re.MULTILINE)
+_QUOTED_FIELDS = re.compile(
+    r"^(?:Sent|Date|Gesendet|Datum|Envoyé|Enviado|Fecha|Inviato|Verzonden|Sendt|Wysłano"
+    r"|To|An|À|A|Para|Aan|Til|Do|Subject|Betreff|Objet|Asunto|Oggetto|Onderwerp|Emne|Temat"
+    r"|Cc) ?:",
+    re.IGNORECASE,
+)
+#: The line Gmail, Apple Mail and Thunderbird write above a quoted message ("On Mon, 1 Dec
+#: 2025 at 10:00, Ana <ana@example.org> wrote:"), possibly wrapped onto a second line.
+_ATTRIBUTION = re.compile(
+    r"^(?:On|Am|Le|El|Il|Op|Den|Dnia) [^\n]{4,240}?(?:\n[^\n]{0,120}?)?"
+    r"(?:wrote|schrieb|a écrit|escribió|ha scritto|schreef|skrev|napisał)\s?:[ \t]*$",
+    re.MULTILINE,
+)
+
+
+def quoted_history(body: str) -> list[HeadingMark]:
+    """Level-1 headings over each message a plain-text reply or forward quotes: the first line
+    of its Outlook header block ("From: Ana <...>" with "Sent:", "To:", "Subject:" below it) or
+    the attribution line above a ``>``-quoted message, most of whose lines after it are quoted.
+
+    Why: a reply holds every earlier message of its thread under its own text; read as one
+    body, chunks mixed the new text with the old. As sections, each quoted message is chunked
+    apart, its heading path saying whose it is; nothing is left out (the earlier message may be
+    in no other file)."""
+    marks: list[HeadingMark] = []
+    for found in _QUOTED_FROM.finditer(body):
+        following = body[found.end() : found.end() + 600].split("\n")[1:5]
+        if sum(1 for line in following if _QUOTED_FIELDS.match(line.strip())) >= 2:
+            marks.append(_mark(body, found.start(), found.end()))
+    for found in _ATTRIBUTION.finditer(body):
+        after = [line for line in body[found.end() :].split("\n") if line.strip()]
+        quoted = sum(1 for line in after if line.lstrip().startswith(">"))
+        if after and quoted >= 0.8 * len(after):
+            marks.append(_mark(body, found.start(), found.end()))
+    marks.sort(key=lambda mark: mark.start)
+    return [mark for k, mark in enumerate(marks) if k == 0 or mark.start >= marks[k - 1].end]
+
+
+def _mark(body: str, start: int, end: int) -> HeadingMark:
+    return HeadingMark(start, end, 1, " ".join(body[start:end].split()))
 
 
 def _metadata(message: Message) -> dict[str, str]:

@@ -229,3 +229,61 @@ def test_maildir_messages_and_apple_mail_emlx_files_are_read_as_e_mails(tmp_path
     }
     assert len(set(texts.values())) == 1  # the same message, however it is stored
     assert "plist" not in parse_document((apple / "4711.emlx").read_bytes(), "a.emlx").text_layer
+
+
+# --- replies: the messages they quote -------------------------------------------------------
+
+
+def test_an_outlook_reply_reads_the_message_it_quotes_as_a_section_of_its_own() -> None:
+    # A real reply (unstructured's example): its text, then Outlook's "From: / Sent: / To: /
+    # Subject:" block and the message it answers.
+    parsed = parse_document(_raw("email-replace-mime-encodings-error-2.eml"), "re.eml")
+    quoted = next(s for s in parsed.sections if s.level == 2)
+    assert quoted.heading == "From: Someone Real [mailto:email@domain.com]"
+    assert quoted.heading_path == ["RE: Random Expo Expo 2023", quoted.heading]
+    text = parsed.text_layer
+    assert "Dear Exhibitor," in text[quoted.start : quoted.end]
+    reply = text[: quoted.start]
+    assert "Did you get a chance to review my previous" in reply
+    assert "Dear Exhibitor," not in reply
+    _assert_exact_sections(parsed)
+
+
+def _reply(body: str) -> bytes:
+    from email.message import EmailMessage
+
+    message = EmailMessage()
+    message["From"] = "Ana Costa <ana@example.org>"
+    message["To"] = "Marta Ruiz <marta@example.org>"
+    message["Subject"] = "Re: pumps for the lower valley"
+    message["Date"] = "Tue, 04 Aug 2026 09:12:00 +0200"
+    message.set_content(body)
+    return message.as_bytes()
+
+
+def test_a_reply_quoting_with_angle_brackets_under_an_attribution_line_is_two_sections() -> None:
+    body = (
+        "Marta, thanks: we can lend two pumps from Monday.\n\nAna\n\n"
+        "On Mon, 3 Aug 2026 at 18:40, Marta Ruiz <marta@example.org>\nwrote:\n"
+        "> Could the co-operative lend us pumps for the night watering?\n"
+        ">\n> The board asks every farm along the lower reaches to share.\n"
+    )
+    parsed = parse_document(_reply(body), "thread/re.eml")
+    quoted = next(s for s in parsed.sections if s.level == 2)
+    assert quoted.heading == "On Mon, 3 Aug 2026 at 18:40, Marta Ruiz <marta@example.org> wrote:"
+    assert "> Could the co-operative lend us pumps" in parsed.text_layer[quoted.start : quoted.end]
+    assert "we can lend two pumps" in parsed.text_layer[: quoted.start]
+    _assert_exact_sections(parsed)
+
+
+def test_answers_written_between_the_quoted_lines_keep_the_message_whole() -> None:
+    # Replying inline: the quote is not the message's history but what each answer answers.
+    body = (
+        "On Mon, 3 Aug 2026 at 18:40, Marta Ruiz <marta@example.org> wrote:\n"
+        "> Could the co-operative lend us pumps?\n"
+        "Yes, two, from Monday.\n"
+        "> And the ferry timetable?\n"
+        "Twice a day until the rain comes.\n"
+    )
+    parsed = parse_document(_reply(body), "thread/inline.eml")
+    assert [s.level for s in parsed.sections if s.heading] == [1]
