@@ -17,8 +17,7 @@ A message is one document. Its text layer is:
   HTML parser (its headings one level under the subject); of a ``multipart/alternative`` only
   the plain text is read, else the HTML. In a plain body, each earlier message a reply or
   forward quotes is a level-2 section headed by the line that introduces it
-  (``quoted_history``); an HTML body's quotes (Gmail's ``gmail_quote``, ``<blockquote
-  type="cite">``) are not found yet.
+  (``quoted_history``), in an HTML body too, once its text is read.
 
 The headers also go into the document's metadata (``mail.from``, ``mail.to``, ``mail.cc``,
 ``mail.date``, ``mail.subject``, ``mail.attachments``). Each attachment is a document of its own
@@ -506,6 +505,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
         layer.write("\n")
         if kind == "html":
             body, body_headings, body_tables = _html_marks(text, source_key)
+            body_headings = _merged(body_headings, quoted_history(body, quoted_by_marks=False))
         else:
             body = text.replace("\r\n", "\n")
             body_headings, body_tables = quoted_history(body), []
@@ -549,10 +549,12 @@ _ATTRIBUTION = re.compile(
 )
 
 
-def quoted_history(body: str) -> list[HeadingMark]:
+def quoted_history(body: str, *, quoted_by_marks: bool = True) -> list[HeadingMark]:
     """Level-1 headings over each message a plain-text reply or forward quotes: the first line
     of its Outlook header block ("From: Ana <...>" with "Sent:", "To:", "Subject:" below it) or
-    the attribution line above a ``>``-quoted message, most of whose lines after it are quoted.
+    the attribution line above a ``>``-quoted message, most of whose lines after it are quoted
+    (``quoted_by_marks``; an HTML body's text, whose quote was a ``<blockquote>``, has no marks:
+    there the line is enough).
 
     Why: a reply holds every earlier message of its thread under its own text; read as one
     body, chunks mixed the new text with the old. As sections, each quoted message is chunked
@@ -566,10 +568,16 @@ def quoted_history(body: str) -> list[HeadingMark]:
     for found in _ATTRIBUTION.finditer(body):
         after = [line for line in body[found.end() :].split("\n") if line.strip()]
         quoted = sum(1 for line in after if line.lstrip().startswith(">"))
-        if after and quoted >= 0.8 * len(after):
+        if after and (not quoted_by_marks or quoted >= 0.8 * len(after)):
             marks.append(_mark(body, found.start(), found.end()))
     marks.sort(key=lambda mark: mark.start)
     return [mark for k, mark in enumerate(marks) if k == 0 or mark.start >= marks[k - 1].end]
+
+
+def _merged(headings: list[HeadingMark], quoted: list[HeadingMark]) -> list[HeadingMark]:
+    """An HTML body's own headings with its quoted messages' (none overlapping one)."""
+    kept = [q for q in quoted if not any(h.start < q.end and q.start < h.end for h in headings)]
+    return sorted([*headings, *kept], key=lambda mark: mark.start)
 
 
 def _mark(body: str, start: int, end: int) -> HeadingMark:

@@ -287,3 +287,26 @@ def test_answers_written_between_the_quoted_lines_keep_the_message_whole() -> No
     )
     parsed = parse_document(_reply(body), "thread/inline.eml")
     assert [s.level for s in parsed.sections if s.heading] == [1]
+
+
+def test_a_gmail_reply_in_html_reads_the_message_it_quotes_as_a_section_of_its_own() -> None:
+    from email.message import EmailMessage
+
+    message = EmailMessage()
+    message["From"] = "Ana Costa <ana@example.org>"
+    message["Subject"] = "Re: pumps for the lower valley"
+    message.set_content(  # as Gmail writes a reply: the quote in a gmail_quote blockquote
+        '<div dir="ltr">Thanks, we can lend two pumps from Monday.</div><br>'
+        '<div class="gmail_quote"><div dir="ltr" class="gmail_attr">On Mon, 3 Aug 2026 at'
+        " 18:40, Marta Ruiz &lt;marta@example.org&gt; wrote:<br></div>"
+        '<blockquote class="gmail_quote" style="margin:0 0 0 .8ex;border-left:1px #ccc solid">'
+        "<div>Could the co-operative lend us pumps for the night watering?</div>"
+        "</blockquote></div>",
+        subtype="html",
+    )
+    parsed = parse_document(message.as_bytes(), "thread/gmail.eml")
+    quoted = next(s for s in parsed.sections if s.level == 2)
+    assert quoted.heading == "On Mon, 3 Aug 2026 at 18:40, Marta Ruiz <marta@example.org> wrote:"
+    assert "night watering" in parsed.text_layer[quoted.start : quoted.end]
+    assert "we can lend two pumps" in parsed.text_layer[: quoted.start]
+    _assert_exact_sections(parsed)
