@@ -549,6 +549,10 @@ _ATTRIBUTION = re.compile(
 )
 
 
+#: How much text after an attribution line is looked at to see whether it is quoted.
+_QUOTE_WINDOW = 4000
+
+
 def quoted_history(body: str, *, quoted_by_marks: bool = True) -> list[HeadingMark]:
     """Level-1 headings over each message a plain-text reply or forward quotes: the first line
     of its Outlook header block ("From: Ana <...>" with "Sent:", "To:", "Subject:" below it) or
@@ -566,7 +570,8 @@ def quoted_history(body: str, *, quoted_by_marks: bool = True) -> list[HeadingMa
         if sum(1 for line in following if _QUOTED_FIELDS.match(line.strip())) >= 2:
             marks.append(_mark(body, found.start(), found.end()))
     for found in _ATTRIBUTION.finditer(body):
-        after = [line for line in body[found.end() :].split("\n") if line.strip()]
+        window = body[found.end() : found.end() + _QUOTE_WINDOW]  # bounded: a digest holds
+        after = [line for line in window.split("\n") if line.strip()]  # thousands of these
         quoted = sum(1 for line in after if line.lstrip().startswith(">"))
         if after and (not quoted_by_marks or quoted >= 0.8 * len(after)):
             marks.append(_mark(body, found.start(), found.end()))
