@@ -230,6 +230,7 @@ def list_children(
 
     if detect is None:
         detect = default_detect()
+    skip_saved_pages = documents is None or documents.skip_saved_page_folders
     out = _Expansion()
     budget = [MAX_EXTRACTED_BYTES]
     pending: list[tuple[str, bytes, str]] = [(container.source_key, raw, media_type)]
@@ -248,7 +249,8 @@ def list_children(
         found: list[tuple[str, bytes, str]] = []
         limit = _max_children(kind)
         try:
-            for number, (child_key, child, problem) in enumerate(_children(key, data, kind), 1):
+            children = _children(key, data, kind, skip_saved_pages)
+            for number, (child_key, child, problem) in enumerate(children, 1):
                 if number > limit:
                     out.skipped.append(
                         ScanProblem(
@@ -353,7 +355,7 @@ def _child(
 
 
 def _children(
-    key: str, raw: bytes, media_type: str
+    key: str, raw: bytes, media_type: str, skip_saved_pages: bool = True
 ) -> Iterator[tuple[str, bytes | None, str | None]]:
     """(child key, bytes or None, why not read) for each child of one container, in order."""
     if media_type in _MESSAGES:
@@ -370,7 +372,7 @@ def _children(
     if media_type != _ZIP:
         yield from _unpacked_members(key, raw, media_type)
         return
-    yield from _members(key, raw)
+    yield from _members(key, raw, skip_saved_pages)
 
 
 def _named(
@@ -410,8 +412,11 @@ def _messages(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | N
                 yield child_key, None, why_not
 
 
-def _members(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | None]]:
-    """Each member of the zip ``raw``, read when its turn comes (bomb checks first)."""
+def _members(
+    key: str, raw: bytes, skip_saved_pages: bool = True
+) -> Iterator[tuple[str, bytes | None, str | None]]:
+    """Each member of the zip ``raw``, read when its turn comes (bomb checks first); a saved
+    web page's folder once, as skipped (``skip_saved_pages``: ``DocumentsSettings``)."""
     from agrag_pipeline.parsing import DEFAULT_MAX_BYTES
     from agrag_pipeline.parsing.archive import open_zip, read_member
     from agrag_pipeline.parsing.errors import DocumentError
@@ -424,7 +429,7 @@ def _members(key: str, raw: bytes) -> Iterator[tuple[str, bytes | None, str | No
             named = None if info.is_dir() else _named(key, info.filename, seen)
             if named is None:
                 continue
-            in_saved_page = saved_pages.folder_of(info.filename)
+            in_saved_page = saved_pages.folder_of(info.filename) if skip_saved_pages else None
             if in_saved_page is not None:  # as the scan skips it on disk: once, as a folder
                 folder, page = in_saved_page
                 if folder not in reported:

@@ -337,11 +337,17 @@ class DocumentsSettings(_Frozen):
     configuration, data exports, notebooks and code are what it searches for; what is generated
     rather than written (lock files, minified files, ``node_modules``, VCS folders) is left out
     by ``exclude``. A file of a kind not listed is skipped with a reason naming this setting.
+
+    ``skip_saved_page_folders``: the folder a browser or Office writes beside a web page saved
+    "complete" (``report_files/`` beside ``report.htm``: its scripts, style sheets, pictures) is
+    skipped once, naming its page (``source_keys.saved_page_of``); false reads it as any folder
+    (a folder of one's own that happens to be named so).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, ignored_types=(cached_property,))
 
     include: list[str] = Field(default_factory=lambda: ["**"])
+    skip_saved_page_folders: bool = True
     exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     structured_kinds: list[StructuredKind] = Field(
         default_factory=lambda: list(STRUCTURED_KINDS)  # type: ignore[arg-type]

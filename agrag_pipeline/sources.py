@@ -123,6 +123,7 @@ def scan_raw_root(
     if detect is None:
         detect = default_detect()
     real_root = os.path.realpath(raw_root)
+    skip_saved_pages = documents is None or documents.skip_saved_page_folders
     result = ScanResult()
     with RawRootReader(raw_root) as reader:  # every folder listed, every head read, through it
         # (folder path as given, key prefix, the real paths of the folder and its ancestors)
@@ -163,7 +164,7 @@ def scan_raw_root(
                     continue
                 if stat.S_ISDIR(st.st_mode):
                     page = None
-                    if name.lower().endswith(SAVED_PAGE_FOLDER_SUFFIXES):
+                    if skip_saved_pages and name.lower().endswith(SAVED_PAGE_FOLDER_SUFFIXES):
                         if sibling_names is None:
                             sibling_names = {sibling.lower() for sibling, _lstat in entries}
                         page = saved_page_of(name, sibling_names)

@@ -105,6 +105,7 @@ def scan_object_root(
         raise FileNotFoundError(f"the raw root {root_uri} does not exist (no such bucket)")
     result = ScanResult()
     saved_pages = SavedPageFolders(path[len(base) + 1 :] for path in listing)
+    skip_saved_pages = documents is None or documents.skip_saved_page_folders
     reported: set[str] = set()
     for path, info in sorted(listing.items()):
         if info.get("type", "file") != "file" or not path.startswith(base + "/"):
@@ -112,7 +113,7 @@ def scan_object_root(
         key = path[len(base) + 1 :]
         if any(part.startswith(".") for part in key.split("/")):
             continue  # hidden, as on a local disk
-        in_saved_page = saved_pages.folder_of(key)
+        in_saved_page = saved_pages.folder_of(key) if skip_saved_pages else None
         if in_saved_page is not None:  # skipped as the local scan skips it: once, as a folder
             folder, page = in_saved_page
             if folder not in reported:

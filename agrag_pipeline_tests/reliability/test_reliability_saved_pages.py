@@ -12,6 +12,7 @@ import io
 import zipfile
 from pathlib import Path
 
+from agrag_pipeline.settings import DocumentsSettings
 from agrag_pipeline.sources import scan_raw_root
 
 PAGE = "<html><body><h1>Quarterly report</h1><p>Revenue grew in every region.</p></body></html>"
@@ -79,3 +80,13 @@ def test_a_saved_web_page_in_a_zip_is_read_without_its_folder(tmp_path: Path) ->
         "pages.zip/.members/pages/Bericht-Dateien/",
     }
     assert "saved web page 'pages/Report.htm'" in skipped["pages.zip/.members/pages/Report_files/"]
+
+
+def test_the_folders_are_read_as_any_folder_when_the_settings_say_so(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    _saved_pages(raw)
+    scan = scan_raw_root(raw, DocumentsSettings(skip_saved_page_folders=False))
+    assert "Report_files/app.js" in scan.keys
+    assert "Bericht-Dateien/nested/more.js" in scan.keys
+    assert not any("saved web page" in problem.reason for problem in scan.skipped)
