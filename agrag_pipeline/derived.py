@@ -53,7 +53,6 @@ from agrag_pipeline.source_keys import (
     SourceFile,
     default_detect,
     display_name,
-    saved_page_reason,
     source_key_problem,
     validate_source_key,
 )
@@ -423,18 +422,16 @@ def _members(
 
     seen: set[str] = set()
     with open_zip(raw, key, members_may_fail=True) as archive:
-        saved_pages = SavedPageFolders(archive.namelist())
-        reported: set[str] = set()
+        saved_pages = SavedPageFolders(archive.namelist(), skip=skip_saved_pages)
         for info in archive.infolist():
             named = None if info.is_dir() else _named(key, info.filename, seen)
             if named is None:
                 continue
-            in_saved_page = saved_pages.folder_of(info.filename) if skip_saved_pages else None
-            if in_saved_page is not None:  # as the scan skips it on disk: once, as a folder
-                folder, page = in_saved_page
-                if folder not in reported:
-                    reported.add(folder)
-                    yield f"{key}/{MEMBERS}/{folder}/", None, saved_page_reason(page)
+            saved_page = saved_pages.skipped(info.filename)
+            if saved_page is not None:  # as the scan skips it on disk: once, as a folder
+                folder, reason = saved_page
+                if reason is not None:
+                    yield f"{key}/{MEMBERS}/{folder}/", None, reason
                 continue
             child_key, why_not = named
             if why_not is not None:

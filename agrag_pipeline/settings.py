@@ -347,11 +347,11 @@ class DocumentsSettings(_Frozen):
     model_config = ConfigDict(extra="forbid", frozen=True, ignored_types=(cached_property,))
 
     include: list[str] = Field(default_factory=lambda: ["**"])
-    skip_saved_page_folders: bool = True
     exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     structured_kinds: list[StructuredKind] = Field(
         default_factory=lambda: list(STRUCTURED_KINDS)  # type: ignore[arg-type]
     )
+    skip_saved_page_folders: bool = True
 
     @field_validator("include", "exclude")
     @classmethod

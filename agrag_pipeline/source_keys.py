@@ -211,15 +211,33 @@ def saved_page_of(folder_name: str, sibling_names: Container[str]) -> str | None
 
 class SavedPageFolders:
     """The saved pages' companion folders among the paths of a flat listing (an object store's
-    keys, a zip's member names), where no folder is listed with its siblings."""
+    keys, a zip's member names), where no folder is listed with its siblings. ``skip`` False
+    (``DocumentsSettings.skip_saved_page_folders``): none is."""
 
-    def __init__(self, paths: Iterable[str]) -> None:
+    def __init__(self, paths: Iterable[str], *, skip: bool = True) -> None:
         self._paths = paths  # read once, when a path may first lie in such a folder
+        self._skip = skip
         self._lowered: set[str] | None = None
         self._page_of: dict[str, str | None] = {}
+        self._reported: set[str] = set()
+
+    def skipped(self, path: str) -> tuple[str, str | None] | None:
+        """None where ``path`` is read; else (its companion folder, why it is skipped), the
+        reason only the first time a path of that folder is asked about, so a listing names
+        each folder once."""
+        found = self.folder_of(path)
+        if found is None:
+            return None
+        folder, page = found
+        if folder in self._reported:
+            return folder, None
+        self._reported.add(folder)
+        return folder, saved_page_reason(page)
 
     def folder_of(self, path: str) -> tuple[str, str] | None:
         """(companion folder, its page) of the outermost such folder holding ``path``."""
+        if not self._skip:
+            return None
         parts = path.split("/")
         if not any(part.lower().endswith(SAVED_PAGE_FOLDER_SUFFIXES) for part in parts[:-1]):
             return None

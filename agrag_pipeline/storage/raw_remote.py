@@ -45,7 +45,6 @@ from agrag_pipeline.source_keys import (
     SourceFile,
     default_detect,
     display_name,
-    saved_page_reason,
     source_key_problem,
     validate_source_key,
 )
@@ -104,23 +103,21 @@ def scan_object_root(
     if not listing and not fs.exists(base):
         raise FileNotFoundError(f"the raw root {root_uri} does not exist (no such bucket)")
     result = ScanResult()
-    saved_pages = SavedPageFolders(path[len(base) + 1 :] for path in listing)
-    skip_saved_pages = documents is None or documents.skip_saved_page_folders
-    reported: set[str] = set()
+    saved_pages = SavedPageFolders(
+        (path[len(base) + 1 :] for path in listing),
+        skip=documents is None or documents.skip_saved_page_folders,
+    )
     for path, info in sorted(listing.items()):
         if info.get("type", "file") != "file" or not path.startswith(base + "/"):
             continue
         key = path[len(base) + 1 :]
         if any(part.startswith(".") for part in key.split("/")):
             continue  # hidden, as on a local disk
-        in_saved_page = saved_pages.folder_of(key) if skip_saved_pages else None
-        if in_saved_page is not None:  # skipped as the local scan skips it: once, as a folder
-            folder, page = in_saved_page
-            if folder not in reported:
-                reported.add(folder)
-                result.skipped.append(
-                    ScanProblem(display_name(folder + "/"), saved_page_reason(page))
-                )
+        saved_page = saved_pages.skipped(key)
+        if saved_page is not None:  # skipped as the local scan skips it: once, as a folder
+            folder, reason = saved_page
+            if reason is not None:
+                result.skipped.append(ScanProblem(display_name(folder + "/"), reason))
             continue
         problem = source_key_problem(key)
         if problem:
