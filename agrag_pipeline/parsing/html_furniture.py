@@ -129,14 +129,21 @@ def comment_sections(top: LexborNode) -> list[LexborNode]:
         if node.css_first("h1") is not None or _visible(node) > 0.5 * shown:
             continue
         found[node.mem_id] = node
-    outermost = []
-    for key, node in found.items():
-        parent = node.parent
-        while parent is not None and parent.mem_id not in found and parent.mem_id != top.mem_id:
-            parent = parent.parent
-        if parent is None or parent.mem_id not in found or parent.mem_id == key:
-            outermost.append(node)
-    return outermost
+    keys = set(found)
+    return [
+        node
+        for node in found.values()
+        if node.parent is None or not _inside(node.parent, keys, top)
+    ]
+
+
+def _lineage(node: LexborNode | None, top: LexborNode) -> set[int]:
+    """The addresses of ``node`` and of its ancestors below ``top``."""
+    found: set[int] = set()
+    while node is not None and node.mem_id != top.mem_id:
+        found.add(node.mem_id)
+        node = node.parent
+    return found
 
 
 def _inside(node: LexborNode, keys: set[int], top: LexborNode) -> bool:
@@ -197,11 +204,12 @@ def page_furniture(top: LexborNode) -> tuple[list[LexborNode], int]:
     if not page_links or page_own < MIN_ARTICLE_CHARS:
         return [], 0  # nothing to find: furniture is half links, the article's text the page's
     comments = comment_sections(top)
-    comment_keys = {node.mem_id for node in comments}
-    container = article_container(top, comment_keys)
-    if container is None or _inside(container, comment_keys, top):
+    container = article_container(top, {node.mem_id for node in comments})
+    if container is None:
         return [], 0
-    comments = [node for node in comments if not _inside(container, {node.mem_id}, top)]
+    # A comment section around the container is a wrapper, not the page's comments.
+    around = _lineage(container, top)
+    comments = [section for section in comments if section.mem_id not in around]
     comments_own = sum(_visible(node) - _link_chars(node) for node in comments)
     own = _visible(container) - _link_chars(container)
     if own < MIN_ARTICLE_CHARS or own < 0.25 * (page_own - comments_own):
@@ -220,7 +228,7 @@ def page_furniture(top: LexborNode) -> tuple[list[LexborNode], int]:
         for sibling in parent.iter(include_text=False):
             if sibling.mem_id == node.mem_id or sibling.mem_id in kept:
                 continue
-            if sibling.mem_id in comment_keys or _inside(sibling, comment_keys, top):
+            if sibling.mem_id in comment_keys:
                 continue  # left out with the comments, below
             visible = _visible(sibling)
             if not visible:
