@@ -128,12 +128,6 @@ def _markdown(text: str, document: Document) -> ParsedDocument:
     )
 
 
-def _plaintext(text: str, document: Document) -> ParsedDocument:
-    return ParsedDocument(
-        document=document, text_layer=text, sections=plaintext.parse(text, document)
-    )
-
-
 def _html(text: str, document: Document) -> ParsedDocument:
     parsed = html.parse(text, document, web_page=True)
     if not parsed.text_layer.strip():
@@ -144,7 +138,7 @@ def _html(text: str, document: Document) -> ParsedDocument:
 #: Media type -> parser. Other modules may look here to see which formats are supported.
 PARSERS: dict[str, Parser] = {
     markdown.MEDIA_TYPE: _text_parser(_markdown),
-    plaintext.MEDIA_TYPE: _text_parser(_plaintext),
+    plaintext.MEDIA_TYPE: _text_parser(plaintext.parsed),
     html.MEDIA_TYPE: _text_parser(_html, html=True),
     pdf.MEDIA_TYPE: pdf.parse,
     word.MEDIA_TYPE: word.parse,

@@ -114,7 +114,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
         document.metadata["ebook_format"] = "PalmDOC"
         decoded = decode(body, key)  # Windows-1252 by the format; UTF-8 where it is
         document.metadata.update(decoded.metadata())
-        return _plain_book(decoded.text, document)
+        return plaintext.parsed(decoded.text, document)
     version = _field(header, _VERSION_AT, ">I")
     if version >= _KF8:
         body = body[: _first_flow_end(records, header, len(body))]
@@ -124,13 +124,6 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
     if not parsed.text_layer.strip():
         raise EmptyDocumentError(key, "the book's text records hold no text")
     return parsed
-
-
-def _plain_book(text: str, document: Document) -> ParsedDocument:
-    """A PalmDOC book's text, read as plain text (its paragraphs; no markup)."""
-    return ParsedDocument(
-        document=document, text_layer=text, sections=plaintext.parse(text, document)
-    )
 
 
 def _records(raw: bytes, key: str) -> list[bytes]:
