@@ -20,6 +20,7 @@ naming the path and the problem, with its own exit status (listed below).
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import fcntl
 import os
@@ -702,5 +703,26 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
+def entry() -> None:
+    """The ``agrag`` command: ``main``, then an exit that skips native libraries' teardown.
+
+    Why: after the last line of a run was printed, the interpreter's finalization and the C++
+    static destructors that follow it tear down Arrow's thread pools while their workers may
+    still be waking; on a busy machine that aborted a finished run ("terminate called without
+    an active exception", exit -6 instead of its status; apache/arrow#34314, #39862). So the
+    process ends as Python's finalization begins, with its first steps kept: threads that are
+    not daemons joined, exit handlers run (logging, finalizers, the libraries' own), streams
+    flushed; what is skipped frees memory the kernel frees anyway. An exception, ``--help`` or
+    a wrong command line exits the ordinary way.
+    """
+    status = main()
+    getattr(threading, "_shutdown")()  # noqa: B009 - private, what Py_FinalizeEx calls first
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe must not change the status
+            stream.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()
