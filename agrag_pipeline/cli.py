@@ -708,7 +708,7 @@ def entry() -> None:
 
     Why: after the last line of a run was printed, the interpreter's finalization and the C++
     static destructors that follow it tear down Arrow's thread pools while their workers may
-    still be waking; on a busy machine that aborted a finished run ("terminate called without
+    still be waking; on a busy machine a finished run aborted so ("terminate called without
     an active exception", exit -6 instead of its status; apache/arrow#34314, #39862). So the
     process ends as Python's finalization begins, with its first steps kept: threads that are
     not daemons joined, exit handlers run (logging, finalizers, the libraries' own), streams
