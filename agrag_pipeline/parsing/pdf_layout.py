@@ -2783,20 +2783,24 @@ def read_page(
     number: int,
     glyph_names: GlyphNames | None = None,
     metrics: FontMetrics | None = None,
+    textpage: pypdfium2.PdfTextPage | None = None,
 ) -> PageRead:
     """One page's lines and tables in reading order (the page is not closed here);
     ``glyph_names``: the document's, for fonts without a ToUnicode map, ``metrics``: for fonts
-    whose metrics PDFium invented (``read_chars``)."""
+    whose metrics PDFium invented (``read_chars``); ``textpage``: the page's, kept open by the
+    caller for its own reading (else one is loaded and closed here)."""
     left, bottom, right, top = page.get_cropbox()
     width, height = abs(right - left), abs(top - bottom)
     out = PageRead(number, width, height)
-    textpage = page.get_textpage()
+    own = textpage is None
+    text = page.get_textpage() if textpage is None else textpage
     try:
-        chars = read_chars(page, textpage, out, glyph_names, metrics)
+        chars = read_chars(page, text, out, glyph_names, metrics)
         if not pdf_fonts.sets_vertical_cjk():
-            out.fontless_runs, out.fontless_fonts = pdf_fonts.runs_without_text(page, textpage)
+            out.fontless_runs, out.fontless_fonts = pdf_fonts.runs_without_text(page, text)
     finally:
-        textpage.close()
+        if own:
+            text.close()
     rotation = page.get_rotation() % 360
     if rotation == 0:
         chars = _drawn_marks(page, chars, height, left, bottom)

@@ -1,0 +1,135 @@
+"""Headings a PDF declares: its structure tree's tags (``H1``-``H6``), and its outline read
+through what producers do to it (titles cut short, subheadings set smaller than the body).
+
+Fixtures: ``tagged_headings.pdf``, LibreOffice's tagged export of ``tagged_headings.fodt``
+without bookmarks (its third-level headings set in 11 pt italic over 12 pt text, a bold 16 pt
+callout that is no heading, a heading that wraps);
+``outside/govdocs1_road_safety_audit_outline.pdf``, a real report from a .gov server
+(Govdocs1), written in Word: 55 outline entries, 12 of them cut at 60 characters, its
+third-level headings bold at 0.92 of the body's size.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pypdfium2
+import pytest
+
+from agrag_pipeline.parsing import ParsedDocument, parse_document, pdf_tags
+from agrag_pipeline.parsing.contract import contract_violations
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+TAGGED = FIXTURES / "tagged_headings.pdf"
+ROAD_SAFETY = FIXTURES / "outside" / "govdocs1_road_safety_audit_outline.pdf"
+BROWSER_PRINTED = FIXTURES / "browser_print" / "monitoring_handbook.pdf"
+
+
+@functools.cache
+def _parsed(path: Path) -> ParsedDocument:
+    parsed = parse_document(path.read_bytes(), f"pdf/{path.name}")
+    assert contract_violations(parsed) == []
+    return parsed
+
+
+def _headings(parsed: ParsedDocument) -> list[tuple[int, str]]:
+    return [(s.level, s.heading) for s in parsed.sections if s.heading]
+
+
+def test_a_tagged_pdf_without_an_outline_has_the_headings_its_tags_declare() -> None:
+    parsed = _parsed(TAGGED)
+    assert _headings(parsed) == [
+        (1, "Field Guide to Pond Surveys"),
+        (2, "Before the visit"),
+        (3, "Permission from the landowner"),  # 11 pt italic: smaller than the body
+        (3, "Equipment checks"),
+        (
+            2,
+            "At the pond: sweeping the net along each of the four banks, sorting the catch in "
+            "the white tray and counting it",
+        ),  # wrapped over two lines, one object each
+        (3, "Recording water temperature"),
+    ]
+    # The bold 16 pt callout is tagged a paragraph: text of its section, no heading.
+    section = next(s for s in parsed.sections if s.heading == "Permission from the landowner")
+    assert "Two people at every pond" in parsed.text_layer[section.start : section.end]
+    assert parsed.warnings == []
+
+
+def test_the_tags_text_of_a_wrapped_heading_is_joined_by_a_space() -> None:
+    tagged = pdf_tags.TaggedHeadings()
+    pdf = pypdfium2.PdfDocument(TAGGED)
+    try:
+        for index in range(len(pdf)):
+            page = pdf[index]
+            textpage = page.get_textpage()
+            tagged.read_page(page, index + 1, textpage)
+            textpage.close()
+            page.close()
+    finally:
+        pdf.close()
+    assert [(level, page) for level, _, page in tagged.levelled()] == [
+        (1, 1),
+        (2, 1),
+        (3, 1),
+        (3, 1),
+        (2, 1),
+        (3, 1),
+    ]
+    assert "banks, sorting the catch in the white tray" in tagged.entries[4][1]
+    assert tagged.paragraphs >= 7 and tagged.plausible()
+
+
+def test_a_pdf_without_tags_declares_no_headings_by_them() -> None:
+    tagged = pdf_tags.TaggedHeadings()
+    pdf = pypdfium2.PdfDocument(ROAD_SAFETY.parent / "tracemonkey_float_pages.pdf")
+    try:
+        for index in range(len(pdf)):
+            page = pdf[index]
+            textpage = page.get_textpage()
+            tagged.read_page(page, index + 1, textpage)
+            textpage.close()
+            page.close()
+    finally:
+        pdf.close()
+    assert tagged.entries == [] and not tagged.plausible()
+
+
+def test_a_structure_tree_past_the_budget_is_read_as_far_as_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pdf_tags, "MAX_ELEMENTS", 6)
+    parsed = parse_document(TAGGED.read_bytes(), "pdf/tagged_budget.pdf")
+    assert contract_violations(parsed) == []
+    declared = [heading for _, heading in _headings(parsed)]
+    assert declared[:2] == ["Field Guide to Pond Surveys", "Before the visit"]
+    assert len(declared) < 6  # the rest of the tree unread: fewer tagged headings matched
+
+
+def test_a_browsers_tagged_headings_keep_the_levels_of_the_page() -> None:
+    # Chrome tags ``<h2><code>check_retention()</code></h2>`` H2, as the HTML has it; by
+    # typography alone it read one level under the page's other ``h2`` headings.
+    headings = _headings(_parsed(BROWSER_PRINTED))
+    assert headings[0] == (1, "Monitoring handbook for the on-call team")
+    assert (2, "check_retention()") in headings and (2, "About retention") in headings
+    assert {level for level, _ in headings[1:]} == {2}
+
+
+def test_outline_titles_cut_short_and_subheadings_smaller_than_the_body_are_headings() -> None:
+    parsed = _parsed(ROAD_SAFETY)
+    headings = _headings(parsed)
+    assert not any("outline entries" in w for w in parsed.warnings)  # all 55 found
+    assert len(headings) == 55
+    # Bold 12.3 pt over 13.3 pt text, declared at the outline's third level.
+    assert (3, "Sampling") in headings
+    assert (3, "Should I drive at normal speed during safety reviews?") in headings
+    # The outline keeps "... Road Safety Forum in Melbou": the heading is the line, whole.
+    assert (3, "Proceedings of the International Road Safety Forum in Melbourne 1998") in headings
+    assert (
+        1,
+        "Appendix B: Review of selected safety audit guides and reports for information on the "
+        "safety audit of existing roads.",
+    ) in headings
+    # A list item that reads as a heading's title, in the body's type, stays a list item.
+    assert "\u2022 Numbering of stages of audit\n" in parsed.text_layer
