@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, TypeGuard
 import pypdfium2
 
 from agrag_pipeline.models import Document, PageBox
-from agrag_pipeline.parsing import pdf_fonts, pdf_layout
+from agrag_pipeline.parsing import pdf_fonts, pdf_layout, pdf_tags
 from agrag_pipeline.parsing.budget import current_deadline
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
@@ -1769,6 +1769,11 @@ def _declared_headings(
         )
     by_tags: list[HeadingMark] = []
     tag_warnings: list[str] = []
+    if tagged.cut_short:
+        warnings.append(
+            f"the structure tree is larger than {pdf_tags.MAX_ELEMENTS:,} elements: its "
+            "headings were not followed"
+        )
     if tagged.plausible():
         # No title put above them: the tags are the author's whole declaration (a title the
         # outline of a book leaves out is tagged ``Title`` or ``H1``).

@@ -10,7 +10,8 @@ heading type.
 
 Each heading element's text is the text of the page's objects its marked-content ids name
 (``/MCID``), read through PDFium; an element with no such text gives its ``/ActualText``.
-Budgets: ``MAX_ELEMENTS`` elements are visited in a document, ``MAX_HEADINGS`` headings kept.
+Budgets: ``MAX_ELEMENTS`` elements are visited in a document (a larger tree is not followed:
+the parse says so and goes by the outline or typography), ``MAX_HEADINGS`` headings kept.
 """
 
 from __future__ import annotations
@@ -73,11 +74,16 @@ class TaggedHeadings:
             for level, text, page in self.entries
         ]
 
+    @property
+    def cut_short(self) -> bool:
+        """The tree was larger than ``MAX_ELEMENTS``: what was read is not the whole."""
+        return self._budget <= 0
+
     def plausible(self) -> bool:
-        """Tags that mark most text as headings are no structure to follow."""
-        return bool(self.entries) and (
-            len(self.entries) <= 20 or len(self.entries) <= self.paragraphs
-        )
+        """Tags to follow: read whole, and not marking most text as headings."""
+        if not self.entries or self.cut_short:
+            return False
+        return len(self.entries) <= 20 or len(self.entries) <= self.paragraphs
 
     def _walk(
         self, element: Any, depth: int, sections: int, found: list[tuple[str, int, list[int], str]]
@@ -94,16 +100,38 @@ class TaggedHeadings:
         elif kind == "Title":
             level = 0
         if level is not None:
-            ids = list(_marked_content_ids(element, depth))
+            ids = list(self._marked_content_ids(element, depth))
             found.append(
                 (kind, level, ids, _string(pdfium_c.FPDF_StructElement_GetActualText, element))
             )
             return
         inside = sections + 1 if kind in _SECTIONS else sections
         for k in range(pdfium_c.FPDF_StructElement_CountChildren(element)):
+            if self._budget <= 0:
+                return
             child = pdfium_c.FPDF_StructElement_GetChildAtIndex(element, k)
             if child:
                 self._walk(child, depth + 1, inside, found)
+
+    def _marked_content_ids(self, element: Any, depth: int) -> Iterator[int]:
+        """The marked-content ids of ``element`` and of the elements inside it (a heading's
+        ``Span``, ``Link``), within the document's budget (a tree may loop back on itself)."""
+        for k in range(pdfium_c.FPDF_StructElement_GetMarkedContentIdCount(element)):
+            self._budget -= 1
+            if self._budget <= 0:
+                return
+            mcid = pdfium_c.FPDF_StructElement_GetMarkedContentIdAtIndex(element, k)
+            if mcid >= 0:
+                yield mcid
+        if depth > _MAX_DEPTH:
+            return
+        for k in range(pdfium_c.FPDF_StructElement_CountChildren(element)):
+            self._budget -= 1
+            if self._budget <= 0:
+                return
+            child = pdfium_c.FPDF_StructElement_GetChildAtIndex(element, k)
+            if child:
+                yield from self._marked_content_ids(child, depth + 1)
 
     def _add(
         self,
@@ -124,21 +152,6 @@ class TaggedHeadings:
             self.entries.append((level, text, number))
             if len(self.entries) >= MAX_HEADINGS:
                 return
-
-
-def _marked_content_ids(element: Any, depth: int) -> Iterator[int]:
-    """The marked-content ids of ``element`` and of the elements inside it (a heading's
-    ``Span``, ``Link``)."""
-    for k in range(pdfium_c.FPDF_StructElement_GetMarkedContentIdCount(element)):
-        mcid = pdfium_c.FPDF_StructElement_GetMarkedContentIdAtIndex(element, k)
-        if mcid >= 0:
-            yield mcid
-    if depth > _MAX_DEPTH:
-        return
-    for k in range(pdfium_c.FPDF_StructElement_CountChildren(element)):
-        child = pdfium_c.FPDF_StructElement_GetChildAtIndex(element, k)
-        if child:
-            yield from _marked_content_ids(child, depth + 1)
 
 
 def _marked_texts(
