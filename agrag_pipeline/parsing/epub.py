@@ -31,7 +31,7 @@ from urllib.parse import unquote, urldefrag
 from lxml import etree
 
 from agrag_pipeline.models import Document
-from agrag_pipeline.parsing import html
+from agrag_pipeline.parsing import html, svg
 from agrag_pipeline.parsing.archive import hardened_xml_parser, open_zip, read_member
 from agrag_pipeline.parsing.budget import check_size, current_deadline
 from agrag_pipeline.parsing.encoding import decode
@@ -40,6 +40,7 @@ from agrag_pipeline.parsing.errors import (
     DocumentError,
     EmptyDocumentError,
 )
+from agrag_pipeline.parsing.jats import parse_xml
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 
@@ -56,6 +57,8 @@ MAX_NAV_DEPTH = 6
 
 _CONTAINER = "META-INF/container.xml"
 _HTML_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/x-dtbook+xml"})
+#: EPUB 3 lets a spine entry be an SVG drawing: a fixed-layout book's page, its lines ``<text>``.
+_SVG_TYPE = "image/svg+xml"
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _EPUB_NS = "http://www.idpf.org/2007/ops"
@@ -120,6 +123,7 @@ class _Book:
         self.names = set(archive.namelist())
         self.warnings: list[str] = []
         self.encrypted: set[str] = set()
+        self.drawings: set[str] = set()  # spine entries that are SVG pages
 
     def read(self, member: str, max_bytes: int = MAX_CHAPTER_BYTES) -> bytes:
         return read_member(self.archive, member, self.key, max_bytes=max_bytes)
@@ -180,6 +184,9 @@ def _manifest_and_spine(book: _Book, opf_member: str) -> tuple[list[str], str | 
             book.warnings.append(f"spine entry {href!r} points outside the book: skipped")
         elif member not in book.names:
             book.warnings.append(f"spine entry {href!r} names no member of the book: skipped")
+        elif media_type == _SVG_TYPE:
+            book.drawings.add(member)
+            chapters.append(member)
         elif media_type and media_type not in _HTML_TYPES:
             book.warnings.append(f"spine entry {href!r} is {media_type}, not a page: skipped")
         else:
@@ -294,11 +301,20 @@ def _chapter(book: _Book, member: str) -> html.Extracted | None:
         return None
     try:
         raw = book.read(member)
+        if member in book.drawings:
+            return _drawn_page(raw, book.key, member)
         decoded = decode(raw, f"{book.key}!{member}", html=True)
     except DocumentError as exc:
         book.warnings.append(f"chapter {member!r} unreadable: {exc.problem}: skipped")
         return None
     return html.extract(decoded.text, current_deadline(book.key), anchors=True)
+
+
+def _drawn_page(raw: bytes, key: str, member: str) -> html.Extracted:
+    """A page drawn as SVG: its description and lines (``svg.drawing_text``); its title, a
+    reading system's label ("Sous le Vent, page 5"), is left to the navigation."""
+    _, lines = svg.drawing_text(parse_xml(raw, f"{key}!{member}"), key)
+    return html.Extracted(text="\n".join(lines), headings=[], tables=[], anchors={})
 
 
 @dataclass

@@ -54,6 +54,7 @@ from agrag_pipeline.parsing import mathml
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.html_furniture import page_furniture
 from agrag_pipeline.parsing.parsed import ParsedDocument
+from agrag_pipeline.parsing.svg import TspanLines
 from agrag_pipeline.parsing.table_grid import SpanGrid, filled_columns, span
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 
@@ -80,6 +81,10 @@ _SKIP = frozenset(
         "-comment",
         "button",
     }
+)
+#: Inside an inline SVG, never text: definitions, styles, scripts, tooltips, editor data.
+_DRAWING_SKIPPED = frozenset(
+    {"defs", "style", "script", "title", "desc", "metadata", "foreignobject", "-comment"}
 )
 #: Separated from their neighbours by a blank line.
 _PARAGRAPH_LIKE = frozenset(
@@ -416,6 +421,35 @@ def _inline_text(node: LexborNode) -> str:
     return _HTML_SPACE.sub(" ", "".join(pieces)).strip()
 
 
+def _label_lines(text: LexborNode) -> list[str]:
+    """An SVG ``<text>`` element's lines, as ``svg.drawing_text`` reads a drawing's
+    (``svg.TspanLines``)."""
+    lines: list[list[str]] = [[]]
+    placement = TspanLines()
+    stack: list[tuple[LexborNode, bool]] = []
+    if text.child is not None:
+        stack.append((text.child, True))
+    while stack:
+        current, siblings = stack.pop()
+        if siblings and (following := current.next) is not None:
+            stack.append((following, True))
+        tag = current.tag
+        if tag == "-text":
+            run = current.text_content or ""
+            if run.strip() or "\n" not in run:  # a blank run with a line break: indentation
+                lines[-1].append(run)
+        elif tag == "tspan":
+            attributes = current.attributes
+            x, y, dy = attributes.get("x"), attributes.get("y"), attributes.get("dy")
+            if placement.starts_line(x, y, dy):
+                lines.append([])
+        elif tag in _DRAWING_SKIPPED:
+            continue
+        if tag != "-text" and (child := current.child) is not None:
+            stack.append((child, True))
+    return [line for pieces in lines if (line := _HTML_SPACE.sub(" ", "".join(pieces)).strip())]
+
+
 def _table_rows(table: LexborNode) -> list[tuple[bool, list[str]]]:
     """(is header row, cell texts) for the rows of ``table`` itself (not of nested tables), a
     merged cell's text in every cell it spans (``table_grid``)."""
@@ -592,6 +626,9 @@ class _Extractor:
             else:
                 self._written(layer.text(raw))
             return
+        if tag == "svg":
+            self._drawing(node)
+            return
         if tag is None or tag in _SKIP or tag == "nav":
             return
         attributes = node.attributes
@@ -684,6 +721,28 @@ class _Extractor:
             layer.block(2)
         elif tag in _LINE_LIKE:
             layer.block(1)
+
+    def _drawing(self, svg: LexborNode) -> None:
+        """An inline SVG's labels (``<text>``), a line each, in document order: a chart's
+        axes and legend, a fixed-layout book's page set as a drawing. Its shapes, styles and
+        titles (tooltips: an icon's "Search") are no text."""
+        layer = self.layer
+        wrote = False
+        stack = [svg.child] if svg.child is not None else []
+        while stack:
+            node = stack.pop()
+            if node.next is not None:
+                stack.append(node.next)
+            tag = node.tag
+            if tag == "text":
+                for line in _label_lines(node):
+                    layer.block(2 if not wrote else 1)
+                    self._written(layer.text(line))
+                    wrote = True
+            elif tag not in _DRAWING_SKIPPED and node.child is not None:
+                stack.append(node.child)
+        if wrote:
+            layer.block(2)
 
     def _math(self, node: LexborNode) -> None:
         """An equation as linear LaTeX: inline in its sentence, or a line of its own when

@@ -16,6 +16,8 @@ expansion, no external reads).
 
 from __future__ import annotations
 
+import re
+
 from lxml import etree
 
 from agrag_pipeline.models import Document
@@ -34,31 +36,76 @@ _SKIPPED = frozenset({"style", "script", "defs", "font", "metadata"})
 
 
 def _text_of(element: etree._Element) -> str:
-    """All text inside ``element``, whitespace collapsed (a ``<tspan>`` on a new line of its own,
-    by ``dy`` or a new ``x``, keeps its own line)."""
+    """All text inside ``element``, whitespace collapsed (a ``<tspan>`` placed on a line of its
+    own keeps it: ``TspanLines``)."""
     pieces: list[str] = []
+    lines = TspanLines()
     for node in element.iter():
         if not isinstance(node.tag, str):
             continue
-        if node is not element and local_name(node) == "tspan" and _starts_line(node):
+        piece = node is not element and local_name(node) == "tspan"
+        if piece and lines.starts_line(node.get("x"), node.get("y"), node.get("dy")):
             pieces.append("\n")
-        if node.text:
-            pieces.append(node.text)
-        if node is not element and node.tail:
-            pieces.append(node.tail)
-    lines = ("".join(pieces)).split("\n")
-    return "\n".join(" ".join(line.split()) for line in lines if line.strip())
+        # The source's own line breaks between pieces are indentation, not the drawing's: a
+        # blank run holding one is dropped ("Liège</tspan>\n\t<tspan>, éditions").
+        for run in (node.text, node.tail if node is not element else None):
+            if run and (run.strip() or "\n" not in run):
+                pieces.append(run.replace("\n", " "))
+    text_lines = ("".join(pieces)).split("\n")
+    return "\n".join(" ".join(line.split()) for line in text_lines if line.strip())
 
 
-def _starts_line(tspan: etree._Element) -> bool:
-    dy = (tspan.get("dy") or "").strip()
-    return bool(dy and dy not in ("0", "0em", "0px")) or tspan.get("x") is not None
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _first_number(value: str | None) -> float | None:
+    match = _NUMBER.search(value or "")
+    return float(match.group()) if match else None
+
+
+class TspanLines:
+    """Which ``<tspan>`` pieces of one ``<text>`` start a line: a ``dy`` that moves down, a
+    ``y`` other than the line's, or an ``x`` back to the left of the last piece's. Layout
+    programs (InDesign's SVG export) place every piece by ``x`` and ``y``, the pieces of one
+    line at one ``y``: an ``x`` alone is no new line."""
+
+    def __init__(self) -> None:
+        self.y: float | None = None
+        self.x: float | None = None
+
+    def starts_line(self, x: str | None, y: str | None, dy: str | None) -> bool:
+        new_line = False
+        shift = _first_number(dy)
+        if shift:
+            new_line = True
+        at_y = _first_number(y)
+        if at_y is not None:
+            new_line = new_line or (self.y is not None and abs(at_y - self.y) > 0.01)
+            self.y = at_y
+        at_x = _first_number(x)
+        if at_x is not None:
+            new_line = new_line or (at_y is None and self.x is not None and at_x < self.x)
+            self.x = at_x
+        return new_line
 
 
 def parse(raw: bytes, document: Document) -> ParsedDocument:
     """The drawing's title and description, then its labels in document order."""
     key = document.source_key
-    root = parse_xml(raw, key)
+    title, lines = drawing_text(parse_xml(raw, key), key)
+    if not title and not lines:
+        raise EmptyDocumentError(key, "the drawing holds no text (no title, label or description)")
+    if title:
+        document.metadata["title"] = title
+    text = "\n".join([title, "", *lines] if title else lines)
+    headings = [HeadingMark(0, len(title), 1, title)] if title else []
+    sections = build_sections(text, document, headings, [])
+    return ParsedDocument(document=document, text_layer=text, sections=sections)
+
+
+def drawing_text(root: etree._Element, key: str) -> tuple[str, list[str]]:
+    """(the drawing's own title, its description and labels, a line each, in document order).
+    Also an EPUB's pages drawn as SVG (``epub``)."""
     deadline = current_deadline(key)
     title = ""
     lines: list[str] = []
@@ -92,14 +139,7 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
                 lines.append(text)
             continue
         stack.extend(reversed([c for c in element if isinstance(c.tag, str)]))
-    if not title and not lines:
-        raise EmptyDocumentError(key, "the drawing holds no text (no title, label or description)")
-    if title:
-        document.metadata["title"] = title
-    text = "\n".join([title, "", *lines] if title else lines)
-    headings = [HeadingMark(0, len(title), 1, title)] if title else []
-    sections = build_sections(text, document, headings, [])
-    return ParsedDocument(document=document, text_layer=text, sections=sections)
+    return title, lines
 
 
-__all__ = ["MEDIA_TYPE", "parse"]
+__all__ = ["MEDIA_TYPE", "TspanLines", "drawing_text", "parse"]

@@ -198,3 +198,72 @@ def test_drm_encrypted_chapters_are_named_not_read_as_text() -> None:
         {"META-INF/encryption.xml": _encryption("http://www.idpf.org/2008/embedding", "f.otf")},
     )
     assert "All human beings" in parse_checked(fonts, "fonts.epub").text_layer
+
+
+#: A page of a fixed-layout book drawn as SVG, as InDesign exports it: each line a ``<text>``
+#: moved into place, its pieces ``<tspan>``s placed by ``x`` and ``y`` (the italic title and the
+#: rest of a line at one ``y``, the next line at another), indented in the source.
+_DRAWN_PAGE = b"""<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 368 581">
+  <title>Sea Stories, page 2</title>
+  <desc>The books by the same author.</desc>
+  <style>.t { font-size: 9.5px; }</style>
+  <text transform="matrix(1 0 0 1 56.7 127.4)">
+    <tspan x="0,4.4,7.0" y="0" class="t">Harbour Lights</tspan>
+    <tspan x="48.8,51.1" y="0" class="t">, Estuary Press, 2005.</tspan>
+    <tspan x="0,4.8" y="11.761" class="t">Low Water</tspan>
+    <tspan x="25.3,27.6" y="11.761" class="t">, Tideway Books, 2010.</tspan>
+  </text>
+  <path d="M 0 0 L 10 10"/>
+</svg>
+"""
+
+
+def test_a_spine_page_drawn_as_svg_is_read_as_its_lines() -> None:
+    package = "GoogleDoc/package.opf"
+    opf = (
+        zipfile.ZipFile(GDOC)
+        .read(package)
+        .replace(
+            b"</manifest>",
+            b'<item href="page2.svg" id="page2" media-type="image/svg+xml"/></manifest>',
+        )
+        .replace(b"<spine>", b'<spine><itemref idref="page2"/>')
+    )
+    raw = _rewritten(GDOC.read_bytes(), {package: opf, "GoogleDoc/page2.svg": _DRAWN_PAGE})
+    parsed = parse_checked(raw, "drawn.epub")
+    text = parsed.text_layer
+    assert text.startswith(
+        "The books by the same author.\nHarbour Lights, Estuary Press, 2005.\n"
+        "Low Water, Tideway Books, 2010.\n"
+    )
+    assert "Sea Stories, page 2" not in text  # the reading system's label, not the page's
+    assert "All human beings are born free" in text  # the book's other chapter
+    assert not any("page2.svg" in w for w in parsed.warnings)
+
+
+def test_a_page_holding_its_lines_in_an_inline_svg_is_read_as_those_lines() -> None:
+    # The same page as XHTML around an inline SVG (a fixed-layout book's other way): the lines
+    # are the ``<text>`` elements, the tooltip and the style are not text.
+    page = (
+        b'<?xml version="1.0" encoding="UTF-8"?><html xmlns="http://www.w3.org/1999/xhtml">'
+        b"<head><title>Sea Stories</title></head><body><div class='page'>"
+        + _DRAWN_PAGE.split(b"?>", 1)[1]
+        + b"</div></body></html>"
+    )
+    package = "GoogleDoc/package.opf"
+    opf = (
+        zipfile.ZipFile(GDOC)
+        .read(package)
+        .replace(
+            b"</manifest>",
+            b'<item href="page2.xhtml" id="page2" media-type="application/xhtml+xml"/></manifest>',
+        )
+        .replace(b"<spine>", b'<spine><itemref idref="page2"/>')
+    )
+    raw = _rewritten(GDOC.read_bytes(), {package: opf, "GoogleDoc/page2.xhtml": page})
+    text = parse_checked(raw, "inline.epub").text_layer
+    assert text.startswith(
+        "Harbour Lights, Estuary Press, 2005.\nLow Water, Tideway Books, 2010.\n"
+    )
+    assert "Sea Stories, page 2" not in text and "font-size" not in text
