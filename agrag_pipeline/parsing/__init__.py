@@ -57,6 +57,7 @@ from agrag_pipeline.parsing import (
     manpage,
     markdown,
     mbox,
+    mdx,
     mediawiki,
     mhtml,
     mobi,
@@ -123,6 +124,10 @@ def _text_parser(
 
 
 def _markdown(text: str, document: Document) -> ParsedDocument:
+    if document.source_key.lower().endswith(".mdx"):
+        text = mdx.as_markdown(text)
+        if not text.strip():
+            raise EmptyDocumentError(document.source_key, "the MDX file holds only code")
     return ParsedDocument(
         document=document, text_layer=text, sections=markdown.parse(text, document)
     )

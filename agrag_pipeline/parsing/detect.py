@@ -217,6 +217,7 @@ EXTENSIONS: dict[str, str] = {
     ".mkdn": MARKDOWN,
     ".mdwn": MARKDOWN,
     ".rmd": MARKDOWN,  # R Markdown and Quarto: Markdown with code chunks
+    ".mdx": MARKDOWN,  # MDX: Markdown with JSX and ES modules (``mdx``)
     ".qmd": MARKDOWN,
     ".txt": PLAIN,
     ".text": PLAIN,
