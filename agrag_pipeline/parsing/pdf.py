@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeGuard
 
 import pypdfium2
+import pypdfium2.raw as pdfium_c
 
 from agrag_pipeline.models import Document, PageBox
 from agrag_pipeline.parsing import pdf_fonts, pdf_layout, pdf_tags
@@ -187,6 +188,8 @@ def parse(
             )
         pages: list[PageRead] = []
         tagged = TaggedHeadings()
+        # A tagged PDF marks what is no content (running heads and feet, page numbers).
+        marks_artifacts = bool(pdfium_c.FPDFCatalog_IsTagged(pdf.raw))
         unreadable: dict[int, str] = {}  # page number -> what PDFium said
         for index in range(count):
             deadline.check(f"page {index + 1}")
@@ -199,7 +202,9 @@ def parse(
                 continue
             textpage = page.get_textpage()
             try:
-                read = pdf_layout.read_page(page, index + 1, glyph_names, metrics, textpage)
+                read = pdf_layout.read_page(
+                    page, index + 1, glyph_names, metrics, textpage, marks_artifacts
+                )
                 if _needs_ocr(read):
                     read = _ocr(page, index, read, parsing, ocr_log)
                 tagged.read_page(page, index + 1, textpage)
@@ -245,6 +250,12 @@ def parse(
     off_page = sum(p.off_page for p in pages)
     if off_page:
         warnings.append(f"{off_page} characters drawn outside the page's visible box left out")
+    artifacts = sum(p.artifacts for p in pages)
+    if artifacts:
+        warnings.append(
+            f"{artifacts} characters the file tags as artifacts (running heads and feet, page "
+            "numbers) left out"
+        )
     if furniture:
         warnings.append(f"{furniture} running header/footer or page-number lines left out")
     if toc_pages:
@@ -387,8 +398,8 @@ def _needs_ocr(read: PageRead) -> bool:
     whose text layer is right is never replaced by OCR: ``quality``), re-read by OCR otherwise,
     and kept where OCR cannot run.
     """
-    if read.chars == 0 or read.unmapped > read.chars:
-        return True
+    if read.chars + read.artifacts == 0 or read.unmapped > read.chars + read.artifacts:
+        return True  # a page of artifacts alone (a running head over a figure) has its text
     visible = read.chars - read.invisible
     return read.invisible > visible and read.image_area >= 0.25 and not _reads_well(read)
 
@@ -1780,11 +1791,39 @@ def _declared_headings(
         by_tags = _outline_headings(
             tagged.levelled(), lines, body, tag_warnings, declared_by="tagged headings"
         )
+        by_tags = _with_lines_set_alike(by_tags, lines)
     if len(by_tags) > len(by_outline):
         warnings += tag_warnings
         return by_tags
     warnings += outline_warnings
     return by_outline
+
+
+def _style_key(line: _Written) -> tuple[float, bool, bool, bool]:
+    return (round(line.size * 2) / 2, line.bold, line.italic, line.mono)
+
+
+def _with_lines_set_alike(marks: list[HeadingMark], lines: list[_Written]) -> list[HeadingMark]:
+    """The tagged headings, and the headings typography finds in the type of one of them, at
+    its level: an author who gave some headings a heading style and set others of that look by
+    hand ("C. SLEEP SCHEDULE" tagged ``H2``, "A. SLEEP ENVIRONMENT" above it a paragraph in the
+    same bold capitals; Word's appendices styled by hand)."""
+    if not marks:
+        return marks
+    first_line = {line.start: line for line in lines}
+    levels: dict[tuple[float, bool, bool, bool], int] = {}
+    for mark in marks:
+        if (line := first_line.get(mark.start)) is not None:
+            levels.setdefault(_style_key(line), mark.level)
+    taken = [(mark.start, mark.end) for mark in marks]
+    alike: list[HeadingMark] = []
+    for found in _typographic_headings(lines):
+        line = first_line.get(found.start)
+        level = levels.get(_style_key(line)) if line is not None else None
+        if level is None or any(s < found.end and found.start < e for s, e in taken):
+            continue
+        alike.append(HeadingMark(found.start, found.end, level, found.text))
+    return sorted(marks + alike, key=lambda mark: mark.start)
 
 
 def _outline_headings(

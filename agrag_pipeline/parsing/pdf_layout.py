@@ -222,6 +222,8 @@ class PageRead:
     invisible: int = 0
     #: Characters drawn wholly outside the page's visible box (crop box within media box).
     off_page: int = 0
+    #: Characters a tagged PDF marks as artifacts (running heads and feet, page numbers).
+    artifacts: int = 0
     image_area: float = 0.0  # share of the page covered by images
     #: Runs in fonts the file does not embed that PDFium gave no text for, where this machine
     #: lacks CJK fonts (``pdf_fonts``), and those fonts' names.
@@ -402,17 +404,57 @@ def _turn(quarter: int, w: float, h: float, x: float, y: float) -> tuple[float, 
     return x, y
 
 
+#: A marked-content tag's name fits in this many UTF-16 units (``Artifact`` is 8).
+_MARK_NAME_UNITS = 32
+_ARTIFACT = "Artifact".encode("utf-16-le")
+
+
+class _ArtifactMarks:
+    """Whether a page object is inside marked content tagged ``/Artifact``, by object. One
+    call for the most of a tagged page: an object that belongs to a structure element (it has
+    a marked-content id) is content; only the others' marks are read, into buffers made once."""
+
+    def __init__(self) -> None:
+        self.of: dict[int, bool] = {}  # by object address
+        self._name = (ctypes.c_ushort * _MARK_NAME_UNITS)()
+        self._size = ctypes.c_ulong()
+        self._size_ref = ctypes.byref(self._size)
+
+    def __call__(self, obj: Any, address: int) -> bool:
+        artifact = self.of.get(address)
+        if artifact is None:
+            artifact = self.of[address] = self._read(obj)
+        return artifact
+
+    def _read(self, obj: Any) -> bool:
+        if pdfium_c.FPDFPageObj_GetMarkedContentID(obj) >= 0:
+            return False
+        name, capacity = self._name, ctypes.sizeof(self._name)
+        for k in range(pdfium_c.FPDFPageObj_CountMarks(obj)):
+            mark = pdfium_c.FPDFPageObj_GetMark(obj, k)
+            if not mark or not pdfium_c.FPDFPageObjMark_GetName(
+                mark, name, capacity, self._size_ref
+            ):
+                continue
+            if bytes(name)[: max(0, self._size.value - 2)] == _ARTIFACT:
+                return True
+        return False
+
+
 def read_chars(
     page: pypdfium2.PdfPage,
     textpage: pypdfium2.PdfTextPage,
     out: PageRead,
     glyph_names: GlyphNames | None = None,
     metrics: FontMetrics | None = None,
+    artifacts: bool = False,
 ) -> list[Char]:
     """The page's visible, mapped characters with boxes; counts what was dropped into ``out``.
 
     A character PDFium flags as unmapped whose font's encoding names it (``glyph_names``: a
-    Type 3 font without a ToUnicode map) is the character its glyph name says."""
+    Type 3 font without a ToUnicode map) is the character its glyph name says. ``artifacts``
+    (a tagged PDF): a character in content the file marks ``/Artifact`` is no text of the page:
+    a running head or foot, a page number, a watermark, as the tags declare them."""
     left, bottom, right, top = page.get_cropbox()
     width, height = abs(right - left), abs(top - bottom)
     # What a viewer shows: the crop box, within the media box. A character wholly outside it
@@ -450,6 +492,7 @@ def read_chars(
     last: tuple[int, int, tuple[float, float], tuple[float, ...]] | None = None
     joined = -1  # a low surrogate joined to the high one before it
     stroked = -1  # an "l" with a stroke drawn over it
+    artifact_of = _ArtifactMarks() if artifacts else None
     for i in range(count):
         if i == joined:
             continue
@@ -495,6 +538,9 @@ def read_chars(
         style = fonts.of(obj, address)
         if style.drawing:
             continue  # a box corner, not a character
+        if artifact_of is not None and artifact_of(obj, address):
+            out.artifacts += 1
+            continue
         if style.mode in (3, 7):  # invisible: a scanner's OCR layer (see ``pdf._needs_ocr``)
             out.invisible += 1
         if 0xF020 <= code <= 0xF0FF:
@@ -2784,18 +2830,20 @@ def read_page(
     glyph_names: GlyphNames | None = None,
     metrics: FontMetrics | None = None,
     textpage: pypdfium2.PdfTextPage | None = None,
+    artifacts: bool = False,
 ) -> PageRead:
     """One page's lines and tables in reading order (the page is not closed here);
     ``glyph_names``: the document's, for fonts without a ToUnicode map, ``metrics``: for fonts
     whose metrics PDFium invented (``read_chars``); ``textpage``: the page's, kept open by the
-    caller for its own reading (else one is loaded and closed here)."""
+    caller for its own reading (else one is loaded and closed here); ``artifacts``: leave out
+    what a tagged PDF marks as artifacts."""
     left, bottom, right, top = page.get_cropbox()
     width, height = abs(right - left), abs(top - bottom)
     out = PageRead(number, width, height)
     own = textpage is None
     text = page.get_textpage() if textpage is None else textpage
     try:
-        chars = read_chars(page, text, out, glyph_names, metrics)
+        chars = read_chars(page, text, out, glyph_names, metrics, artifacts)
         if not pdf_fonts.sets_vertical_cjk():
             out.fontless_runs, out.fontless_fonts = pdf_fonts.runs_without_text(page, text)
     finally:

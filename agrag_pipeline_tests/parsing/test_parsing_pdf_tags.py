@@ -50,11 +50,24 @@ def test_a_tagged_pdf_without_an_outline_has_the_headings_its_tags_declare() -> 
             "the white tray and counting it",
         ),  # wrapped over two lines, one object each
         (3, "Recording water temperature"),
+        # Set by hand in Heading 2's look, tagged a paragraph: a heading at Heading 2's level.
+        (2, "After the visit"),
     ]
     # The bold 16 pt callout is tagged a paragraph: text of its section, no heading.
     section = next(s for s in parsed.sections if s.heading == "Permission from the landowner")
     assert "Two people at every pond" in parsed.text_layer[section.start : section.end]
-    assert parsed.warnings == []
+
+
+def test_what_a_tagged_pdf_marks_as_artifacts_is_left_out() -> None:
+    # The running head and the page number LibreOffice writes inside ``/Artifact`` marked
+    # content: on a one-page document no repetition could tell them from the text.
+    parsed = _parsed(TAGGED)
+    assert "County Pond Survey Volunteers" not in parsed.text_layer
+    assert "Page 1" not in parsed.text_layer
+    assert parsed.text_layer.startswith("Field Guide to Pond Surveys\n\nThis guide explains")
+    assert parsed.warnings == [
+        "46 characters the file tags as artifacts (running heads and feet, page numbers) left out"
+    ]
 
 
 def test_the_tags_text_of_a_wrapped_heading_is_joined_by_a_space() -> None:
@@ -76,7 +89,7 @@ def test_the_tags_text_of_a_wrapped_heading_is_joined_by_a_space() -> None:
         (3, 1),
         (2, 1),
         (3, 1),
-    ]
+    ]  # "After the visit" is tagged a paragraph
     assert "banks, sorting the catch in the white tray" in tagged.entries[4][1]
     assert tagged.paragraphs >= 7 and tagged.plausible()
 
@@ -180,6 +193,8 @@ def test_outline_titles_cut_short_and_subheadings_smaller_than_the_body_are_head
     parsed = _parsed(ROAD_SAFETY)
     headings = _headings(parsed)
     assert not any("outline entries" in w for w in parsed.warnings)  # all 55 found
+    # Its last page holds a figure and the running head, an artifact: no scan to OCR.
+    assert not any("OCR" in w for w in parsed.warnings)
     assert len(headings) == 55
     # Bold 12.3 pt over 13.3 pt text, declared at the outline's third level.
     assert (3, "Sampling") in headings
