@@ -253,9 +253,10 @@ SNAPSHOT_VERSION = "1"
 #: handbook and Prometheus's documentation read every heading of their HTML twins at its level.
 #: With the tags, a heading set by hand in a tagged heading's type is one at its level, and
 #: what a tagged PDF marks ``/Artifact`` (running heads and feet, page numbers) is left out
-#: (a page of artifacts alone is no scan to OCR). HTML's inline SVG drawings give their labels (``<text>``, a line each; ``<tspan>`` pieces
-#: placed at one ``y`` on one line), where they were skipped; an EPUB's spine page drawn as SVG
-#: is read (a fixed-layout book's pages), where it was skipped; an SVG file's pieces are no
-#: longer parted by the source's indentation. Readability's and Zyte's 311 test pages read as
-#: before.
+#: (a page of artifacts alone is no scan to OCR). HTML's inline SVG drawings give their
+#: labels (``<text>``, a line each; ``<tspan>`` pieces placed at one ``y`` on one line), where
+#: they were skipped; an EPUB's spine page drawn as SVG is read (a fixed-layout book's pages),
+#: where it was skipped, and a book whose pages are pictures is read by OCR, where it had no
+#: text; an SVG file's pieces are no longer parted by the source's indentation. Readability's
+#: and Zyte's 311 test pages read as before. MDX files (``.mdx``) are read, where skipped.
 PARSE_VERSION = "51"

@@ -191,7 +191,7 @@ PARSERS: dict[str, Parser] = {
     **dict.fromkeys(sourcecode.MEDIA_TYPES.values(), sourcecode.parse),
 }
 #: Parsers that read ``ParsingSettings`` (OCR): they get the run's settings.
-_TAKES_SETTINGS = (pdf.parse, image.parse)
+_TAKES_SETTINGS = (pdf.parse, image.parse, epub.parse)
 
 
 def media_type_for(source_key: str) -> str:

@@ -22,27 +22,34 @@ entities is refused); the whole parse runs under the document's time budget.
 
 from __future__ import annotations
 
+import io
 import posixpath
 import re
 import zipfile
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urldefrag
 
+import pypdfium2
 from lxml import etree
 
 from agrag_pipeline.models import Document
-from agrag_pipeline.parsing import html, svg
+from agrag_pipeline.parsing import html, image, pdf, svg
 from agrag_pipeline.parsing.archive import hardened_xml_parser, open_zip, read_member
 from agrag_pipeline.parsing.budget import check_size, current_deadline
 from agrag_pipeline.parsing.encoding import decode
 from agrag_pipeline.parsing.errors import (
     CorruptDocumentError,
     DocumentError,
+    DocumentTooLargeError,
     EmptyDocumentError,
 )
 from agrag_pipeline.parsing.jats import parse_xml
 from agrag_pipeline.parsing.parsed import ParsedDocument
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
+
+if TYPE_CHECKING:
+    from agrag_pipeline.settings import ParsingSettings
 
 MEDIA_TYPE = "application/epub+zip"
 
@@ -59,6 +66,16 @@ _CONTAINER = "META-INF/container.xml"
 _HTML_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/x-dtbook+xml"})
 #: EPUB 3 lets a spine entry be an SVG drawing: a fixed-layout book's page, its lines ``<text>``.
 _SVG_TYPE = "image/svg+xml"
+#: A spine entry that is a picture: a page of a comic or a scanned book, read by OCR when the
+#: book holds no text (``_read_pictures``).
+_PICTURE_TYPES = frozenset(
+    {"image/jpeg", "image/png", "image/gif", "image/webp", "image/tiff", "image/bmp"}
+)
+#: A page's picture: an ``<img src>``, or an SVG ``<image href>`` (``xlink:href`` in EPUB 2).
+_PICTURE_REF = re.compile(
+    r"""<(?:img\b[^>]*?\bsrc|image\b[^>]*?\b(?:xlink:)?href)\s*=\s*["']([^"']+)["']""",
+    re.IGNORECASE,
+)
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _EPUB_NS = "http://www.idpf.org/2007/ops"
@@ -124,6 +141,7 @@ class _Book:
         self.warnings: list[str] = []
         self.encrypted: set[str] = set()
         self.drawings: set[str] = set()  # spine entries that are SVG pages
+        self.pictures: set[str] = set()  # spine entries that are pictures
 
     def read(self, member: str, max_bytes: int = MAX_CHAPTER_BYTES) -> bytes:
         return read_member(self.archive, member, self.key, max_bytes=max_bytes)
@@ -186,6 +204,9 @@ def _manifest_and_spine(book: _Book, opf_member: str) -> tuple[list[str], str | 
             book.warnings.append(f"spine entry {href!r} names no member of the book: skipped")
         elif media_type == _SVG_TYPE:
             book.drawings.add(member)
+            chapters.append(member)
+        elif media_type in _PICTURE_TYPES:
+            book.pictures.add(member)
             chapters.append(member)
         elif media_type and media_type not in _HTML_TYPES:
             book.warnings.append(f"spine entry {href!r} is {media_type}, not a page: skipped")
@@ -299,6 +320,8 @@ def _chapter(book: _Book, member: str) -> html.Extracted | None:
     if member in book.encrypted:
         book.warnings.append(f"chapter {member!r} is encrypted (DRM): skipped")
         return None
+    if member in book.pictures:
+        return html.Extracted(text="", headings=[], tables=[], anchors={})  # its text: OCR
     try:
         raw = book.read(member)
         if member in book.drawings:
@@ -406,8 +429,75 @@ def _write_chapter(
     writer.pos = base + len(text) + shift
 
 
-def parse(raw: bytes, document: Document) -> ParsedDocument:
-    """The text layer and sections of an EPUB book."""
+def _page_pictures(book: _Book, members: list[str]) -> list[str]:
+    """The pictures a book shows as its pages, in spine order: a picture in the spine, and the
+    pictures each page holds (``<img>``, SVG ``<image>``), once each."""
+    pictures: list[str] = []
+    for member in members:
+        if member in book.pictures:
+            found = [member]
+        else:
+            try:
+                page = book.read(member).decode("utf-8", errors="replace")
+            except DocumentError:
+                continue
+            found = [
+                resolved
+                for href in _PICTURE_REF.findall(page)
+                if (resolved := _resolve(member, href)) is not None and resolved in book.names
+            ]
+        pictures.extend(p for p in found if p not in pictures)
+        if len(pictures) > pdf.MAX_PAGES:
+            raise DocumentTooLargeError(
+                book.key,
+                f"its pages are over {pdf.MAX_PAGES} pictures, the most read by OCR in one book",
+            )
+    return pictures
+
+
+def _read_pictures(
+    book: _Book, pictures: list[str], document: Document, parsing: ParsingSettings | None
+) -> ParsedDocument:
+    """A book whose pages are pictures (a comic, a scanned book), read by OCR as a scanned PDF
+    of those pages (``image.to_pdf`` for each, one PDF, ``pdf.parse``)."""
+    deadline = current_deadline(book.key)
+    merged = pypdfium2.PdfDocument.new()
+    try:
+        for number, member in enumerate(pictures, start=1):
+            deadline.check(f"picture {number:,} of {len(pictures):,}")
+            try:
+                scanned = image.to_pdf(book.read(member), f"{book.key}!{member}")
+            except DocumentError as exc:
+                book.warnings.append(f"picture {member!r} unreadable: {exc.problem}: skipped")
+                continue
+            page = pypdfium2.PdfDocument(scanned)
+            try:
+                merged.import_pages(page)
+            finally:
+                page.close()
+        if len(merged) == 0:
+            raise EmptyDocumentError(book.key, "the EPUB's chapters hold no text")
+        out = io.BytesIO()
+        merged.save(out)
+    finally:
+        merged.close()
+    try:
+        parsed = pdf.parse(out.getvalue(), document, parsing=parsing)
+    except EmptyDocumentError as exc:
+        raise EmptyDocumentError(book.key, f"its pages are pictures: {exc.problem}") from None
+    pages = (
+        "its page is a picture" if len(pictures) == 1 else f"its {len(pictures)} pages are pictures"
+    )
+    parsed.warnings.insert(0, f"{pages}: text by OCR")
+    parsed.warnings.extend(book.warnings)
+    return parsed
+
+
+def parse(
+    raw: bytes, document: Document, *, parsing: ParsingSettings | None = None
+) -> ParsedDocument:
+    """The text layer and sections of an EPUB book; a book whose pages are pictures, by OCR
+    (``parsing``: the run's OCR settings)."""
     key = document.source_key
     deadline = current_deadline(key)
     with open_zip(raw, key) as archive:
@@ -431,6 +521,10 @@ def parse(raw: bytes, document: Document) -> ParsedDocument:
             if not chapter.text.strip():
                 continue
             _write_chapter(writer, chapter, by_member.get(member, []), nav_level)
+        if read and not "".join(writer.parts).strip():
+            pictures = _page_pictures(book, members)
+            if pictures:
+                return _read_pictures(book, pictures, document, parsing)
     if not read:
         raise CorruptDocumentError(
             key, "the EPUB has no readable chapter: " + "; ".join(book.warnings or ["no spine"])

@@ -267,3 +267,50 @@ def test_a_page_holding_its_lines_in_an_inline_svg_is_read_as_those_lines() -> N
         "Harbour Lights, Estuary Press, 2005.\nLow Water, Tideway Books, 2010.\n"
     )
     assert "Sea Stories, page 2" not in text and "font-size" not in text
+
+
+def _picture_book(scan_jpeg: bytes, inline: bool) -> bytes:
+    """The Google Docs book with its text page replaced by a scanned page: a JPEG in the spine
+    (``inline`` False: a fixed-layout comic's way) or in an XHTML page's ``<img>``."""
+    package = "GoogleDoc/package.opf"
+    opf = zipfile.ZipFile(GDOC).read(package)
+    if inline:
+        item = (
+            b'<item href="scan.jpg" id="scan" media-type="image/jpeg"/>'
+            b'<item href="page1.xhtml" id="page1" media-type="application/xhtml+xml"/>'
+        )
+        spine = b'<spine><itemref idref="page1"/>'
+    else:
+        item = b'<item href="scan.jpg" id="scan" media-type="image/jpeg"/>'
+        spine = b'<spine><itemref idref="scan"/>'
+    opf = opf.replace(b"</manifest>", item + b"</manifest>").replace(b"<spine>", spine)
+    opf = re.sub(rb'<itemref idref="(?!scan"|page1")[^"]*"/>', b"", opf)
+    page = (
+        b'<?xml version="1.0" encoding="UTF-8"?><html xmlns="http://www.w3.org/1999/xhtml">'
+        b'<head><title>Page 1</title></head><body><div><img src="scan.jpg" alt=""/></div>'
+        b"</body></html>"
+    )
+    replace = {package: opf, "GoogleDoc/scan.jpg": scan_jpeg}
+    if inline:
+        replace["GoogleDoc/page1.xhtml"] = page
+    return _rewritten(GDOC.read_bytes(), replace)
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["picture-in-the-spine", "img-in-a-page"])
+def test_a_book_whose_pages_are_pictures_is_read_by_ocr(inline: bool) -> None:
+    import pypdfium2
+
+    corpus_scan = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "ocr" / "ocr_test.pdf"
+    if not corpus_scan.is_file():
+        pytest.skip("the shared corpus is not here")
+    pdf = pypdfium2.PdfDocument(corpus_scan)
+    try:
+        picture = pdf[0].render(scale=200 / 72, grayscale=True).to_pil()
+    finally:
+        pdf.close()
+    out = io.BytesIO()
+    picture.save(out, "JPEG", quality=90, dpi=(200, 200))
+    parsed = parse_checked(_picture_book(out.getvalue(), inline), "scanned.epub")
+    assert parsed.text_layer.startswith("Docling bundles PDF document conversion to")
+    assert parsed.warnings[0] == "its page is a picture: text by OCR"
+    assert "All human beings are born free" not in parsed.text_layer  # the page was replaced
