@@ -219,19 +219,26 @@ _DRAWN_PAGE = b"""<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def test_a_spine_page_drawn_as_svg_is_read_as_its_lines() -> None:
+def _with_pages(pages: dict[str, tuple[str, bytes]], spine: list[str], only: bool) -> bytes:
+    """The Google Docs book with ``pages`` added (href -> media type, data) and ``spine`` (their
+    hrefs) read first; ``only``: the book's own chapter taken out of the spine."""
     package = "GoogleDoc/package.opf"
-    opf = (
-        zipfile.ZipFile(GDOC)
-        .read(package)
-        .replace(
-            b"</manifest>",
-            b'<item href="page2.svg" id="page2" media-type="image/svg+xml"/></manifest>',
-        )
-        .replace(b"<spine>", b'<spine><itemref idref="page2"/>')
+    items = b"".join(
+        f'<item href="{href}" id="{href.replace(".", "-")}" media-type="{kind}"/>'.encode()
+        for href, (kind, _) in pages.items()
     )
-    raw = _rewritten(GDOC.read_bytes(), {package: opf, "GoogleDoc/page2.svg": _DRAWN_PAGE})
-    parsed = parse_checked(raw, "drawn.epub")
+    opf = zipfile.ZipFile(GDOC).read(package)
+    if only:
+        opf = re.sub(rb"<itemref [^>]*/>", b"", opf)
+    refs = b"".join(f'<itemref idref="{href.replace(".", "-")}"/>'.encode() for href in spine)
+    opf = opf.replace(b"</manifest>", items + b"</manifest>").replace(b"<spine>", b"<spine>" + refs)
+    replace = {package: opf} | {f"GoogleDoc/{href}": data for href, (_, data) in pages.items()}
+    return _rewritten(GDOC.read_bytes(), replace)
+
+
+def test_a_spine_page_drawn_as_svg_is_read_as_its_lines() -> None:
+    pages = {"page2.svg": ("image/svg+xml", _DRAWN_PAGE)}
+    parsed = parse_checked(_with_pages(pages, ["page2.svg"], only=False), "drawn.epub")
     text = parsed.text_layer
     assert text.startswith(
         "The books by the same author.\nHarbour Lights, Estuary Press, 2005.\n"
@@ -251,18 +258,8 @@ def test_a_page_holding_its_lines_in_an_inline_svg_is_read_as_those_lines() -> N
         + _DRAWN_PAGE.split(b"?>", 1)[1]
         + b"</div></body></html>"
     )
-    package = "GoogleDoc/package.opf"
-    opf = (
-        zipfile.ZipFile(GDOC)
-        .read(package)
-        .replace(
-            b"</manifest>",
-            b'<item href="page2.xhtml" id="page2" media-type="application/xhtml+xml"/></manifest>',
-        )
-        .replace(b"<spine>", b'<spine><itemref idref="page2"/>')
-    )
-    raw = _rewritten(GDOC.read_bytes(), {package: opf, "GoogleDoc/page2.xhtml": page})
-    text = parse_checked(raw, "inline.epub").text_layer
+    pages = {"page2.xhtml": ("application/xhtml+xml", page)}
+    text = parse_checked(_with_pages(pages, ["page2.xhtml"], only=False), "inline.epub").text_layer
     assert text.startswith(
         "Harbour Lights, Estuary Press, 2005.\nLow Water, Tideway Books, 2010.\n"
     )
@@ -272,28 +269,15 @@ def test_a_page_holding_its_lines_in_an_inline_svg_is_read_as_those_lines() -> N
 def _picture_book(scan_jpeg: bytes, inline: bool) -> bytes:
     """The Google Docs book with its text page replaced by a scanned page: a JPEG in the spine
     (``inline`` False: a fixed-layout comic's way) or in an XHTML page's ``<img>``."""
-    package = "GoogleDoc/package.opf"
-    opf = zipfile.ZipFile(GDOC).read(package)
-    if inline:
-        item = (
-            b'<item href="scan.jpg" id="scan" media-type="image/jpeg"/>'
-            b'<item href="page1.xhtml" id="page1" media-type="application/xhtml+xml"/>'
-        )
-        spine = b'<spine><itemref idref="page1"/>'
-    else:
-        item = b'<item href="scan.jpg" id="scan" media-type="image/jpeg"/>'
-        spine = b'<spine><itemref idref="scan"/>'
-    opf = opf.replace(b"</manifest>", item + b"</manifest>").replace(b"<spine>", spine)
-    opf = re.sub(rb'<itemref idref="(?!scan"|page1")[^"]*"/>', b"", opf)
     page = (
         b'<?xml version="1.0" encoding="UTF-8"?><html xmlns="http://www.w3.org/1999/xhtml">'
         b'<head><title>Page 1</title></head><body><div><img src="scan.jpg" alt=""/></div>'
         b"</body></html>"
     )
-    replace = {package: opf, "GoogleDoc/scan.jpg": scan_jpeg}
+    pages = {"scan.jpg": ("image/jpeg", scan_jpeg)}
     if inline:
-        replace["GoogleDoc/page1.xhtml"] = page
-    return _rewritten(GDOC.read_bytes(), replace)
+        pages["page1.xhtml"] = ("application/xhtml+xml", page)
+    return _with_pages(pages, ["page1.xhtml" if inline else "scan.jpg"], only=True)
 
 
 @pytest.mark.parametrize("inline", [False, True], ids=["picture-in-the-spine", "img-in-a-page"])

@@ -14,6 +14,7 @@ import pytest
 
 from agrag_pipeline.parsing import ParsedDocument, parse_document
 from agrag_pipeline.parsing.contract import contract_violations
+from agrag_pipeline_tests.parsing.pdf_support import pdf_file
 
 # -- a minimal PDF writer ---------------------------------------------------------------------
 
@@ -163,21 +164,7 @@ def make_pdf(pages: list[Page], outline: list[tuple[str, int]] | None = None) ->
             )
         catalog_extra = f" /Outlines {outlines_id} 0 R"
     catalog = add(f"<< /Type /Catalog /Pages {pages_id} 0 R{catalog_extra} >>".encode())
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        catalog,
-        xref,
-    )
-    return bytes(out)
+    return pdf_file(objects, root=catalog)
 
 
 def _parse(pages: list[Page], name: str = "made.pdf", **kw: object) -> ParsedDocument:

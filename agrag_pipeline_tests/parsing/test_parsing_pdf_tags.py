@@ -19,6 +19,7 @@ import pytest
 
 from agrag_pipeline.parsing import ParsedDocument, parse_document, pdf_tags
 from agrag_pipeline.parsing.contract import contract_violations
+from agrag_pipeline_tests.parsing.pdf_support import pdf_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TAGGED = FIXTURES / "tagged_headings.pdf"
@@ -31,6 +32,22 @@ def _parsed(path: Path) -> ParsedDocument:
     parsed = parse_document(path.read_bytes(), f"pdf/{path.name}")
     assert contract_violations(parsed) == []
     return parsed
+
+
+def _tags_of(raw: bytes) -> pdf_tags.TaggedHeadings:
+    """What a PDF's structure tree declares, read page by page as the parse reads it."""
+    tagged = pdf_tags.TaggedHeadings()
+    pdf = pypdfium2.PdfDocument(raw)
+    try:
+        for index in range(len(pdf)):
+            page = pdf[index]
+            textpage = page.get_textpage()
+            tagged.read_page(page, index + 1, textpage)
+            textpage.close()
+            page.close()
+    finally:
+        pdf.close()
+    return tagged
 
 
 def _headings(parsed: ParsedDocument) -> list[tuple[int, str]]:
@@ -71,17 +88,7 @@ def test_what_a_tagged_pdf_marks_as_artifacts_is_left_out() -> None:
 
 
 def test_the_tags_text_of_a_wrapped_heading_is_joined_by_a_space() -> None:
-    tagged = pdf_tags.TaggedHeadings()
-    pdf = pypdfium2.PdfDocument(TAGGED)
-    try:
-        for index in range(len(pdf)):
-            page = pdf[index]
-            textpage = page.get_textpage()
-            tagged.read_page(page, index + 1, textpage)
-            textpage.close()
-            page.close()
-    finally:
-        pdf.close()
+    tagged = _tags_of(TAGGED.read_bytes())
     assert [(level, page) for level, _, page in tagged.levelled()] == [
         (1, 1),
         (2, 1),
@@ -95,17 +102,7 @@ def test_the_tags_text_of_a_wrapped_heading_is_joined_by_a_space() -> None:
 
 
 def test_a_pdf_without_tags_declares_no_headings_by_them() -> None:
-    tagged = pdf_tags.TaggedHeadings()
-    pdf = pypdfium2.PdfDocument(ROAD_SAFETY.parent / "tracemonkey_float_pages.pdf")
-    try:
-        for index in range(len(pdf)):
-            page = pdf[index]
-            textpage = page.get_textpage()
-            tagged.read_page(page, index + 1, textpage)
-            textpage.close()
-            page.close()
-    finally:
-        pdf.close()
+    tagged = _tags_of((ROAD_SAFETY.parent / "tracemonkey_float_pages.pdf").read_bytes())
     assert tagged.entries == [] and not tagged.plausible()
 
 
@@ -147,33 +144,12 @@ def _tagged_pdf_with_a_looping_tree() -> bytes:
         b"<< /Nums [0 [7 0 R 10 0 R]] >>",
         b"<< /Type /StructElem /S /P /P 6 0 R /Pg 3 0 R /K 1 >>",
     ]
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    return pdf_file(objects)
 
 
 def test_a_structure_tree_that_loops_back_on_itself_is_read_once() -> None:
     raw = _tagged_pdf_with_a_looping_tree()
-    tagged = pdf_tags.TaggedHeadings()
-    pdf = pypdfium2.PdfDocument(raw)
-    try:
-        page = pdf[0]
-        textpage = page.get_textpage()
-        tagged.read_page(page, 1, textpage)
-        textpage.close()
-        page.close()
-    finally:
-        pdf.close()
+    tagged = _tags_of(raw)
     assert tagged.entries == [(1, "Looping tree", 1)]
     parsed = parse_document(raw, "pdf/looping_tree.pdf")
     assert _headings(parsed) == [(1, "Looping tree")]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.parsing.contract import contract_violations
+from agrag_pipeline_tests.parsing.pdf_support import pdf_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 POLISH = " ".join((FIXTURES / "invoice_pl.txt").read_text("utf-8").split())
@@ -93,19 +94,7 @@ def _scan_with_invisible_text(
         + image_data
         + b"\nendstream",
     ]
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out), lines
+    return pdf_file(objects), lines
 
 
 def test_a_scanners_text_layer_that_reads_well_is_kept_and_one_that_does_not_is_read_again(
