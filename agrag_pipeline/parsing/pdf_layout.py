@@ -407,6 +407,10 @@ def _turn(quarter: int, w: float, h: float, x: float, y: float) -> tuple[float, 
 #: A marked-content tag's name fits in this many UTF-16 units (``Artifact`` is 8).
 _MARK_NAME_UNITS = 32
 _ARTIFACT = "Artifact".encode("utf-16-le")
+#: An artifact is left out in the top or bottom band of this share of the page, where running
+#: heads, feet and page numbers stand; one elsewhere is kept (a form whose producer marked its
+#: field labels as artifacts lost all its text; a table of contents' leaders stay as before).
+_ARTIFACT_BAND = 0.15
 
 
 class _ArtifactMarks:
@@ -453,8 +457,9 @@ def read_chars(
 
     A character PDFium flags as unmapped whose font's encoding names it (``glyph_names``: a
     Type 3 font without a ToUnicode map) is the character its glyph name says. ``artifacts``
-    (a tagged PDF): a character in content the file marks ``/Artifact`` is no text of the page:
-    a running head or foot, a page number, a watermark, as the tags declare them."""
+    (a tagged PDF): a character in content the file marks ``/Artifact`` in the page's top or
+    bottom band (``_ARTIFACT_BAND``) is no text of the page: a running head or foot, a page
+    number, as the tags declare them."""
     left, bottom, right, top = page.get_cropbox()
     width, height = abs(right - left), abs(top - bottom)
     # What a viewer shows: the crop box, within the media box. A character wholly outside it
@@ -538,9 +543,7 @@ def read_chars(
         style = fonts.of(obj, address)
         if style.drawing:
             continue  # a box corner, not a character
-        if artifact_of is not None and artifact_of(obj, address):
-            out.artifacts += 1
-            continue
+        artifact = artifact_of is not None and artifact_of(obj, address)
         if style.mode in (3, 7):  # invisible: a scanner's OCR layer (see ``pdf._needs_ocr``)
             out.invisible += 1
         if 0xF020 <= code <= 0xF0FF:
@@ -605,6 +608,9 @@ def read_chars(
                 _turn(quarter, shown_w, shown_h, sx1, st1),
             )
             sx0, sx1, st0, st1 = min(ax, bx), max(ax, bx), min(ay, by), max(ay, by)
+        if artifact and (st1 <= shown_h * _ARTIFACT_BAND or st0 >= shown_h * (1 - _ARTIFACT_BAND)):
+            out.artifacts += 1  # a running head or foot, a page number: in a margin band
+            continue
         rtl = unicodedata.bidirectional(ch) in _RTL_CLASSES
         # The loose box is the font's ascent to descent: its height tracks the font size
         # (PDFium's own font size ignores the text matrix, 1.0 in many TeX files).
@@ -2844,6 +2850,11 @@ def read_page(
     text = page.get_textpage() if textpage is None else textpage
     try:
         chars = read_chars(page, text, out, glyph_names, metrics, artifacts)
+        if out.artifacts * 2 > len(chars):
+            # Artifacts are most of what the page says: its producer marked text as furniture
+            # (a form's field labels). The page is read whole; repetition judges its margins.
+            out = PageRead(number, width, height)
+            chars = read_chars(page, text, out, glyph_names, metrics)
         if not pdf_fonts.sets_vertical_cjk():
             out.fontless_runs, out.fontless_fonts = pdf_fonts.runs_without_text(page, text)
     finally:
