@@ -87,6 +87,16 @@ def test_what_a_tagged_pdf_marks_as_artifacts_is_left_out() -> None:
     ]
 
 
+def test_a_page_whose_text_its_producer_marked_as_artifacts_is_read_whole() -> None:
+    # pdf.js's form sample: every field label is inside ``/Artifact`` marked content, two of
+    # them in the top band where running heads stand. Artifacts are most of the page's text,
+    # so the page is read whole.
+    parsed = _parsed(FIXTURES / "outside" / "pdfjs_form_labels_as_artifacts.pdf")
+    for label in ("Combo box", "Combo box, read-only", "List box, single selection"):
+        assert label in parsed.text_layer.splitlines()
+    assert not any("artifacts" in w for w in parsed.warnings)
+
+
 def test_the_tags_text_of_a_wrapped_heading_is_joined_by_a_space() -> None:
     tagged = _tags_of(TAGGED.read_bytes())
     assert [(level, page) for level, _, page in tagged.levelled()] == [
