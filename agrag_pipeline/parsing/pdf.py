@@ -186,32 +186,43 @@ def parse(
             raise DocumentTooLargeError(
                 key, f"{count} pages is over the limit of {max_pages} pages"
             )
-        pages: list[PageRead] = []
-        tagged = TaggedHeadings()
         # A tagged PDF marks what is no content (running heads and feet, page numbers).
         marks_artifacts = bool(pdfium_c.FPDFCatalog_IsTagged(pdf.raw))
-        unreadable: dict[int, str] = {}  # page number -> what PDFium said
-        for index in range(count):
-            deadline.check(f"page {index + 1}")
-            try:
-                page = pdf[index]
-            except pypdfium2.PdfiumError as exc:
-                # A damaged page (a page tree whose count or kids are wrong, a page object
-                # lost to a bad edit) costs that page, not the pages PDFium can read.
-                unreadable[index + 1] = str(exc)
-                continue
-            textpage = page.get_textpage()
-            try:
-                read = pdf_layout.read_page(
-                    page, index + 1, glyph_names, metrics, textpage, marks_artifacts
-                )
-                if _needs_ocr(read):
-                    read = _ocr(page, index, read, parsing, ocr_log)
-                tagged.read_page(page, index + 1, textpage)
-            finally:
-                textpage.close()
-                page.close()
-            pages.append(read)
+
+        def read_pages(artifacts: bool) -> tuple[list[PageRead], dict[int, str], TaggedHeadings]:
+            pages: list[PageRead] = []
+            tagged = TaggedHeadings()
+            unreadable: dict[int, str] = {}  # page number -> what PDFium said
+            for index in range(count):
+                deadline.check(f"page {index + 1}")
+                try:
+                    page = pdf[index]
+                except pypdfium2.PdfiumError as exc:
+                    # A damaged page (a page tree whose count or kids are wrong, a page object
+                    # lost to a bad edit) costs that page, not the pages PDFium can read.
+                    unreadable[index + 1] = str(exc)
+                    continue
+                textpage = page.get_textpage()
+                try:
+                    read = pdf_layout.read_page(
+                        page, index + 1, glyph_names, metrics, textpage, artifacts
+                    )
+                    if _needs_ocr(read):
+                        read = _ocr(page, index, read, parsing, ocr_log)
+                    tagged.read_page(page, index + 1, textpage)
+                finally:
+                    textpage.close()
+                    page.close()
+                pages.append(read)
+            return pages, unreadable, tagged
+
+        pages, unreadable, tagged = read_pages(marks_artifacts)
+        left_out = sum(read.artifacts for read in pages)
+        if left_out * 2 > sum(read.chars for read in pages):
+            # Artifacts as many as half the text kept: the producer marked content so (a form's
+            # field labels, all its text). The pages are read whole; repetition judges margins.
+            ocr_log = _OcrLog()
+            pages, unreadable, tagged = read_pages(False)
         if unreadable and not pages:
             number, problem = next(iter(unreadable.items()))
             raise CorruptDocumentError(key, f"no page can be read (page {number}: {problem})")

@@ -2850,12 +2850,6 @@ def read_page(
     text = page.get_textpage() if textpage is None else textpage
     try:
         chars = read_chars(page, text, out, glyph_names, metrics, artifacts)
-        if 0 < len(chars) < out.artifacts * 2:
-            # Artifacts are most of what a page with text says: its producer marked text as
-            # furniture (a form's field labels). The page is read whole; repetition judges its
-            # margins. A page of artifacts alone (a figure under the running head) stays so.
-            out = PageRead(number, width, height)
-            chars = read_chars(page, text, out, glyph_names, metrics)
         if not pdf_fonts.sets_vertical_cjk():
             out.fontless_runs, out.fontless_fonts = pdf_fonts.runs_without_text(page, text)
     finally:

@@ -87,10 +87,19 @@ def test_what_a_tagged_pdf_marks_as_artifacts_is_left_out() -> None:
     ]
 
 
+def test_a_short_last_pages_header_and_footer_stay_out_with_the_other_pages() -> None:
+    # Page 2 holds one line under the header and footer marked as artifacts on both pages:
+    # artifacts are most of that page, not of the document.
+    parsed = _parsed(FIXTURES / "tagged_short_last_page.pdf")
+    assert "This is a header" not in parsed.text_layer
+    assert "This is a footer" not in parsed.text_layer
+    assert "artifacts" in " ".join(parsed.warnings)
+
+
 def test_a_page_whose_text_its_producer_marked_as_artifacts_is_read_whole() -> None:
     # pdf.js's form sample: every field label is inside ``/Artifact`` marked content, two of
-    # them in the top band where running heads stand. Artifacts are most of the page's text,
-    # so the page is read whole.
+    # them in the top band where running heads stand. Artifacts are as many as half the text
+    # kept, so the document is read whole.
     parsed = _parsed(FIXTURES / "outside" / "pdfjs_form_labels_as_artifacts.pdf")
     for label in ("Combo box", "Combo box, read-only", "List box, single selection"):
         assert label in parsed.text_layer.splitlines()
