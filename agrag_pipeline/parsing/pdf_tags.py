@@ -9,7 +9,9 @@ lines as it matches an outline's (``pdf._outline_headings``): exact text, on the
 heading type.
 
 Each heading element's text is the text of the page's objects its marked-content ids name
-(``/MCID``), read through PDFium; an element with no such text gives its ``/ActualText``.
+(``/MCID``), read through PDFium; an element with no such text gives its ``/ActualText``. The
+rest of what tags declare is used elsewhere: a heading set by hand in a tagged heading's look
+(``pdf._with_lines_set_alike``), content marked ``/Artifact`` (``pdf_layout._ArtifactMarks``).
 Budgets: ``MAX_ELEMENTS`` elements are visited in a document (a larger tree is not followed:
 the parse says so and goes by the outline or typography), ``MAX_HEADINGS`` headings kept.
 """
@@ -24,7 +26,7 @@ from typing import Any
 import pypdfium2
 import pypdfium2.raw as pdfium_c
 
-#: Elements visited in one document, all pages together; a tree past it is read that far.
+#: Elements visited in one document, all pages together; a tree past it is not followed.
 MAX_ELEMENTS = 200_000
 #: Headings kept from one document.
 MAX_HEADINGS = 5_000
