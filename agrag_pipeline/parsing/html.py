@@ -54,7 +54,7 @@ from agrag_pipeline.parsing import mathml
 from agrag_pipeline.parsing.budget import Deadline, current_deadline
 from agrag_pipeline.parsing.html_furniture import page_furniture
 from agrag_pipeline.parsing.parsed import ParsedDocument
-from agrag_pipeline.parsing.svg import TspanLines
+from agrag_pipeline.parsing.svg import TspanLines, shown_run
 from agrag_pipeline.parsing.table_grid import SpanGrid, filled_columns, span
 from agrag_pipeline.parsing.tree import HeadingMark, TableMark, build_sections
 
@@ -435,9 +435,7 @@ def _label_lines(text: LexborNode) -> list[str]:
             stack.append((following, True))
         tag = current.tag
         if tag == "-text":
-            run = current.text_content or ""
-            if run.strip() or "\n" not in run:  # a blank run with a line break: indentation
-                lines[-1].append(run)
+            lines[-1].append(shown_run(current.text_content or ""))
         elif tag == "tspan":
             attributes = current.attributes
             x, y, dy = attributes.get("x"), attributes.get("y"), attributes.get("dy")

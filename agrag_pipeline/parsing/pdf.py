@@ -1739,7 +1739,7 @@ def _match(
         if keys & titles:
             return last
         if cut and any(_starts_cut(k, t) for t in titles for k in keys):
-            return _set_alike(lines, index, last, body)
+            return _last_line_set_like(lines, index, last, body)
         if not any(t[: len(k)] == k for t in titles for k in keys):
             return None
     return None
@@ -1757,7 +1757,7 @@ def _starts_cut(words: tuple[str, ...], title: tuple[str, ...]) -> bool:
     )
 
 
-def _set_alike(lines: list[_Written], first: int, last: int, body: _BodyStyle) -> int:
+def _last_line_set_like(lines: list[_Written], first: int, last: int, body: _BodyStyle) -> int:
     """The last line of the heading running from ``first`` past ``last``: the following lines
     of its page in its type (size, weight), up to four lines in all."""
     head = lines[first]

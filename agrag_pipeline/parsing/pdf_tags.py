@@ -143,11 +143,12 @@ class TaggedHeadings:
         found: list[tuple[str, int, list[int], str]],
     ) -> None:
         wanted = {mcid for _, _, ids, _ in found for mcid in ids}
-        texts = _marked_texts(page, textpage, wanted)
+        pieces = _marked_pieces(page, textpage, wanted)
         for kind, level, ids, actual in found:
-            text = " ".join("".join(texts.get(i, "") for i in ids).split()) or " ".join(
-                actual.split()
-            )
+            # One heading's ids in its order, joined as one run of objects: a producer that
+            # gives each line of a wrapped heading an id of its own has the same line break.
+            marked = _joined([piece for mcid in ids for piece in pieces.get(mcid, [])])
+            text = " ".join(marked.split()) or " ".join(actual.split())
             if not text:
                 continue
             self.has_title = self.has_title or kind == "Title"
@@ -156,14 +157,15 @@ class TaggedHeadings:
                 return
 
 
-def _marked_texts(
+_Piece = tuple[str, tuple[float, float, float, float]]  # a text object's text and bounds
+
+
+def _marked_pieces(
     page: pypdfium2.PdfPage, textpage: pypdfium2.PdfTextPage, wanted: set[int]
-) -> dict[int, str]:
-    """The text of the page's text objects whose marked-content id is ``wanted``, by id, in
-    content order (objects inside form XObjects included). Objects of one id on different
-    lines are joined by a space: a producer writes each line of a wrapped heading as an object
-    of its own, without the space the line break stands for."""
-    parts: dict[int, list[tuple[str, tuple[float, float, float, float]]]] = {}
+) -> dict[int, list[_Piece]]:
+    """The text objects whose marked-content id is ``wanted``, by id, in content order
+    (objects inside form XObjects included)."""
+    parts: dict[int, list[_Piece]] = {}
 
     def visit(count: int, get: Callable[[int], Any], depth: int) -> None:
         for k in range(count):
@@ -183,11 +185,13 @@ def _marked_texts(
         partial(pdfium_c.FPDFPage_GetObject, page.raw),
         0,
     )
-    return {mcid: _joined(pieces) for mcid, pieces in parts.items()}
+    return parts
 
 
-def _joined(pieces: list[tuple[str, tuple[float, float, float, float]]]) -> str:
-    """Text objects' texts in order, a space where the next starts another line. Never
+def _joined(pieces: list[_Piece]) -> str:
+    """Text objects' texts in order, a space where the next starts another line (a producer
+    writes each line of a wrapped heading as an object of its own, without the space the line
+    break stands for). Never
     between objects of one line: producers cut a line into objects inside words (Chrome at
     each kerning pair), and glyph boxes are too loose to tell a word space from a kern."""
     out: list[str] = []

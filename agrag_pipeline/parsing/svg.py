@@ -46,13 +46,20 @@ def _text_of(element: etree._Element) -> str:
         piece = node is not element and local_name(node) == "tspan"
         if piece and lines.starts_line(node.get("x"), node.get("y"), node.get("dy")):
             pieces.append("\n")
-        # The source's own line breaks between pieces are indentation, not the drawing's: a
-        # blank run holding one is dropped ("Liège</tspan>\n\t<tspan>, éditions").
         for run in (node.text, node.tail if node is not element else None):
-            if run and (run.strip() or "\n" not in run):
-                pieces.append(run.replace("\n", " "))
+            if run:
+                pieces.append(shown_run(run))
     text_lines = ("".join(pieces)).split("\n")
     return "\n".join(" ".join(line.split()) for line in text_lines if line.strip())
+
+
+def shown_run(run: str) -> str:
+    """A run of a ``<text>`` element's text as a viewer shows it: the source's line breaks are
+    indentation, not the drawing's, so a blank run holding one shows nothing ("Liège</tspan>\n\t
+    <tspan>, éditions") and a line break inside a run is a space. Also HTML's inline SVG."""
+    if not run.strip() and "\n" in run:
+        return ""
+    return run.replace("\n", " ")
 
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -64,7 +71,7 @@ def _first_number(value: str | None) -> float | None:
 
 
 class TspanLines:
-    """Which ``<tspan>`` pieces of one ``<text>`` start a line: a ``dy`` that moves down, a
+    """Which ``<tspan>`` pieces of one ``<text>`` start a line: a ``dy`` other than zero, a
     ``y`` other than the line's, or an ``x`` back to the left of the last piece's. Layout
     programs (InDesign's SVG export) place every piece by ``x`` and ``y``, the pieces of one
     line at one ``y``: an ``x`` alone is no new line."""
@@ -142,4 +149,4 @@ def drawing_text(root: etree._Element, key: str) -> tuple[str, list[str]]:
     return title, lines
 
 
-__all__ = ["MEDIA_TYPE", "TspanLines", "drawing_text", "parse"]
+__all__ = ["MEDIA_TYPE", "TspanLines", "drawing_text", "parse", "shown_run"]
