@@ -175,6 +175,31 @@ def test_a_structure_tree_that_loops_back_on_itself_is_read_once() -> None:
     assert "A paragraph under the heading" in parsed.text_layer
 
 
+def test_a_heading_whose_lines_have_ids_of_their_own_keeps_the_space_between_them() -> None:
+    # A wrapped heading tagged ``H1`` whose two lines are two marked-content sequences (ids 0
+    # and 1), no space written at the break: its text is "Field notes from the", "upper pond".
+    content = (
+        b"/H1 <</MCID 0>> BDC BT /F1 18 Tf 72 700 Td (Field notes from the) Tj ET EMC\n"
+        b"/H1 <</MCID 1>> BDC BT /F1 18 Tf 72 678 Td (upper pond) Tj ET EMC\n"
+        b"/P <</MCID 2>> BDC BT /F1 12 Tf 72 640 Td "
+        b"(A paragraph under the heading, long enough to be body text.) Tj ET EMC\n"
+    )
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R /StructTreeRoot 5 0 R /MarkInfo << /Marked true >> >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 8 0 R >> >> /StructParents 0 >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"endstream",
+        b"<< /Type /StructTreeRoot /K 6 0 R /ParentTree 9 0 R >>",
+        b"<< /Type /StructElem /S /Document /P 5 0 R /K [7 0 R 10 0 R] >>",
+        b"<< /Type /StructElem /S /H1 /P 6 0 R /Pg 3 0 R /K [0 1] >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Nums [0 [7 0 R 7 0 R 10 0 R]] >>",
+        b"<< /Type /StructElem /S /P /P 6 0 R /Pg 3 0 R /K 2 >>",
+    ]
+    assert _tags_of(pdf_file(objects)).entries == [(1, "Field notes from the upper pond", 1)]
+
+
 def test_a_browsers_tagged_headings_keep_the_levels_of_the_page() -> None:
     # Chrome tags ``<h2><code>check_retention()</code></h2>`` H2, as the HTML has it; by
     # typography alone it read one level under the page's other ``h2`` headings.
