@@ -38,7 +38,9 @@ and rows of documents no longer in the warehouse, and, for the documents the run
 indexed chunk ids against their chunks table. What disagrees is rewritten from the tables (or
 removed) and reported. An index LanceDB cannot open or read (a truncated data file, a garbage,
 truncated or missing manifest) is set aside as ``<index>.corrupt-<time>`` and rebuilt from the
-warehouse's tables, with a warning naming it.
+warehouse's tables, with a warning naming it. A table whose making was cut short (data files
+and no manifest yet, no settings recorded) held nothing any reader saw: it is removed, and the
+run writes its rows again.
 """
 
 from __future__ import annotations
@@ -312,14 +314,39 @@ class SearchIndex:
                         return self._open(fresh=True)
                 folder = f"{self._path}/{self.table_name}.lance"
                 self._fs.invalidate_cache(folder)
-                if not [f for f in self._fs.find(folder) if f.startswith(folder + "/")]:
+                files = [f for f in self._fs.find(folder) if f.startswith(folder + "/")]
+                if not files:
                     # Folders and no file: what an object store that keeps directory entries
                     # (SeaweedFS) shows of a table whose files were removed. No table.
+                    return None
+                if self._creation_cut_short(folder, files):
                     return None
                 raise DamagedFileError(
                     self.table_uri, f"cannot be opened: {_first_line(exc)}"
                 ) from None
         return self._table
+
+    def _creation_cut_short(self, folder: str, files: list[str]) -> bool:
+        """Remove a table whose making was cut short (a ``kill -9`` between LanceDB writing
+        the first rows' data files and committing its first manifest) and say so: no version
+        was ever committed and ``append`` had not yet recorded the settings, so nothing a
+        reader could have seen is lost, and the rows are the run's own, which writes them
+        again. A table that lost the manifests of committed versions still has its settings
+        record: that is damage, set aside for inspection."""
+        if any(f.startswith(f"{folder}/_versions/") and f.endswith(".manifest") for f in files):
+            return False
+        if self._fs.exists(self.settings_path):
+            return False
+        log.info(
+            "search index %s: removing a table whose making was cut short "
+            "(%d files, no version committed)",
+            self.table_uri,
+            len(files),
+        )
+        self._fs.rm(folder, recursive=True)
+        self._fs.invalidate_cache(self._path)
+        self._table, self._opened_folder = None, None
+        return True
 
     def upsert_document(self, document_id: str, rows: pa.Table) -> int:
         """Replace one document's rows with ``rows`` (delete by document id, then add), under

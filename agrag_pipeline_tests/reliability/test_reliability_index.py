@@ -380,3 +380,51 @@ def test_a_table_another_process_is_making_is_read_once_made_not_called_damaged(
         assert index.settings_changed() is None
     finally:
         assert maker.wait(timeout=120) == 0
+
+
+_MAKING_A_LARGE_TABLE = """
+import sys
+import numpy as np, pyarrow as pa
+from agrag_pipeline.sinks.index import SearchIndex
+
+rows = 100_000  # ~150 MB of vectors: LanceDB writes data files for a second before committing
+vectors = np.random.default_rng(0).random((rows, 384), dtype=np.float32)
+table = pa.table({
+    "document_id": [f"d{i % 50}" for i in range(rows)],
+    "chunk_id": [f"c{i}" for i in range(rows)],
+    "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 384),
+})
+print("ready", flush=True)
+SearchIndex(sys.argv[1]).append(table)
+"""
+
+
+def test_a_table_whose_making_was_killed_is_made_again_not_set_aside(copy: Path) -> None:
+    """A fresh clone's suite (2026-12-07): one ``kill -9`` of the crash test landed while
+    LanceDB was making the index's table, after its data files and before its first manifest.
+    The next run called that damage and set the index aside as ``index.corrupt-…``. No version
+    was ever committed, so no reader saw those rows: the next run now removes the folder and
+    writes the index, with nothing set aside and nothing reported as repaired."""
+    index_root = Path(index_uri(_warehouse(copy)))
+    table = index_root / "chunks.lance"
+    maker = subprocess.Popen(
+        [sys.executable, "-c", _MAKING_A_LARGE_TABLE, str(index_root)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert maker.stdout is not None and maker.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 120
+        while not any((table / "data").glob("*")):
+            assert maker.poll() is None, "the table was made before it could be killed"
+            assert time.monotonic() < deadline
+            time.sleep(0.002)
+        maker.kill()  # SIGKILL, between the data and the first manifest
+    finally:
+        maker.wait(timeout=60)
+    assert maker.returncode == -9
+    assert any((table / "data").glob("*")) and not any(table.glob("_versions/*.manifest"))
+    assert main([*_roots(copy), "index"]) == 0
+    assert list((copy / "warehouse").glob("index.corrupt-*")) == []
+    assert_index_matches_tables(_warehouse(copy), _keys(copy))
