@@ -1780,7 +1780,12 @@ def _declared_headings(
     warnings: list[str],
 ) -> list[HeadingMark]:
     """The headings the file declares, by its outline or its tags, whichever finds more of its
-    lines (the outline on a tie); none where it declares none (typography decides then)."""
+    lines (the outline on a tie); none where it declares none (typography decides then).
+
+    Each with the document's title put above it where it leaves the title out
+    (``_under_title``). The tags count with the headings set by hand in a tagged heading's look
+    (``_with_lines_set_alike``): a tutorial tagging only its "Table of Contents", as its one
+    outline entry, has its lettered sections in that look, and they are its headings too."""
     if body is None:
         return []
     by_outline: list[HeadingMark] = []
@@ -1797,12 +1802,20 @@ def _declared_headings(
             "headings were not followed"
         )
     if tagged.plausible():
-        # No title put above them: the tags are the author's whole declaration (a title the
-        # outline of a book leaves out is tagged ``Title`` or ``H1``).
         by_tags = _outline_headings(
             tagged.levelled(), lines, body, tag_warnings, declared_by="tagged headings"
         )
-        by_tags = _with_lines_set_alike(by_tags, lines)
+        title: HeadingMark | None = None
+        if by_tags and not tagged.has_title:
+            # A title set large on the first page and tagged as a paragraph (a form's, a
+            # tutorial's whose only tagged heading is its "Table of Contents"): the title an
+            # outline leaves out. Tags that start at ``H2`` leave level 1 free for it.
+            titled = _under_title(
+                by_tags, lines, body, make_room=min(mark.level for mark in by_tags) == 1
+            )
+            title = titled[0] if len(titled) > len(by_tags) else None
+            by_tags = titled
+        by_tags = _with_lines_set_alike(by_tags, lines, title)
     if len(by_tags) > len(by_outline):
         warnings += tag_warnings
         return by_tags
@@ -1814,14 +1827,19 @@ def _style_key(line: _Written) -> tuple[float, bool, bool, bool]:
     return (round(line.size * 2) / 2, line.bold, line.italic, line.mono)
 
 
-def _with_lines_set_alike(marks: list[HeadingMark], lines: list[_Written]) -> list[HeadingMark]:
+def _with_lines_set_alike(
+    marks: list[HeadingMark], lines: list[_Written], title: HeadingMark | None = None
+) -> list[HeadingMark]:
     """The tagged headings, and the headings typography finds in the type of one of them, at
     its level: an author who gave some headings a heading style and set others of that look by
     hand ("C. SLEEP SCHEDULE" tagged ``H2``, "A. SLEEP ENVIRONMENT" above it a paragraph in the
-    same bold capitals; Word's appendices styled by hand)."""
+    same bold capitals; Word's appendices styled by hand). ``title``, the one ``_under_title``
+    found: a line in its look on its own page is more of the cover ("Clinical Guidance / For
+    the Assessment of / Bed Rails"), on a later page a part's title."""
     if not marks:
         return marks
     first_line = {line.start: line for line in lines}
+    cover = first_line.get(title.start) if title is not None else None
     levels: dict[tuple[float, bool, bool, bool], int] = {}
     for mark in marks:
         if (line := first_line.get(mark.start)) is not None:
@@ -1833,6 +1851,12 @@ def _with_lines_set_alike(marks: list[HeadingMark], lines: list[_Written]) -> li
         level = levels.get(_style_key(line)) if line is not None else None
         if level is None or any(s < found.end and found.start < e for s, e in taken):
             continue
+        if (
+            cover is not None
+            and line is not None
+            and (line.page, _style_key(line)) == (cover.page, _style_key(cover))
+        ):
+            continue  # in the title's look on the title's page: more of the cover
         alike.append(HeadingMark(found.start, found.end, level, found.text))
     return sorted(marks + alike, key=lambda mark: mark.start)
 
@@ -1998,7 +2022,7 @@ def _division_labels(lines: list[_Written], candidates: list[int]) -> set[int]:
 
 
 def _under_title(
-    headings: list[HeadingMark], lines: list[_Written], body: _BodyStyle
+    headings: list[HeadingMark], lines: list[_Written], body: _BodyStyle, make_room: bool = True
 ) -> list[HeadingMark]:
     """The outline's headings under the document's title, where the outline leaves it out.
 
@@ -2007,7 +2031,7 @@ def _under_title(
     carry no document name, where the same manual's HTML carries its ``<h1>``. The title is
     the first page's first line in about its largest type before the first heading, larger than
     the body and mostly letters (with the lines of its size that follow it, up to three); the
-    outline's levels move one down under it.
+    outline's levels move one down under it (``make_room``; else they stay, level 1 free).
     """
     if not headings:
         return headings
@@ -2040,6 +2064,8 @@ def _under_title(
     if not _looks_like_heading(text):
         return headings
     title = HeadingMark(run[0].start, run[-1].end, 1, text)
+    if not make_room:
+        return [title, *headings]
     return [title] + [
         HeadingMark(h.start, h.end, min(h.level + 1, MAX_HEADING_LEVEL), h.text) for h in headings
     ]

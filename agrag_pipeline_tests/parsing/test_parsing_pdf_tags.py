@@ -75,6 +75,27 @@ def test_a_tagged_pdf_without_an_outline_has_the_headings_its_tags_declare() -> 
     assert "Two people at every pond" in parsed.text_layer[section.start : section.end]
 
 
+def test_a_title_tagged_as_a_paragraph_heads_tags_that_declare_few_headings() -> None:
+    """Govdocs1's tutorial 436840 tags one heading, its "Table of Contents"; its title and a
+    part's title are paragraphs in large type, its lettered sections paragraphs in the tagged
+    heading's look. The title was lost (typography is not asked where tags declare headings):
+    it now heads the tags as an outline's title does, and a part title in its look on a later
+    page is a heading at its level; a line in that look on the cover is not."""
+    parsed = _parsed(FIXTURES / "tagged_title_by_hand.pdf")
+    assert _headings(parsed) == [
+        (1, "Pond Survey Handbook"),
+        (2, "Contents"),  # tagged H2: level 1 stays free for the title
+        (2, "A. Before the visit"),
+        (2, "B. At the pond"),
+        (1, "Step by Step Guide"),
+        (2, "A. Permission from the landowner"),
+    ]
+    # "Volunteers Edition", in the title's type on the title's page: text of the cover.
+    cover = parsed.sections[0]
+    assert cover.heading == "Pond Survey Handbook"
+    assert "Volunteers Edition" in parsed.text_layer[cover.start : cover.end]
+
+
 def test_what_a_tagged_pdf_marks_as_artifacts_is_left_out() -> None:
     # The running head and the page number LibreOffice writes inside ``/Artifact`` marked
     # content: on a one-page document no repetition could tell them from the text.
