@@ -555,6 +555,12 @@ def build_parser() -> argparse.ArgumentParser:
     search_parser.add_argument(
         "--mode", choices=["dense", "bm25", "hybrid"], default="hybrid", help="default hybrid"
     )
+    search_parser.add_argument(
+        "--copies",
+        action="store_true",
+        help="list chunks with the same text as results of their own (default: folded into "
+        "the best-ranked one, which names where else its text is)",
+    )
     search_parser.set_defaults(func=retrieval)
     eval_parser = sub.add_parser(
         "eval",
@@ -654,7 +660,7 @@ def retrieval(args: argparse.Namespace) -> int:
     if args.command == "index":
         return commands.index_command(runtime)
     if args.command == "search":
-        return commands.search_command(runtime, args.question, args.k, args.mode)
+        return commands.search_command(runtime, args.question, args.k, args.mode, args.copies)
     return commands.eval_command(runtime, args.questions, baseline=not args.no_baseline)
 
 

@@ -29,7 +29,7 @@ from agrag_pipeline.retrieval.evaluate import (
     score_rules,
     table,
 )
-from agrag_pipeline.retrieval.search import MODES, Mode, retriever, search
+from agrag_pipeline.retrieval.search import MODES, Hit, Mode, retriever, search
 from agrag_pipeline.sinks.bm25_context import IndexSettings
 from agrag_pipeline.sinks.index import IndexSync, SearchIndex
 from agrag_pipeline.sinks.index import sync_index as sync_documents
@@ -61,21 +61,41 @@ def index_command(runtime: Runtime) -> int:
     return 0 if done.documents or not done.problems else 1
 
 
-def search_command(runtime: Runtime, query: str, k: int, mode: Mode) -> int:
+#: How many other files a result's copies are named by, before "and N more".
+COPIES_NAMED = 3
+
+
+def search_command(runtime: Runtime, query: str, k: int, mode: Mode, copies: bool = False) -> int:
     index = runtime.search_index
     if index.count() == 0:
         print(f"the index at {index.uri} is empty: run `agrag core` then `agrag index`")
         return 1
     embedder = runtime.embedder if mode != "bm25" else None
-    hits = search(index, query, k=k, mode=mode, embedder=embedder)
+    hits = search(index, query, k=k, mode=mode, embedder=embedder, copies=copies)
     for rank, h in enumerate(hits, start=1):
         where = " > ".join(h.heading_path) or "(no heading)"
         pages = f" p.{','.join(map(str, h.pages))}" if h.pages else ""
         print(f"{rank:>2}. {h.score:.4f}  {h.source_key}{pages}  [{where}]  {h.chunk_id}")
         print(f"    {h.snippet}")
+        if h.copies:
+            print(f"    {_copies_line(h)}")
     if not hits:
         print("no results")
     return 0
+
+
+def _copies_line(hit: Hit) -> str:
+    """ "same text also in: a.eml, b.eml and 2 more (and twice more in this file)"."""
+    others = list(dict.fromkeys(c.source_key for c in hit.copies if c.source_key != hit.source_key))
+    own = sum(1 for c in hit.copies if c.source_key == hit.source_key)
+    parts = []
+    if others:
+        named = ", ".join(others[:COPIES_NAMED])
+        more = len(others) - COPIES_NAMED
+        parts.append(f"also in: {named}" + (f" and {more} more" if more > 0 else ""))
+    if own:
+        parts.append(f"{own} more time{'s' if own > 1 else ''} in this file")
+    return "same text " + "; ".join(parts)
 
 
 def _labelled(

@@ -8,10 +8,17 @@ third ranking joins them: BM25 over each chunk with its section's neighbouring t
 finds a chunk by the words of the paragraph beside it while BM25 over the chunk alone keeps
 the chunk that holds the words first (BENCHMARKS.md, "BM25 context"). The query is embedded as
 it is, with the same model as the chunks.
+
+Copies are folded (``distinct``): a real folder holds the same text many times (a file saved
+twice, each reply of a mail thread quoting the messages before it, a policy's two versions), and
+ten results that are one passage five times are five results. A hit whose word triples are
+nine tenths or more in a better-ranked hit's is listed as that hit's copy (``Hit.copies``:
+where else it is), and the next distinct chunk takes its place.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -28,11 +35,28 @@ RRF_K = 60
 #: How deep each ranking is read before fusing.
 HYBRID_DEPTH = 50
 SNIPPET_CHARS = 240
+#: A hit whose word triples are this share or more in a better-ranked hit's adds nothing to it.
+COPY_SHARE = 0.9
+#: Fewer words than this is too little to call a copy ("See the table below.").
+COPY_MIN_WORDS = 8
+#: How many more chunks dense or BM25 search alone reads, so that folding copies still gives k.
+COPY_MARGIN = 10
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Where else a hit's text is: another document's chunk, or another place in its own."""
+
+    source_key: str
+    chunk_id: str
 
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result: which chunk, where it is, how well it scored, and a snippet."""
+    """One search result: which chunk, where it is, how well it scored, and a snippet;
+    ``copies``: the chunks with the same text that ranked below it, folded into it."""
 
     chunk_id: str
     source_key: str
@@ -44,6 +68,7 @@ class Hit:
     index: int
     char_start: int
     char_end: int
+    copies: tuple[Copy, ...] = ()
 
 
 def search(
@@ -53,25 +78,34 @@ def search(
     k: int = 10,
     mode: Mode = "hybrid",
     embedder: Embedder | None = None,
+    copies: bool = False,
 ) -> list[Hit]:
-    """The ``k`` best chunks for ``query``; ``embedder`` is needed for dense and hybrid."""
+    """The ``k`` best distinct chunks for ``query``, each with its copies folded in (``copies``:
+    every chunk, copies as results of their own); ``embedder`` is needed for dense and hybrid."""
     if mode not in MODES:
         raise ValueError(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
+    wider = k if copies else k + COPY_MARGIN
     if mode == "bm25":
-        return [to_hit(h, query) for h in index.bm25(query, k)]
-    if embedder is None:
-        raise ValueError(f"{mode} search needs the embedding model the chunks were embedded with")
-    vector = embedder.embed([query])[0]
-    if mode == "dense":
-        return [to_hit(h, query) for h in index.dense(vector, k)]
-    depth = max(k, HYBRID_DEPTH)
-    rankings = [index.dense(vector, depth), index.bm25(query, depth)]
-    if index.context_chars() > 0:
-        rankings.append(index.bm25(query, depth, context=True))
-    fused = rrf(rankings)
-    return [to_hit(h, query) for h in fused[:k]]
+        ranked = index.bm25(query, wider)
+    else:
+        if embedder is None:
+            raise ValueError(
+                f"{mode} search needs the embedding model the chunks were embedded with"
+            )
+        vector = embedder.embed([query])[0]
+        if mode == "dense":
+            ranked = index.dense(vector, wider)
+        else:
+            depth = max(k, HYBRID_DEPTH)
+            rankings = [index.dense(vector, depth), index.bm25(query, depth)]
+            if index.context_chars() > 0:
+                rankings.append(index.bm25(query, depth, context=True))
+            ranked = rrf(rankings)
+    if copies:
+        return [to_hit(h, query) for h in ranked[:k]]
+    return [to_hit(h, query, found) for h, found in distinct(ranked, k)]
 
 
 def retriever(
@@ -83,6 +117,42 @@ def retriever(
         return search(index, query, k=k, mode=mode, embedder=embedder)
 
     return run
+
+
+def distinct(ranked: Sequence[RawHit], k: int) -> list[tuple[RawHit, list[Copy]]]:
+    """The first ``k`` hits of ``ranked`` that are no copy of a better-ranked one, each with
+    the copies of it found anywhere in ``ranked``.
+
+    A copy: ``COPY_SHARE`` of its word triples (lower case, punctuation and quote marks left
+    out, so a reply's ``>`` lines and another wrapping match) are in the kept hit's. Measured
+    one way only: a chunk holding a kept one and more besides is no copy (it adds the more).
+    """
+    kept: list[tuple[RawHit, set[int], list[Copy]]] = []
+    for hit in ranked:
+        triples = _triples(hit.row.get("text") or "")
+        original = None
+        if triples is not None:
+            original = next(
+                (
+                    found
+                    for _, theirs, found in kept
+                    if theirs and len(triples & theirs) >= COPY_SHARE * len(triples)
+                ),
+                None,
+            )
+        if original is not None:
+            original.append(Copy(hit.row.get("source_key") or "", hit.row["chunk_id"]))
+        elif len(kept) < k:
+            kept.append((hit, triples or set(), []))
+    return [(hit, found) for hit, _, found in kept]
+
+
+def _triples(text: str) -> set[int] | None:
+    """The hashes of a text's word triples; None for a text too short to call a copy."""
+    words = _WORD.findall(text.lower())
+    if len(words) < COPY_MIN_WORDS:
+        return None
+    return {hash((a, b, c)) for a, b, c in zip(words, words[1:], words[2:], strict=False)}
 
 
 def rrf(rankings: Sequence[Sequence[RawHit]], k: int = RRF_K) -> list[RawHit]:
@@ -98,7 +168,7 @@ def rrf(rankings: Sequence[Sequence[RawHit]], k: int = RRF_K) -> list[RawHit]:
     return [RawHit(rows[c].row, scores[c]) for c in ordered]
 
 
-def to_hit(raw: RawHit, query: str) -> Hit:
+def to_hit(raw: RawHit, query: str, copies: Sequence[Copy] = ()) -> Hit:
     r = raw.row
     return Hit(
         chunk_id=r["chunk_id"],
@@ -111,6 +181,7 @@ def to_hit(raw: RawHit, query: str) -> Hit:
         index=int(r["index"]),
         char_start=int(r["char_start"]),
         char_end=int(r["char_end"]),
+        copies=tuple(copies),
     )
 
 

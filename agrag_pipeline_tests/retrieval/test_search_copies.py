@@ -1,0 +1,106 @@
+"""Copies in search results: one passage found in several files (a file saved twice, a mail
+reply quoting the message before it) is one result that names where else it is."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agrag_pipeline.cli import main
+from agrag_pipeline.pipeline import run_document
+from agrag_pipeline.retrieval.search import Copy, distinct, search
+from agrag_pipeline.runtime import Runtime
+from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
+from agrag_pipeline.sinks.index import RawHit, SearchIndex, index_uri, update_document
+
+CHAPTER = "ch03-04-comments.md"
+COPY = "backup/ch03-04-comments (copy).md"
+OTHER = "ch01-03-hello-cargo.md"
+QUESTION = "How do I write a comment in Rust code?"
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, corpus_dir: Path):
+    """A Rust book chapter, the same file saved again in another folder, and another chapter,
+    through the whole pipeline (MiniLM) into the index."""
+    root = tmp_path_factory.mktemp("copies")
+    book = corpus_dir / "markdown" / "rust-book"
+    (root / "raw" / "backup").mkdir(parents=True)
+    shutil.copy(book / CHAPTER, root / "raw" / CHAPTER)
+    shutil.copy(book / CHAPTER, root / "raw" / COPY)
+    shutil.copy(book / OTHER, root / "raw" / OTHER)
+    rt = Runtime.from_files(DEFAULT_SETTINGS_PATH, root / "raw", str(root / "warehouse"))
+    index = SearchIndex(index_uri(rt.warehouse_root))
+    for key in (CHAPTER, COPY, OTHER):
+        run_document(rt, key)
+        update_document(rt.warehouse, index, key)
+    return rt, index
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+def test_a_file_saved_twice_is_one_result_naming_the_other(indexed, mode) -> None:
+    rt, index = indexed
+    every = search(index, QUESTION, k=6, mode=mode, embedder=rt.embedder, copies=True)
+    assert {h.source_key for h in every[:4]} >= {CHAPTER, COPY}  # each copy ranks alone
+    hits = search(index, QUESTION, k=6, mode=mode, embedder=rt.embedder)
+    assert len(hits) == 6 and len({h.chunk_id for h in hits}) == 6
+    twins = {CHAPTER: COPY, COPY: CHAPTER}
+    places = [(h.char_start, h.char_end) for h in hits if h.source_key in twins]
+    assert len(places) >= 2  # the chapter's other chunks still rank
+    assert len(set(places)) == len(places)  # each place of the chapter once, from either file
+    for hit in hits:
+        if hit.source_key in twins:
+            # Whichever file ranked first (BM25 ties them) names the other.
+            assert [c.source_key for c in hit.copies] == [twins[hit.source_key]], hit
+    assert OTHER in {h.source_key for h in hits}  # the next distinct chunks took their places
+
+
+def test_agrag_search_prints_where_else_a_results_text_is(indexed, capsys) -> None:
+    rt, _ = indexed
+    roots = ["--raw-root", str(rt.raw_root), "--warehouse", rt.warehouse_root]
+    assert main([*roots, "search", QUESTION, "-k", "3", "--mode", "bm25"]) == 0
+    out = capsys.readouterr().out
+    assert f"same text also in: {COPY}" in out, out
+    assert main([*roots, "search", QUESTION, "-k", "3", "--mode", "bm25", "--copies"]) == 0
+    out = capsys.readouterr().out
+    assert "same text" not in out and COPY in out, out
+
+
+def _hit(chunk_id: str, text: str, source_key: str = "a.md") -> RawHit:
+    return RawHit({"chunk_id": chunk_id, "source_key": source_key, "text": text}, 0.0)
+
+
+MESSAGE = (
+    "The new build server is in the north rack. Log in with your usual account, run the "
+    "nightly job by hand once, and tell me if the cache directory fills up again this week."
+)
+
+
+def test_a_quoted_and_rewrapped_message_is_a_copy_of_the_message() -> None:
+    """A reply's quote: ``>`` marks, other line breaks, a lost comma. Still the same words."""
+    cut = MESSAGE.index(" ", 60)
+    quoted = "> " + MESSAGE[:cut] + "\n>" + MESSAGE[cut:].replace(",", "") + "\n"
+    kept = distinct([_hit("m", MESSAGE), _hit("q", quoted, "re.eml"), _hit("x", "Other " * 9)], 5)
+    assert [(h.row["chunk_id"], found) for h, found in kept] == [
+        ("m", [Copy("re.eml", "q")]),
+        ("x", []),
+    ]
+
+
+def test_a_chunk_that_adds_to_a_better_one_is_no_copy_and_short_texts_never_are() -> None:
+    reply = "Thanks, that fixed it, and the cache stayed small all week. " * 3 + MESSAGE
+    kept = distinct(
+        [_hit("m", MESSAGE), _hit("r", reply), _hit("s", "See below."), _hit("t", "See below.")], 5
+    )
+    assert [h.row["chunk_id"] for h, _ in kept] == ["m", "r", "s", "t"]
+    assert all(found == [] for _, found in kept)
+    # The other way round: the shorter message is all inside the better-ranked reply.
+    kept = distinct([_hit("r", reply), _hit("m", MESSAGE)], 5)
+    assert [(h.row["chunk_id"], found) for h, found in kept] == [("r", [Copy("a.md", "m")])]
+
+
+def test_copies_below_the_kth_result_are_still_named() -> None:
+    kept = distinct([_hit("m", MESSAGE), _hit("o", "Other words " * 9), _hit("c", MESSAGE)], 1)
+    assert [(h.row["chunk_id"], found) for h, found in kept] == [("m", [Copy("a.md", "c")])]
