@@ -188,6 +188,7 @@ def parse(
             )
         # A tagged PDF marks what is no content (running heads and feet, page numbers).
         marks_artifacts = bool(pdfium_c.FPDFCatalog_IsTagged(pdf.raw))
+        box_notes: dict[int, str] = {}  # page number -> the boxes mended to read it
 
         def read_pages(artifacts: bool) -> tuple[list[PageRead], dict[int, str], TaggedHeadings]:
             pages: list[PageRead] = []
@@ -202,6 +203,8 @@ def parse(
                     # lost to a bad edit) costs that page, not the pages PDFium can read.
                     unreadable[index + 1] = str(exc)
                     continue
+                if mended := pdf_layout.mend_page_boxes(page):
+                    box_notes[index + 1] = mended
                 textpage = page.get_textpage()
                 try:
                     read = pdf_layout.read_page(
@@ -233,6 +236,7 @@ def parse(
                 f"{_pages(numbers)} could not be read and {verb} left out "
                 f"(PDFium: {unreadable[numbers[0]]})"
             )
+        warnings += [f"page {number}: {note}" for number, note in sorted(box_notes.items())]
         outline = _outline(pdf)
         browser_printed = _printed_by_a_browser(pdf)
     finally:

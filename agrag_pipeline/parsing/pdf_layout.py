@@ -445,6 +445,40 @@ class _ArtifactMarks:
         return False
 
 
+#: What pdf.js shows a page whose media box has no area: US Letter, in points.
+_LETTER = (0.0, 0.0, 612.0, 792.0)
+
+
+def _area(box: tuple[float, float, float, float]) -> float:
+    return abs(box[2] - box[0]) * abs(box[3] - box[1])
+
+
+def mend_page_boxes(page: pypdfium2.PdfPage) -> str | None:
+    """Give a page whose boxes show nothing the boxes a viewer shows it by, as pdf.js does: a
+    media box with no area is US Letter, a crop box with no area inside the media box is the
+    media box. Only the open page is changed (the file is not). Why: PDFium measures such a
+    page as 0 by 0, so every character fell outside it and the page went to OCR, whose
+    rendering failed the whole document ("Crop exceeds page dimensions"). Returns what was
+    mended, for the parse's warnings, or None."""
+    media = page.get_mediabox()
+    crop = page.get_cropbox()
+    mended = []
+    if _area(media) <= 0:
+        media = _LETTER
+        page.set_mediabox(*media)
+        mended.append("its media box is empty: read as US Letter")
+    inside = (
+        max(min(crop[0], crop[2]), min(media[0], media[2])),
+        max(min(crop[1], crop[3]), min(media[1], media[3])),
+        min(max(crop[0], crop[2]), max(media[0], media[2])),
+        min(max(crop[1], crop[3]), max(media[1], media[3])),
+    )
+    if inside[2] <= inside[0] or inside[3] <= inside[1]:
+        page.set_cropbox(*media)
+        mended.append("its crop box shows nothing of it: read by its media box")
+    return "; ".join(mended) or None
+
+
 def read_chars(
     page: pypdfium2.PdfPage,
     textpage: pypdfium2.PdfTextPage,

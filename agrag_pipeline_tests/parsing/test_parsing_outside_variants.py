@@ -235,3 +235,22 @@ def test_a_pdf_page_that_cannot_be_read_costs_that_page_not_the_document(
     parsed = parse_checked(_raw(name), f"scans/{name}")
     assert parsed.text_layer.startswith("Hello PDF-world!")
     assert any(warning.startswith(said) for warning in parsed.warnings), parsed.warnings
+
+
+def test_pdf_pages_whose_boxes_show_nothing_are_read_by_the_boxes_a_viewer_uses() -> None:
+    """pdf.js's ``boundingBox_invalid.pdf``: a media box ``[0 0 0 0]``, a crop box ``[0 0 0 0]``
+    and one outside the media box. PDFium measured each page as showing nothing, every
+    character was left out as off the page, and OCR's rendering failed the whole document
+    ("Crop exceeds page dimensions"). Each page now reads as pdf.js shows it."""
+    parsed = parse_checked((FIXTURES / "pdfjs_empty_page_boxes.pdf").read_bytes(), "boxes.pdf")
+    assert parsed.text_layer.split("\n\n") == [
+        "Empty /MediaBox",
+        "Empty /CropBox",
+        "Empty /CropBox and /MediaBox intersection",
+    ]
+    assert parsed.warnings[:3] == [
+        "page 1: its media box is empty: read as US Letter; its crop box shows nothing of it: "
+        "read by its media box",
+        "page 2: its crop box shows nothing of it: read by its media box",
+        "page 3: its crop box shows nothing of it: read by its media box",
+    ]
