@@ -561,6 +561,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="list chunks with the same text as results of their own (default: folded into "
         "the best-ranked one, which names where else its text is)",
     )
+    search_parser.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object a line per result: the chunk's text, where it is, its copies and "
+        "its provenance (document version, parser, chunker and schema fingerprints)",
+    )
     search_parser.set_defaults(func=retrieval)
     eval_parser = sub.add_parser(
         "eval",
@@ -660,7 +666,9 @@ def retrieval(args: argparse.Namespace) -> int:
     if args.command == "index":
         return commands.index_command(runtime)
     if args.command == "search":
-        return commands.search_command(runtime, args.question, args.k, args.mode, args.copies)
+        return commands.search_command(
+            runtime, args.question, args.k, args.mode, args.copies, args.json
+        )
     return commands.eval_command(runtime, args.questions, baseline=not args.no_baseline)
 
 

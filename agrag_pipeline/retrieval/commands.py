@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +39,7 @@ from agrag_pipeline.storage.tables import sections_from_table
 
 if TYPE_CHECKING:
     from agrag_pipeline.runtime import Runtime
+    from agrag_pipeline.storage import Warehouse
 
 
 def sync_index(runtime: Runtime) -> IndexSync:
@@ -65,13 +68,37 @@ def index_command(runtime: Runtime) -> int:
 COPIES_NAMED = 3
 
 
-def search_command(runtime: Runtime, query: str, k: int, mode: Mode, copies: bool = False) -> int:
+#: What a JSON result's provenance gives, from the footer of the document's chunks table.
+PROVENANCE_KEYS = (
+    "content_hash",
+    "media_type",
+    "parse_version",
+    "chunker",
+    "chunker_hash",
+    "schema_fingerprint",
+    "extraction_fingerprint",
+)
+
+
+def search_command(
+    runtime: Runtime,
+    query: str,
+    k: int,
+    mode: Mode,
+    copies: bool = False,
+    as_json: bool = False,
+) -> int:
     index = runtime.search_index
     if index.count() == 0:
         print(f"the index at {index.uri} is empty: run `agrag core` then `agrag index`")
         return 1
     embedder = runtime.embedder if mode != "bm25" else None
     hits = search(index, query, k=k, mode=mode, embedder=embedder, copies=copies)
+    if as_json:
+        provenance = _Provenance(runtime.warehouse)
+        for rank, h in enumerate(hits, start=1):
+            print(json.dumps(_json_hit(rank, h, provenance(h)), ensure_ascii=False))
+        return 0
     for rank, h in enumerate(hits, start=1):
         where = " > ".join(h.heading_path) or "(no heading)"
         pages = f" p.{','.join(map(str, h.pages))}" if h.pages else ""
@@ -82,6 +109,51 @@ def search_command(runtime: Runtime, query: str, k: int, mode: Mode, copies: boo
     if not hits:
         print("no results")
     return 0
+
+
+class _Provenance:
+    """A hit's provenance, read from its document's chunks and embeddings footers (once per
+    document): the code and settings that made the chunk, for the version the index holds.
+    None where the warehouse holds another version now (the index is behind: ``agrag index``)
+    or none at all."""
+
+    def __init__(self, warehouse: Warehouse) -> None:
+        self._warehouse = warehouse
+        self._footers: dict[str, tuple[dict[str, str] | None, dict[str, str] | None]] = {}
+
+    def __call__(self, hit: Hit) -> dict[str, str | None] | None:
+        if hit.document_id not in self._footers:
+            document_id = UUID(hit.document_id)
+            self._footers[hit.document_id] = (
+                self._warehouse.table_metadata("chunks", document_id),
+                self._warehouse.table_metadata("embeddings", document_id),
+            )
+        chunks, embeddings = self._footers[hit.document_id]
+        if chunks is None or chunks.get("content_hash") != hit.content_hash:
+            return None
+        found: dict[str, str | None] = {key: chunks.get(key) for key in PROVENANCE_KEYS}
+        embedded = embeddings or {}
+        same = embedded.get("content_hash") == hit.content_hash
+        found["embedding_fingerprint"] = embedded.get("embedding_fingerprint") if same else None
+        return found
+
+
+def _json_hit(rank: int, hit: Hit, provenance: dict[str, str | None] | None) -> dict[str, Any]:
+    """One result as ``agrag search --json`` writes it (a line each)."""
+    return {
+        "rank": rank,
+        "score": hit.score,
+        "chunk_id": hit.chunk_id,
+        "document_id": hit.document_id,
+        "source_key": hit.source_key,
+        "heading_path": hit.heading_path,
+        "pages": hit.pages,
+        "char_start": hit.char_start,
+        "char_end": hit.char_end,
+        "text": hit.text,
+        "copies": [{"source_key": c.source_key, "chunk_id": c.chunk_id} for c in hit.copies],
+        "provenance": provenance,
+    }
 
 
 def _copies_line(hit: Hit) -> str:

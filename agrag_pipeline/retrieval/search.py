@@ -12,8 +12,8 @@ it is, with the same model as the chunks.
 Copies are folded (``distinct``): a real folder holds the same text many times (a file saved
 twice, each reply of a mail thread quoting the messages before it, a policy's two versions), and
 ten results that are one passage five times are five results. A hit whose word triples are
-nine tenths or more in a better-ranked hit's is listed as that hit's copy (``Hit.copies``:
-where else it is), and the next distinct chunk takes its place.
+nine tenths or more in the better-ranked hits' is listed as a copy (``Hit.copies`` of the one it
+shares most with: where else it is), and the next distinct chunk takes its place.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ RRF_K = 60
 #: How deep each ranking is read before fusing.
 HYBRID_DEPTH = 50
 SNIPPET_CHARS = 240
-#: A hit whose word triples are this share or more in a better-ranked hit's adds nothing to it.
+#: A hit whose word triples are this share or more in the better-ranked hits' adds nothing.
 COPY_SHARE = 0.9
 #: Fewer words than this is too little to call a copy ("See the table below.").
 COPY_MIN_WORDS = 8
@@ -55,7 +55,8 @@ class Copy:
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result: which chunk, where it is, how well it scored, and a snippet;
+    """One search result: which chunk, where it is, how well it scored, a snippet and the
+    chunk's text (what a RAG prompt is given) with its document version (``content_hash``);
     ``copies``: the chunks with the same text that ranked below it, folded into it."""
 
     chunk_id: str
@@ -69,6 +70,8 @@ class Hit:
     char_start: int
     char_end: int
     copies: tuple[Copy, ...] = ()
+    text: str = ""
+    content_hash: str = ""
 
 
 def search(
@@ -120,30 +123,25 @@ def retriever(
 
 
 def distinct(ranked: Sequence[RawHit], k: int) -> list[tuple[RawHit, list[Copy]]]:
-    """The first ``k`` hits of ``ranked`` that are no copy of a better-ranked one, each with
+    """The first ``k`` hits of ``ranked`` that are no copy of better-ranked ones, each with
     the copies of it found anywhere in ``ranked``.
 
     A copy: ``COPY_SHARE`` of its word triples (lower case, punctuation and quote marks left
-    out, so a reply's ``>`` lines and another wrapping match) are in the kept hit's. Measured
-    one way only: a chunk holding a kept one and more besides is no copy (it adds the more).
+    out, so a reply's ``>`` lines and another wrapping match) are in the hits kept before it,
+    together: a quoted message chunked at other places than the message itself is still
+    shown already. It is listed under the kept hit it shares most with. Measured one way only:
+    a chunk holding a kept one and more besides is no copy (it adds the more).
     """
     kept: list[tuple[RawHit, set[int], list[Copy]]] = []
+    shown: set[int] = set()
     for hit in ranked:
         triples = _triples(hit.row.get("text") or "")
-        original = None
-        if triples is not None:
-            original = next(
-                (
-                    found
-                    for _, theirs, found in kept
-                    if theirs and len(triples & theirs) >= COPY_SHARE * len(triples)
-                ),
-                None,
-            )
-        if original is not None:
-            original.append(Copy(hit.row.get("source_key") or "", hit.row["chunk_id"]))
+        if triples is not None and len(triples & shown) >= COPY_SHARE * len(triples):
+            _, _, found = max(kept, key=lambda entry: len(triples & entry[1]))
+            found.append(Copy(hit.row.get("source_key") or "", hit.row["chunk_id"]))
         elif len(kept) < k:
             kept.append((hit, triples or set(), []))
+            shown |= triples or set()
     return [(hit, found) for hit, _, found in kept]
 
 
@@ -182,6 +180,8 @@ def to_hit(raw: RawHit, query: str, copies: Sequence[Copy] = ()) -> Hit:
         char_start=int(r["char_start"]),
         char_end=int(r["char_end"]),
         copies=tuple(copies),
+        text=r.get("text") or "",
+        content_hash=r.get("content_hash") or "",
     )
 
 

@@ -1,15 +1,20 @@
-"""Copies in search results: one passage found in several files (a file saved twice, a mail
-reply quoting the message before it) is one result that names where else it is."""
+"""What a search result gives: copies of one passage (a file saved twice, a mail reply quoting
+the message before it) as one result that names where else it is, and with ``--json`` the
+chunk's whole text and the provenance it was made with."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shutil
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 
 from agrag_pipeline.cli import main
 from agrag_pipeline.pipeline import run_document
+from agrag_pipeline.retrieval.commands import _Provenance
 from agrag_pipeline.retrieval.search import Copy, distinct, search
 from agrag_pipeline.runtime import Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
@@ -104,3 +109,49 @@ def test_a_chunk_that_adds_to_a_better_one_is_no_copy_and_short_texts_never_are(
 def test_copies_below_the_kth_result_are_still_named() -> None:
     kept = distinct([_hit("m", MESSAGE), _hit("o", "Other words " * 9), _hit("c", MESSAGE)], 1)
     assert [(h.row["chunk_id"], found) for h, found in kept] == [("m", [Copy("a.md", "c")])]
+
+
+def test_a_quote_chunked_at_other_places_is_a_copy_of_the_chunks_it_spans() -> None:
+    """A reply quoting a long message is chunked at other places than the message: a quote
+    chunk holding the end of one message chunk and the start of the next is shown already."""
+    first = MESSAGE
+    second = (
+        "After that the old server can be switched off for good. Keep its disks for a month in "
+        "case we find something missing, then wipe them and send the machine back to stores."
+    )
+    half, other_half = first.split(". ", 1)[1], second.split(". ", 1)[0]
+    straddling = "> " + half + "\n> " + other_half + ".\n"
+    kept = distinct([_hit("1", first), _hit("2", second), _hit("q", straddling, "re.eml")], 5)
+    assert [h.row["chunk_id"] for h, _ in kept] == ["1", "2"]
+    [(_, one), (_, two)] = kept
+    assert one + two == [Copy("re.eml", "q")]  # under the chunk it shares most with
+
+
+def test_agrag_search_json_gives_each_chunks_text_and_the_provenance_it_was_made_with(
+    indexed, capsys
+) -> None:
+    rt, _ = indexed
+    roots = ["--raw-root", str(rt.raw_root), "--warehouse", rt.warehouse_root]
+    assert main([*roots, "search", QUESTION, "-k", "3", "--json"]) == 0
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["rank"] for r in results] == [1, 2, 3]
+    for result in results:
+        chunks = rt.warehouse.read_table("chunks", UUID(result["document_id"])).to_pylist()
+        [row] = [c for c in chunks if c["id"] == result["chunk_id"]]
+        assert result["text"] == row["text"]  # the whole chunk, not a snippet
+        made = result["provenance"]
+        assert made["content_hash"] == row["content_hash"]
+        assert made["chunker_hash"] == row["chunker_hash"]
+        assert made["schema_fingerprint"] == row["schema_fingerprint"]
+        assert made["extraction_fingerprint"] == row["extraction_fingerprint"]
+        assert made["parse_version"] and made["embedding_fingerprint"]
+    assert any(
+        r["copies"] == [{"source_key": COPY, "chunk_id": r["copies"][0]["chunk_id"]}]
+        for r in results
+        if r["source_key"] == CHAPTER
+    )
+    # A hit of another version than the warehouse holds (an index behind its documents) has
+    # no provenance to give: the warehouse no longer says what made it.
+    [hit] = search(rt.search_index, QUESTION, k=1, mode="bm25")
+    stale = dataclasses.replace(hit, content_hash="0" * 64)
+    assert _Provenance(rt.warehouse)(stale) is None
