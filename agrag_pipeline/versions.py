@@ -265,5 +265,7 @@ SNAPSHOT_VERSION = "1"
 #: a heading at level 1 (a part's title), on the cover page it is not. Of 203 PDFs, 2 change
 #: (Govdocs1 reports that tag one heading), in their headings only. Also read now, where it
 #: failed: a page whose media box has no area (as US Letter) or whose crop box shows nothing
-#: of it (by its media box), as pdf.js shows them; one of 1,200 PDFs swept has such pages.
+#: of it (by its media box), as pdf.js shows them; one of 1,200 PDFs swept has such pages. A
+#: page too large to render for OCR at the set dpi within 40 million pixels (a poster, a map)
+#: is read at the resolution that fits, where it ran out of memory or time.
 PARSE_VERSION = "52"

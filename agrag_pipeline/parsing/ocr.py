@@ -658,6 +658,13 @@ def _read(
     return _Read(words, score, long_words, horizontal)
 
 
+#: The most pixels a page is rendered with for OCR: an A4 page at the highest ``dpi`` setting
+#: (600: 34.8 million) and an A1 drawing at the default 200 (31 million) fit. A larger page
+#: (a poster, a map, a page stretched to the 200-inch limit of PDF) is rendered at the
+#: resolution that fits: at 200 dpi a 200-inch page took 3.3 GB and timed out.
+MAX_RENDER_PIXELS = 40_000_000
+
+
 def ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> OcrPage:
     """Render ``page`` at ``settings.dpi``, find its orientation, read its words.
 
@@ -677,6 +684,16 @@ def _ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> Ocr
     left, bottom, right, top = page.get_cropbox()
     page_points = (abs(right - left), abs(top - bottom))
     page_rotation = page.get_rotation() % 360
+    warnings: list[str] = []
+    fitting = _fitting_dpi(page_points, settings.dpi)
+    if fitting < settings.dpi:
+        width_in, height_in = (points / 72.0 for points in page_points)
+        warnings.append(
+            f"page {index + 1} is {width_in:.0f} x {height_in:.0f} in: read by OCR at "
+            f"{fitting} dpi, not {settings.dpi} (at most {MAX_RENDER_PIXELS / 1e6:.0f} "
+            "million pixels a page)"
+        )
+        settings = settings.model_copy(update={"dpi": fitting})  # Tesseract is told it too
     # As a viewer shows it (/Rotate applied): the orientation reported is relative to that.
     shown = page.render(scale=settings.dpi / 72.0, grayscale=True).to_pil()
     width_px, height_px = shown.size
@@ -693,7 +710,6 @@ def _ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> Ocr
         image, skew = straightened[rotation]
         return _read(image, index, settings, turn, unrotated, page_points, languages, skew)
 
-    warnings: list[str] = []
     guess: _Osd | None = None
     if _blank(shown):
         rotation, source, best = 0, "off", _Read([], 0.0)
@@ -743,6 +759,15 @@ def _ocr_page(page: pypdfium2.PdfPage, index: int, settings: OcrSettings) -> Ocr
         script=guess.script if guess is not None else "",
         languages="+".join(languages),
     )
+
+
+def _fitting_dpi(page_points: tuple[float, float], dpi: int) -> int:
+    """``dpi``, or the highest whole resolution at which the page stays within
+    ``MAX_RENDER_PIXELS``."""
+    area = (page_points[0] / 72.0) * (page_points[1] / 72.0)  # square inches
+    if area * dpi * dpi <= MAX_RENDER_PIXELS:
+        return dpi
+    return max(1, math.floor(math.sqrt(MAX_RENDER_PIXELS / area)))
 
 
 def _in_languages(reading: _Read, settings: OcrSettings) -> bool:

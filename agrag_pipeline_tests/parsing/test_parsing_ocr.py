@@ -177,6 +177,24 @@ def test_a_scan_skewed_on_the_scanner_is_straightened_and_read_with_boxes_where_
         assert _centre(word.box) == pytest.approx(expected, abs=3.0), word
 
 
+def test_a_page_too_large_to_render_at_the_set_dpi_is_read_at_the_resolution_that_fits(
+    tmp_path: Path, rendered_scan: Image.Image, scans: dict[str, ocr.OcrPage]
+) -> None:
+    """The scan on a poster-sized page (12 dpi: 138 x 195 in). At the set 200 dpi that is a
+    billion pixels: a 200-inch page took 3.3 GB and ran past the page's time budget, failing
+    the document. It is read at the resolution that fits ``MAX_RENDER_PIXELS``, said so."""
+    page = _read(_image_pdf(tmp_path / "poster.pdf", rendered_scan, dpi=12))
+    reference = (CORPUS / "groundtruth" / "ocr_test.md").read_text("utf-8")
+    assert _coverage(page.text, reference) >= 0.9, page.text
+    assert page.warnings[0] == (
+        "page 1 is 138 x 195 in: read by OCR at 38 dpi, not 200 (at most 40 million pixels a page)"
+    )
+    # Boxes are in the page's points, as on the letter-sized scan, 200 / 12 times larger.
+    first = scans["ocr_test"].words[0]
+    assert page.words[0].text == first.text
+    assert page.words[0].box == pytest.approx([v * 200 / 12 for v in first.box], rel=0.05)
+
+
 @pytest.fixture(scope="module")
 def one_word_pdf(
     tmp_path_factory: pytest.TempPathFactory,
