@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +30,7 @@ from agrag_pipeline.retrieval.evaluate import (
     score_rules,
     table,
 )
-from agrag_pipeline.retrieval.search import MODES, Hit, Mode, retriever, search
+from agrag_pipeline.retrieval.search import MODES, Hit, HitProvenance, Mode, retriever, search
 from agrag_pipeline.sinks.bm25_context import IndexSettings
 from agrag_pipeline.sinks.index import IndexSync, SearchIndex
 from agrag_pipeline.sinks.index import sync_index as sync_documents
@@ -39,7 +38,6 @@ from agrag_pipeline.storage.tables import sections_from_table
 
 if TYPE_CHECKING:
     from agrag_pipeline.runtime import Runtime
-    from agrag_pipeline.storage import Warehouse
 
 
 def sync_index(runtime: Runtime) -> IndexSync:
@@ -68,18 +66,6 @@ def index_command(runtime: Runtime) -> int:
 COPIES_NAMED = 3
 
 
-#: What a JSON result's provenance gives, from the footer of the document's chunks table.
-PROVENANCE_KEYS = (
-    "content_hash",
-    "media_type",
-    "parse_version",
-    "chunker",
-    "chunker_hash",
-    "schema_fingerprint",
-    "extraction_fingerprint",
-)
-
-
 def search_command(
     runtime: Runtime,
     query: str,
@@ -95,7 +81,7 @@ def search_command(
     embedder = runtime.embedder if mode != "bm25" else None
     hits = search(index, query, k=k, mode=mode, embedder=embedder, copies=copies)
     if as_json:
-        provenance = _Provenance(runtime.warehouse)
+        provenance = HitProvenance(runtime.warehouse)
         for rank, h in enumerate(hits, start=1):
             print(json.dumps(_json_hit(rank, h, provenance(h)), ensure_ascii=False))
         return 0
@@ -109,33 +95,6 @@ def search_command(
     if not hits:
         print("no results")
     return 0
-
-
-class _Provenance:
-    """A hit's provenance, read from its document's chunks and embeddings footers (once per
-    document): the code and settings that made the chunk, for the version the index holds.
-    None where the warehouse holds another version now (the index is behind: ``agrag index``)
-    or none at all."""
-
-    def __init__(self, warehouse: Warehouse) -> None:
-        self._warehouse = warehouse
-        self._footers: dict[str, tuple[dict[str, str] | None, dict[str, str] | None]] = {}
-
-    def __call__(self, hit: Hit) -> dict[str, str | None] | None:
-        if hit.document_id not in self._footers:
-            document_id = UUID(hit.document_id)
-            self._footers[hit.document_id] = (
-                self._warehouse.table_metadata("chunks", document_id),
-                self._warehouse.table_metadata("embeddings", document_id),
-            )
-        chunks, embeddings = self._footers[hit.document_id]
-        if chunks is None or chunks.get("content_hash") != hit.content_hash:
-            return None
-        found: dict[str, str | None] = {key: chunks.get(key) for key in PROVENANCE_KEYS}
-        embedded = embeddings or {}
-        same = embedded.get("content_hash") == hit.content_hash
-        found["embedding_fingerprint"] = embedded.get("embedding_fingerprint") if same else None
-        return found
 
 
 def _json_hit(rank: int, hit: Hit, provenance: dict[str, str | None] | None) -> dict[str, Any]:

@@ -22,11 +22,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+from uuid import UUID
 
 from agrag_pipeline.sinks.index import RawHit, SearchIndex
 
 if TYPE_CHECKING:
     from agrag_pipeline.embedding.base import Embedder
+    from agrag_pipeline.storage import Warehouse
 
 Mode = Literal["dense", "bm25", "hybrid"]
 MODES: tuple[Mode, ...] = ("dense", "bm25", "hybrid")
@@ -72,6 +74,45 @@ class Hit:
     copies: tuple[Copy, ...] = ()
     text: str = ""
     content_hash: str = ""
+
+
+#: What ``HitProvenance`` gives from the footer of a document's chunks table.
+PROVENANCE_KEYS = (
+    "content_hash",
+    "media_type",
+    "parse_version",
+    "chunker",
+    "chunker_hash",
+    "schema_fingerprint",
+    "extraction_fingerprint",
+)
+
+
+class HitProvenance:
+    """What made a hit's chunk: the document version, parser, chunker, schema, extraction and
+    embedding fingerprints, read from the footers of its document's chunks and embeddings
+    tables (once per document). None where the warehouse holds another version now (the index
+    is behind: ``agrag index``) or none at all. ``HitProvenance(warehouse)(hit)``."""
+
+    def __init__(self, warehouse: Warehouse) -> None:
+        self._warehouse = warehouse
+        self._footers: dict[str, tuple[dict[str, str] | None, dict[str, str] | None]] = {}
+
+    def __call__(self, hit: Hit) -> dict[str, str | None] | None:
+        if hit.document_id not in self._footers:
+            document_id = UUID(hit.document_id)
+            self._footers[hit.document_id] = (
+                self._warehouse.table_metadata("chunks", document_id),
+                self._warehouse.table_metadata("embeddings", document_id),
+            )
+        chunks, embeddings = self._footers[hit.document_id]
+        if chunks is None or chunks.get("content_hash") != hit.content_hash:
+            return None
+        found: dict[str, str | None] = {key: chunks.get(key) for key in PROVENANCE_KEYS}
+        embedded = embeddings or {}
+        same = embedded.get("content_hash") == hit.content_hash
+        found["embedding_fingerprint"] = embedded.get("embedding_fingerprint") if same else None
+        return found
 
 
 def search(

@@ -14,8 +14,7 @@ import pytest
 
 from agrag_pipeline.cli import main
 from agrag_pipeline.pipeline import run_document
-from agrag_pipeline.retrieval.commands import _Provenance
-from agrag_pipeline.retrieval.search import Copy, distinct, search
+from agrag_pipeline.retrieval.search import Copy, HitProvenance, distinct, search
 from agrag_pipeline.runtime import Runtime
 from agrag_pipeline.settings import DEFAULT_SETTINGS_PATH
 from agrag_pipeline.sinks.index import RawHit, SearchIndex, index_uri, update_document
@@ -154,4 +153,4 @@ def test_agrag_search_json_gives_each_chunks_text_and_the_provenance_it_was_made
     # no provenance to give: the warehouse no longer says what made it.
     [hit] = search(rt.search_index, QUESTION, k=1, mode="bm25")
     stale = dataclasses.replace(hit, content_hash="0" * 64)
-    assert _Provenance(rt.warehouse)(stale) is None
+    assert HitProvenance(rt.warehouse)(stale) is None
