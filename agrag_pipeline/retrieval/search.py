@@ -27,6 +27,8 @@ from uuid import UUID
 from agrag_pipeline.sinks.index import RawHit, SearchIndex
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from agrag_pipeline.embedding.base import Embedder
     from agrag_pipeline.storage import Warehouse
 
@@ -43,6 +45,8 @@ COPY_SHARE = 0.9
 COPY_MIN_WORDS = 8
 #: How many more chunks dense or BM25 search alone reads, so that folding copies still gives k.
 COPY_MARGIN = 10
+#: The deepest a ranking is read to find k distinct chunks among copies.
+MAX_COPY_DEPTH = 1000
 
 _WORD = re.compile(r"\w+")
 
@@ -125,31 +129,48 @@ def search(
     copies: bool = False,
 ) -> list[Hit]:
     """The ``k`` best distinct chunks for ``query``, each with its copies folded in (``copies``:
-    every chunk, copies as results of their own); ``embedder`` is needed for dense and hybrid."""
+    every chunk, copies as results of their own); ``embedder`` is needed for dense and hybrid.
+
+    Where copies leave fewer than ``k`` distinct chunks in what was read and the rankings had
+    more to give (a passage saved a hundred times), they are read again four times deeper, up
+    to ``MAX_COPY_DEPTH``."""
     if mode not in MODES:
         raise ValueError(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    wider = k if copies else k + COPY_MARGIN
-    if mode == "bm25":
-        ranked = index.bm25(query, wider)
-    else:
+    vector = None
+    if mode != "bm25":
         if embedder is None:
             raise ValueError(
                 f"{mode} search needs the embedding model the chunks were embedded with"
             )
         vector = embedder.embed([query])[0]
-        if mode == "dense":
-            ranked = index.dense(vector, wider)
-        else:
-            depth = max(k, HYBRID_DEPTH)
-            rankings = [index.dense(vector, depth), index.bm25(query, depth)]
-            if index.context_chars() > 0:
-                rankings.append(index.bm25(query, depth, context=True))
-            ranked = rrf(rankings)
-    if copies:
-        return [to_hit(h, query) for h in ranked[:k]]
-    return [to_hit(h, query, found) for h, found in distinct(ranked, k)]
+    depth = max(k, HYBRID_DEPTH) if mode == "hybrid" else k if copies else k + COPY_MARGIN
+    while True:
+        rankings = _rankings(index, query, mode, vector, depth)
+        ranked = rankings[0] if len(rankings) == 1 else rrf(rankings)
+        if copies:
+            return [to_hit(h, query) for h in ranked[:k]]
+        found = distinct(ranked, k)
+        more = any(len(ranking) >= depth for ranking in rankings)
+        if len(found) >= k or not more or depth >= MAX_COPY_DEPTH:
+            return [to_hit(h, query, copied) for h, copied in found]
+        depth = min(depth * 4, MAX_COPY_DEPTH)
+
+
+def _rankings(
+    index: SearchIndex, query: str, mode: Mode, vector: np.ndarray | None, depth: int
+) -> list[list[RawHit]]:
+    """The ranking(s) ``mode`` fuses, each ``depth`` deep."""
+    if mode == "bm25":
+        return [index.bm25(query, depth)]
+    assert vector is not None
+    if mode == "dense":
+        return [index.dense(vector, depth)]
+    rankings = [index.dense(vector, depth), index.bm25(query, depth)]
+    if index.context_chars() > 0:
+        rankings.append(index.bm25(query, depth, context=True))
+    return rankings
 
 
 def retriever(

@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 from uuid import UUID
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from agrag_pipeline.cli import main
@@ -154,3 +156,49 @@ def test_agrag_search_json_gives_each_chunks_text_and_the_provenance_it_was_made
     [hit] = search(rt.search_index, QUESTION, k=1, mode="bm25")
     stale = dataclasses.replace(hit, content_hash="0" * 64)
     assert HitProvenance(rt.warehouse)(stale) is None
+
+
+def _index_rows(texts: list[tuple[str, str]]) -> pa.Table:
+    """Index rows as ``index_rows`` writes them: one chunk a document (key, text)."""
+    vectors = np.random.default_rng(3).standard_normal((len(texts), 8)).astype(np.float32)
+    return pa.table(
+        {
+            "chunk_id": [f"c{i}" for i in range(len(texts))],
+            "document_id": [f"d{i}" for i in range(len(texts))],
+            "source_key": [key for key, _ in texts],
+            "content_hash": ["0" * 64] * len(texts),
+            "index": pa.array([0] * len(texts), pa.int32()),
+            "heading_path": [[]] * len(texts),
+            "pages": pa.array([[]] * len(texts), pa.list_(pa.int32())),
+            "char_start": pa.array([0] * len(texts), pa.int64()),
+            "char_end": pa.array([len(text) for _, text in texts], pa.int64()),
+            "content_kind": ["text"] * len(texts),
+            "text": [text for _, text in texts],
+            "contextual_text": [text for _, text in texts],
+            "bm25_context_text": [text for _, text in texts],
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 8),
+        }
+    )
+
+
+def test_a_passage_saved_a_hundred_times_still_leaves_k_distinct_results(tmp_path: Path) -> None:
+    """80 copies of one notice outrank every other chunk: the rankings are read deeper until
+    k distinct chunks are found (before, the first read held the notice alone)."""
+    notice = (
+        "The backup server rotates the nightly archive every Sunday at noon and keeps four "
+        "weeks of archives on its second disk."
+    )
+    others = [
+        f"Note {n}: the nightly job on the build server writes its log to the shared disk "
+        f"{n} and mails the team when it fails, number {n}."
+        for n in range(5)
+    ]
+    rows = [(f"mail/copy{i:02d}.eml", notice) for i in range(80)]
+    rows += [(f"notes/other{n}.md", text) for n, text in enumerate(others)]
+    index = SearchIndex(str(tmp_path / "index"))
+    index.append(_index_rows(rows))
+    index.ensure_fts_index()
+    hits = search(index, "backup server rotates nightly archive", k=5, mode="bm25")
+    assert len(hits) == 5
+    assert hits[0].source_key.startswith("mail/copy") and len(hits[0].copies) == 79
+    assert {h.source_key for h in hits[1:]} < {f"notes/other{n}.md" for n in range(5)}
