@@ -453,6 +453,19 @@ def _area(box: tuple[float, float, float, float]) -> float:
     return abs(box[2] - box[0]) * abs(box[3] - box[1])
 
 
+def _shown_box(
+    crop: tuple[float, float, float, float], media: tuple[float, float, float, float]
+) -> tuple[float, float, float, float]:
+    """What a viewer shows of a page, (left, bottom, right, top): its crop box within its
+    media box, either given with its corners in any order; no area where the two do not meet."""
+    return (
+        max(min(crop[0], crop[2]), min(media[0], media[2])),
+        max(min(crop[1], crop[3]), min(media[1], media[3])),
+        min(max(crop[0], crop[2]), max(media[0], media[2])),
+        min(max(crop[1], crop[3]), max(media[1], media[3])),
+    )
+
+
 def mend_page_boxes(page: pypdfium2.PdfPage) -> str | None:
     """Give a page whose boxes show nothing the boxes a viewer shows it by, as pdf.js does: a
     media box with no area is US Letter, a crop box with no area inside the media box is the
@@ -467,13 +480,8 @@ def mend_page_boxes(page: pypdfium2.PdfPage) -> str | None:
         media = _LETTER
         page.set_mediabox(*media)
         mended.append("its media box is empty: read as US Letter")
-    inside = (
-        max(min(crop[0], crop[2]), min(media[0], media[2])),
-        max(min(crop[1], crop[3]), min(media[1], media[3])),
-        min(max(crop[0], crop[2]), max(media[0], media[2])),
-        min(max(crop[1], crop[3]), max(media[1], media[3])),
-    )
-    if inside[2] <= inside[0] or inside[3] <= inside[1]:
+    shown_left, shown_bottom, shown_right, shown_top = _shown_box(crop, media)
+    if shown_right <= shown_left or shown_top <= shown_bottom:
         page.set_cropbox(*media)
         mended.append("its crop box shows nothing of it: read by its media box")
     return "; ".join(mended) or None
@@ -499,14 +507,8 @@ def read_chars(
     # What a viewer shows: the crop box, within the media box. A character wholly outside it
     # is not on the page (a two-page spread drawn whole on each of its pages, say: every word
     # would be read twice), and is dropped as a reader never sees it.
-    media = page.get_mediabox()
-    shown_left, shown_right = (
-        max(min(left, right), min(media[0], media[2])),
-        min(max(left, right), max(media[0], media[2])),
-    )
-    shown_bottom, shown_top = (
-        max(min(bottom, top), min(media[1], media[3])),
-        min(max(bottom, top), max(media[1], media[3])),
+    shown_left, shown_bottom, shown_right, shown_top = _shown_box(
+        (left, bottom, right, top), page.get_mediabox()
     )
     rotation = page.get_rotation() % 360
     shown_w, shown_h, to_shown = _frame(rotation, width, height)
