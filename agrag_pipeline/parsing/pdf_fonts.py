@@ -86,9 +86,10 @@ def cjk_sample_pdf(
     return pdf_file(objects)
 
 
-def pdf_file(objects: Sequence[bytes]) -> bytes:
-    """A PDF of ``objects`` (numbered from 1, the first the catalogue) with its cross-reference
-    table: the file around the objects the samples above are written as."""
+def pdf_file(objects: Sequence[bytes], root: int = 1) -> bytes:
+    """A PDF of ``objects`` (numbered from 1; object ``root`` the catalogue) with its
+    cross-reference table: the file around the objects the samples above are written as, and
+    the parser tests' files written object by object."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, 1):
@@ -97,8 +98,9 @@ def pdf_file(objects: Sequence[bytes]) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1,
+        root,
         xref,
     )
     return bytes(out)

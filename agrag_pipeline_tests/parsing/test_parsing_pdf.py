@@ -14,7 +14,7 @@ import pytest
 
 from agrag_pipeline.parsing import ParsedDocument, parse_document
 from agrag_pipeline.parsing.contract import contract_violations
-from agrag_pipeline_tests.parsing.pdf_support import pdf_file
+from agrag_pipeline.parsing.pdf_fonts import pdf_file
 
 # -- a minimal PDF writer ---------------------------------------------------------------------
 

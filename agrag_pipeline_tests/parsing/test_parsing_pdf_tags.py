@@ -19,7 +19,7 @@ import pytest
 
 from agrag_pipeline.parsing import ParsedDocument, parse_document, pdf_tags
 from agrag_pipeline.parsing.contract import contract_violations
-from agrag_pipeline_tests.parsing.pdf_support import pdf_file
+from agrag_pipeline.parsing.pdf_fonts import pdf_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TAGGED = FIXTURES / "tagged_headings.pdf"
@@ -169,6 +169,28 @@ def _tagged_pdf_with_a_looping_tree() -> bytes:
         b"/P <</MCID 1>> BDC BT /F1 12 Tf 72 670 Td "
         b"(A paragraph under the heading, long enough to be body text.) Tj ET EMC\n"
     )
+    return _one_tagged_page(
+        content,
+        # The document element holds the heading, the paragraph and itself, twice.
+        document_kids=b"[7 0 R 10 0 R 6 0 R 6 0 R]",
+        # The heading holds its text and loops back to the document.
+        heading_kids=b"[0 6 0 R 7 0 R]",
+        parent_tree=b"[7 0 R 10 0 R]",
+        paragraph_kids=b"1",
+    )
+
+
+def _one_tagged_page(
+    content: bytes,
+    *,
+    document_kids: bytes,
+    heading_kids: bytes,
+    parent_tree: bytes,
+    paragraph_kids: bytes,
+) -> bytes:
+    """One Helvetica page of ``content`` and its structure tree: a ``Document`` element (object
+    6), an ``H1`` (7) and a ``P`` (10) with the kids given, the page's marked-content ids
+    mapped to elements by ``parent_tree``."""
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R /StructTreeRoot 5 0 R /MarkInfo << /Marked true >> >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -176,13 +198,11 @@ def _tagged_pdf_with_a_looping_tree() -> bytes:
         b" /Resources << /Font << /F1 8 0 R >> >> /StructParents 0 >>",
         b"<< /Length %d >>\nstream\n" % len(content) + content + b"endstream",
         b"<< /Type /StructTreeRoot /K 6 0 R /ParentTree 9 0 R >>",
-        # The document element holds the heading, the paragraph and itself, twice.
-        b"<< /Type /StructElem /S /Document /P 5 0 R /K [7 0 R 10 0 R 6 0 R 6 0 R] >>",
-        # The heading holds its text and loops back to the document.
-        b"<< /Type /StructElem /S /H1 /P 6 0 R /Pg 3 0 R /K [0 6 0 R 7 0 R] >>",
+        b"<< /Type /StructElem /S /Document /P 5 0 R /K %s >>" % document_kids,
+        b"<< /Type /StructElem /S /H1 /P 6 0 R /Pg 3 0 R /K %s >>" % heading_kids,
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Nums [0 [7 0 R 10 0 R]] >>",
-        b"<< /Type /StructElem /S /P /P 6 0 R /Pg 3 0 R /K 1 >>",
+        b"<< /Nums [0 %s] >>" % parent_tree,
+        b"<< /Type /StructElem /S /P /P 6 0 R /Pg 3 0 R /K %s >>" % paragraph_kids,
     ]
     return pdf_file(objects)
 
@@ -205,20 +225,14 @@ def test_a_heading_whose_lines_have_ids_of_their_own_keeps_the_space_between_the
         b"/P <</MCID 2>> BDC BT /F1 12 Tf 72 640 Td "
         b"(A paragraph under the heading, long enough to be body text.) Tj ET EMC\n"
     )
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R /StructTreeRoot 5 0 R /MarkInfo << /Marked true >> >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
-        b" /Resources << /Font << /F1 8 0 R >> >> /StructParents 0 >>",
-        b"<< /Length %d >>\nstream\n" % len(content) + content + b"endstream",
-        b"<< /Type /StructTreeRoot /K 6 0 R /ParentTree 9 0 R >>",
-        b"<< /Type /StructElem /S /Document /P 5 0 R /K [7 0 R 10 0 R] >>",
-        b"<< /Type /StructElem /S /H1 /P 6 0 R /Pg 3 0 R /K [0 1] >>",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Nums [0 [7 0 R 7 0 R 10 0 R]] >>",
-        b"<< /Type /StructElem /S /P /P 6 0 R /Pg 3 0 R /K 2 >>",
-    ]
-    assert _tags_of(pdf_file(objects)).entries == [(1, "Field notes from the upper pond", 1)]
+    raw = _one_tagged_page(
+        content,
+        document_kids=b"[7 0 R 10 0 R]",
+        heading_kids=b"[0 1]",
+        parent_tree=b"[7 0 R 7 0 R 10 0 R]",
+        paragraph_kids=b"2",
+    )
+    assert _tags_of(raw).entries == [(1, "Field notes from the upper pond", 1)]
 
 
 def test_a_browsers_tagged_headings_keep_the_levels_of_the_page() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agrag_pipeline.parsing import parse_document
 from agrag_pipeline.parsing.contract import contract_violations
-from agrag_pipeline_tests.parsing.pdf_support import pdf_file
+from agrag_pipeline.parsing.pdf_fonts import pdf_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 POLISH = " ".join((FIXTURES / "invoice_pl.txt").read_text("utf-8").split())
