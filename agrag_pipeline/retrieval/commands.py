@@ -116,7 +116,8 @@ def _json_hit(rank: int, hit: Hit, provenance: dict[str, str | None] | None) -> 
 
 
 def _copies_line(hit: Hit) -> str:
-    """ "same text also in: a.eml, b.eml and 2 more (and twice more in this file)"."""
+    """The line under a result that names where else its text is: "same text also in: a.eml,
+    b.eml and 2 more; 2 more times in this file"."""
     others = list(dict.fromkeys(c.source_key for c in hit.copies if c.source_key != hit.source_key))
     own = sum(1 for c in hit.copies if c.source_key == hit.source_key)
     parts = []
